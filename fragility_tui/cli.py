@@ -1,0 +1,101 @@
+"""`fragility-tui` entry point: the app by default, subcommands for everything else.
+
+Exit codes: 0 success, 2 bad input (InputError, argparse errors), 1 internal failure.
+Errors go to stderr as one line starting with `error:`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import sys
+
+from fragility_tui import __version__
+from fragility_tui.errors import InputError, StoreBusyError
+
+# Subcommand modules: each has register(subparsers) and run(args) -> int (or sets func).
+COMMAND_MODULES = (
+    "fragility_tui.commands.foundation",
+    "fragility_tui.commands.report",
+    "fragility_tui.commands.selfcheck",
+    "fragility_tui.commands.run",
+    "fragility_tui.commands.runs",
+    "fragility_tui.commands.lmeval",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's usage errors are bad input: exit 2, one line
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"error: {message}\n")
+        sys.exit(2)
+
+
+def _db_parent(suppress: bool) -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument("--db", metavar="PATH",
+                        default=argparse.SUPPRESS if suppress else None,
+                        help="DuckDB store file (default: the user data dir; "
+                             "FRAGILITY_TUI_DB overrides it)")
+    return parent
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="fragility-tui", parents=[_db_parent(False)],
+                     description="Is a multiple-choice leaderboard gap real, or made by the "
+                                 "harness? With no subcommand, opens the app.")
+    parser.add_argument("--version", action="version", version=f"fragility-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.db_parent = _db_parent(True)  # commands pass parents=[sub.db_parent]
+    for name in COMMAND_MODULES:
+        if importlib.util.find_spec(name) is None:
+            continue  # a command module not built yet
+        module = importlib.import_module(name)
+        before = set(sub.choices)
+        module.register(sub)
+        for added in set(sub.choices) - before:
+            p = sub.choices[added]
+            if not any(a.dest == "db" for a in p._actions):
+                p.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                               help="DuckDB store file (default: the user data dir)")
+            if p.get_default("func") is None and hasattr(module, "run"):
+                p.set_defaults(func=module.run)
+    return parser
+
+
+def resolve_db(args) -> str | None:
+    return getattr(args, "db", None) or os.environ.get("FRAGILITY_TUI_DB") or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    args.db = resolve_db(args)
+    try:
+        if args.command is None:
+            from fragility_tui.tui.app import run_app
+
+            return run_app(args.db)
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except StoreBusyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
+        if os.environ.get("FRAGILITY_TUI_DEBUG"):
+            raise
+        print(f"error: internal failure: {type(exc).__name__}: {exc} "
+              "(set FRAGILITY_TUI_DEBUG=1 for a traceback)", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

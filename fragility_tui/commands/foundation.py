@@ -1,0 +1,140 @@
+"""Store commands: grids, import, simulate, export, load-samples."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from fragility_tui.errors import InputError
+
+
+def open_store(db: str | None, *, load_samples: bool | None = None):
+    """Open the store; the default store (no --db) gets the shipped sample grids the first
+    time it is opened, so a fresh machine starts with something to explore."""
+    from fragility_tui.grid.store import Store
+
+    store = Store(db)
+    if load_samples is None:
+        load_samples = db is None
+    if load_samples:
+        ensure_sample_grids(store)
+    return store
+
+
+def ensure_sample_grids(store) -> list[str]:
+    """Load the shipped grids once per store (deleting one later does not bring it back)."""
+    from fragility_tui.grid.importer import load_sample_grids
+
+    with store.connect() as con:
+        done = con.execute("SELECT value FROM meta WHERE key = 'sample_grids_loaded'").fetchall()
+    if done:
+        return []
+    loaded = load_sample_grids(store)
+    with store.connect(write=True) as con:
+        con.execute("INSERT OR REPLACE INTO meta VALUES ('sample_grids_loaded', ?)",
+                    [json.dumps(loaded)])
+    return loaded
+
+
+def register(sub) -> None:
+    p = sub.add_parser("grids", help="list the grids in the store")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    p.set_defaults(func=cmd_grids)
+
+    p = sub.add_parser("import", help="import a long-format CSV/Parquet grid")
+    p.add_argument("path", metavar="PATH", help="CSV or Parquet with columns model, item, "
+                   "config, correct (optional: benchmark, subject, pred, raw_output)")
+    p.add_argument("--grid", required=True, metavar="NAME")
+    p.add_argument("--items", metavar="ITEMS_PATH",
+                   help="item file to attach text/choices/gold from (matched on item id)")
+    p.add_argument("--replace", action="store_true", help="replace an existing grid of that name")
+    p.add_argument("--synthetic", action="store_true", help="label the grid synthetic")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("simulate", help="write a SYNTHETIC grid from the documented generative model")
+    p.add_argument("--models", type=int, default=12, metavar="N")
+    p.add_argument("--items", type=int, default=3679, metavar="N")
+    p.add_argument("--seed", type=int, default=0, metavar="S")
+    p.add_argument("--grid", required=True, metavar="NAME")
+    p.add_argument("--replace", action="store_true", help="replace an existing grid of that name")
+    p.add_argument("--out", metavar="PATH", help="also write the cells as Parquet (sample_grids/)")
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("export", help="export a grid's cells")
+    p.add_argument("--grid", required=True, metavar="NAME")
+    p.add_argument("--what", default="cells", choices=["cells"])
+    p.add_argument("--format", default="csv", choices=["csv", "parquet"])
+    p.add_argument("--out", required=True, metavar="PATH")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("load-samples", help="load the grids shipped in sample_grids/ into the store")
+    p.set_defaults(func=cmd_load_samples)
+
+
+def cmd_grids(args) -> int:
+    store = open_store(args.db)
+    grids = store.list_grids()
+    if args.json:
+        print(json.dumps([g.to_json() for g in grids], indent=2))
+        return 0
+    if not grids:
+        print(f"no grids in {store.path}")
+        return 0
+    print(f"{'grid':32} {'kind':9} {'models':>6} {'items':>6} {'configs':>7} {'cells':>9}  complete")
+    for g in grids:
+        kind = "SYNTHETIC" if g.synthetic else "real"
+        print(f"{g.name[:32]:32} {kind:9} {g.models:>6} {g.items:>6} {g.configs:>7} "
+              f"{g.cells:>9}  {'yes' if g.complete else 'no'}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from fragility_tui.grid.importer import import_long_grid
+
+    items = None
+    if args.items:
+        from fragility_tui.grid.loaders import load_items
+
+        items, _report = load_items(args.items)
+    store = open_store(args.db, load_samples=False)
+    summary = import_long_grid(store, args.path, args.grid, items=items, items_path=args.items,
+                               synthetic=args.synthetic, replace=args.replace)
+    print(f"imported grid {summary['grid']!r}: {summary['cells']} cells, {summary['models']} "
+          f"models, {summary['items']} items, {summary['configs']} configs")
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    from fragility_tui.grid.importer import write_synthetic_grid
+    from fragility_tui.grid.simulate import simulate
+
+    if args.models < 1 or args.items < 1:
+        raise InputError("--models and --items must be at least 1", field="--models/--items")
+    grid = simulate(args.models, args.items, args.seed)
+    store = open_store(args.db, load_samples=False)
+    summary = write_synthetic_grid(store, grid, args.grid, replace=args.replace)
+    if args.out:
+        from fragility_tui.grid.importer import export_cells
+
+        export_cells(store, args.grid, args.out, "parquet")
+    print(f"simulated SYNTHETIC grid {summary['grid']!r}: {summary['models']} models x "
+          f"{summary['items']} items x {summary['configs']} configs ({summary['cells']} cells)")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from fragility_tui.grid.importer import export_cells
+
+    store = open_store(args.db)
+    rows = export_cells(store, args.grid, args.out, args.format)
+    print(f"wrote {rows} cells to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_load_samples(args) -> int:
+    from fragility_tui.grid.importer import load_sample_grids
+
+    store = open_store(args.db, load_samples=False)
+    loaded = load_sample_grids(store)
+    print("loaded: " + (", ".join(loaded) if loaded else "nothing new"))
+    return 0

@@ -1,0 +1,539 @@
+"""The embedded DuckDB store: grids, items, configs, models, runs and cells.
+
+Concurrency design (see docs/architecture.md). DuckDB lets one process hold a database file
+read-write at a time, and a read-write holder excludes readers in other processes. So no
+process keeps the file open: every operation opens a connection, runs one transaction and
+closes it, retrying with jittered back-off while another process holds the lock. Writers
+batch (a run commits a small batch of cells per transaction), readers copy what they need
+into memory (the analysis cube) and let go. An evaluation run, the TUI, a `report` in
+another shell and a second run therefore interleave at transaction granularity instead of
+locking each other out. Atomicity comes from DuckDB's transactions and WAL: a kill -9 at any
+moment loses at most the in-flight transaction, and `cells` is keyed by (grid, model, item,
+config) so re-written cells are ignored, never duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from fragility_tui.analysis.cube import Cube
+from fragility_tui.errors import InputError, StoreBusyError
+from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
+from fragility_tui.grid.items import Item
+
+SCHEMA_VERSION = 1
+APP_NAME = "fragility-tui"
+LOCK_WAIT_S = float(os.environ.get("FRAGILITY_LOCK_WAIT_S", "120"))
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS configs (
+    config_id VARCHAR PRIMARY KEY, position INTEGER, "order" VARCHAR, format VARCHAR,
+    scoring VARCHAR, is_reference BOOLEAN);
+CREATE TABLE IF NOT EXISTS grids (
+    name VARCHAR PRIMARY KEY, synthetic BOOLEAN NOT NULL, description VARCHAR,
+    created_at TIMESTAMP, seed BIGINT, item_set_hash VARCHAR, meta VARCHAR);
+CREATE TABLE IF NOT EXISTS items (
+    grid VARCHAR NOT NULL, item_uid VARCHAR NOT NULL, position INTEGER NOT NULL,
+    benchmark VARCHAR NOT NULL, subject VARCHAR, question VARCHAR, choices VARCHAR[],
+    gold INTEGER, PRIMARY KEY (grid, item_uid));
+CREATE TABLE IF NOT EXISTS models (
+    grid VARCHAR NOT NULL, model VARCHAR NOT NULL, source VARCHAR, revision VARCHAR,
+    dtype VARCHAR, quantization VARCHAR, base_model VARCHAR, provenance VARCHAR,
+    PRIMARY KEY (grid, model));
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, grid VARCHAR, model VARCHAR, status VARCHAR, pid INTEGER,
+    created_at TIMESTAMP, started_at TIMESTAMP, ended_at TIMESTAMP, spec VARCHAR,
+    provenance VARCHAR, events_path VARCHAR, cells_total BIGINT, cells_done BIGINT,
+    tokens BIGINT, seconds DOUBLE, error VARCHAR);
+CREATE TABLE IF NOT EXISTS cells (
+    grid VARCHAR NOT NULL, model VARCHAR NOT NULL, item_uid VARCHAR NOT NULL,
+    config_id VARCHAR NOT NULL, correct BOOLEAN NOT NULL, pred TINYINT,
+    permutation VARCHAR, raw_output VARCHAR, scores DOUBLE[], tokens INTEGER, ms REAL,
+    run_id VARCHAR);
+"""
+
+# Each entry upgrades the schema from version i+1 to i+2; append, never edit.
+_MIGRATIONS: list[str] = []
+
+RUN_FIELDS = ("grid", "model", "status", "pid", "created_at", "started_at", "ended_at", "spec",
+              "provenance", "events_path", "cells_total", "cells_done", "tokens", "seconds",
+              "error")
+_JSON_RUN_FIELDS = ("spec", "provenance")
+CELL_COLUMNS = ("model", "item_uid", "config_id", "correct", "pred", "permutation",
+                "raw_output", "scores", "tokens", "ms", "run_id")
+
+
+@dataclass(frozen=True)
+class CellRow:
+    model: str
+    item_uid: str
+    config_id: str
+    correct: bool
+    pred: int | None = None  # native option index; -1 = unparsed
+    permutation: str | None = None  # e.g. "2013": display position j shows choice int(p[j])
+    raw_output: str | None = None
+    scores: list[float] | None = None  # raw log-likelihoods, native order (likelihood configs)
+    tokens: int | None = None
+    ms: float | None = None
+    run_id: str | None = None
+
+
+@dataclass(frozen=True)
+class GridInfo:
+    name: str
+    synthetic: bool
+    description: str
+    models: int
+    items: int
+    configs: int
+    cells: int
+    created_at: str | None
+
+    @property
+    def complete(self) -> bool:
+        return self.cells > 0 and self.cells == self.models * self.items * self.configs
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "models": self.models, "items": self.items,
+                "configs": self.configs, "cells": self.cells, "complete": self.complete,
+                "synthetic": self.synthetic, "description": self.description,
+                "created_at": self.created_at}
+
+
+def default_db_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "fragility.duckdb"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+class Store:
+    """A DuckDB file opened per operation (see the module docstring for why)."""
+
+    # One DuckDB database may be open only once per process with one configuration;
+    # serialise this process's own connections to a path.
+    _process_locks: dict[str, threading.RLock] = {}
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_wait_s: float = LOCK_WAIT_S):
+        self.path = Path(path) if path is not None else default_db_path()
+        self.lock_wait_s = lock_wait_s
+        key = str(self.path.resolve())
+        self._lock = Store._process_locks.setdefault(key, threading.RLock())
+        self._ensure_schema()
+
+    # -- connections ---------------------------------------------------------------------
+
+    @contextmanager
+    def connect(self, write: bool = False):
+        """A short-lived connection; a write connection runs in one transaction."""
+        with self._lock:
+            con = self._open()
+            try:
+                if write:
+                    con.execute("BEGIN TRANSACTION")
+                    try:
+                        yield con
+                    except BaseException:
+                        con.execute("ROLLBACK")
+                        raise
+                    con.execute("COMMIT")
+                else:
+                    yield con
+            finally:
+                con.close()
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.005
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if not _is_lock_error(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(f"{self.path} stayed locked by another process for "
+                                         f"{self.lock_wait_s:.0f} s: {exc}") from exc
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.25)
+
+    def _ensure_schema(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.connect(write=True) as con:
+            con.execute(_SCHEMA_V1)
+            row = _first(con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
+            version = int(row[0]) if row else None
+            if version is None:
+                con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+                con.executemany(
+                    "INSERT OR IGNORE INTO configs VALUES (?, ?, ?, ?, ?, ?)",
+                    [[c.config_id, i, c.order, c.format, c.scoring, c.is_reference]
+                     for i, c in enumerate(CONFIGS)])
+                return
+            if version > SCHEMA_VERSION:
+                raise InputError(f"store schema version {version} is newer than this "
+                                 f"fragility-tui ({SCHEMA_VERSION}); upgrade fragility-tui",
+                                 path=str(self.path))
+            for step in _MIGRATIONS[version - 1:]:
+                con.execute(step)
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                        [str(SCHEMA_VERSION)])
+
+    def schema_version(self) -> int:
+        with self.connect() as con:
+            return int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall()[0][0])
+
+    # -- grids ---------------------------------------------------------------------------
+
+    def list_grids(self) -> list[GridInfo]:
+        with self.connect() as con:
+            rows = con.execute("""
+                WITH c AS (SELECT grid, count(*) AS cells, count(DISTINCT model) AS models,
+                                  count(DISTINCT config_id) AS configs
+                           FROM cells GROUP BY grid),
+                     i AS (SELECT grid, count(*) AS items FROM items GROUP BY grid),
+                     m AS (SELECT grid, count(*) AS models FROM models GROUP BY grid)
+                SELECT g.name, g.synthetic, coalesce(g.description, ''),
+                       greatest(coalesce(c.models, 0), coalesce(m.models, 0)),
+                       coalesce(i.items, 0), coalesce(c.configs, 0), coalesce(c.cells, 0),
+                       CAST(g.created_at AS VARCHAR)
+                FROM grids g LEFT JOIN c ON c.grid = g.name LEFT JOIN i ON i.grid = g.name
+                LEFT JOIN m ON m.grid = g.name ORDER BY g.created_at, g.name""").fetchall()
+        return [GridInfo(*r) for r in rows]
+
+    def grid_info(self, name: str) -> GridInfo:
+        for info in self.list_grids():
+            if info.name == name:
+                return info
+        raise InputError(f"no grid named {name!r} in {self.path}"
+                         + self._known_grids_hint())
+
+    def _known_grids_hint(self) -> str:
+        names = [g.name for g in self.list_grids()]
+        return f" (grids: {', '.join(names)})" if names else " (the store has no grids)"
+
+    def has_grid(self, name: str) -> bool:
+        with self.connect() as con:
+            return con.execute("SELECT 1 FROM grids WHERE name = ?", [name]).fetchall() != []
+
+    def grid_meta(self, name: str) -> dict:
+        with self.connect() as con:
+            row = con.execute("SELECT synthetic, description, seed, item_set_hash, meta FROM grids "
+                              "WHERE name = ?", [name]).fetchall()
+            row = row[0] if row else None
+        if row is None:
+            raise InputError(f"no grid named {name!r} in {self.path}" + self._known_grids_hint())
+        return {"synthetic": row[0], "description": row[1], "seed": row[2],
+                "item_set_hash": row[3], **json.loads(row[4] or "{}")}
+
+    def create_grid(self, name: str, *, synthetic: bool = False, description: str = "",
+                    seed: int = 0, item_set_hash: str | None = None, meta: dict | None = None,
+                    con: duckdb.DuckDBPyConnection | None = None) -> None:
+        """Create a grid row if absent (an existing grid keeps its settings)."""
+        if not name or not name.strip():
+            raise InputError("a grid name must not be empty", field="--grid")
+        args = [name, synthetic, description, _now(), seed, item_set_hash,
+                json.dumps(meta or {})]
+        sql = "INSERT OR IGNORE INTO grids VALUES (?, ?, ?, ?, ?, ?, ?)"
+        if con is not None:
+            con.execute(sql, args)
+            return
+        with self.connect(write=True) as c:
+            c.execute(sql, args)
+
+    def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
+        def run(c):
+            for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),
+                                  ("grids", "name")):
+                c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
+
+        if con is not None:
+            run(con)
+            return
+        with self.connect(write=True) as c:
+            run(c)
+
+    # -- items ---------------------------------------------------------------------------
+
+    def add_items(self, grid: str, items: list[Item],
+                  con: duckdb.DuckDBPyConnection | None = None) -> int:
+        """Insert items not yet in the grid (by item_uid), after the existing ones."""
+        if con is None:
+            with self.connect(write=True) as c:
+                return self.add_items(grid, items, con=c)
+        existing = {r[0] for r in con.execute("SELECT item_uid FROM items WHERE grid = ?",
+                                              [grid]).fetchall()}
+        start = con.execute("SELECT coalesce(max(position) + 1, 0) FROM items WHERE grid = ?",
+                            [grid]).fetchall()[0][0]
+        new = [it for it in dict((it.item_uid, it) for it in items).values()
+               if it.item_uid not in existing]
+        if not new:
+            return 0
+        import pyarrow as pa
+
+        table = pa.table({
+            "grid": [grid] * len(new),
+            "item_uid": [it.item_uid for it in new],
+            "position": list(range(start, start + len(new))),
+            "benchmark": [it.benchmark for it in new],
+            "subject": [it.subject for it in new],
+            "question": [it.question for it in new],
+            "choices": [list(it.choices) if it.choices else None for it in new],
+            "gold": [it.gold for it in new],
+        })
+        con.register("_new_items", table)
+        con.execute("INSERT INTO items SELECT * FROM _new_items")
+        con.unregister("_new_items")
+        return len(new)
+
+    def load_items(self, grid: str) -> list[Item]:
+        with self.connect() as con:
+            rows = con.execute("SELECT item_uid, benchmark, subject, question, choices, gold "
+                               "FROM items WHERE grid = ? ORDER BY position", [grid]).fetchall()
+        return [Item(u, b, s, q or "", tuple(c or ()), -1 if g is None else g)
+                for u, b, s, q, c, g in rows]
+
+    def get_item(self, grid: str, item_uid: str) -> Item | None:
+        with self.connect() as con:
+            row = con.execute("SELECT item_uid, benchmark, subject, question, choices, gold "
+                              "FROM items WHERE grid = ? AND item_uid = ?",
+                              [grid, item_uid]).fetchall()
+            row = row[0] if row else None
+        if row is None:
+            return None
+        u, b, s, q, c, g = row
+        return Item(u, b, s, q or "", tuple(c or ()), -1 if g is None else g)
+
+    # -- models --------------------------------------------------------------------------
+
+    def upsert_model(self, grid: str, model: str, *, source: str | None = None,
+                     revision: str | None = None, dtype: str | None = None,
+                     quantization: str | None = None, base_model: str | None = None,
+                     provenance: dict | None = None,
+                     con: duckdb.DuckDBPyConnection | None = None) -> None:
+        args = [grid, model, source, revision, dtype, quantization, base_model,
+                json.dumps(provenance or {}, sort_keys=True, default=str)]
+        sql = "INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+        if con is not None:
+            con.execute(sql, args)
+            return
+        with self.connect(write=True) as c:
+            c.execute(sql, args)
+
+    def list_models(self, grid: str) -> list[dict]:
+        with self.connect() as con:
+            rows = con.execute(
+                "SELECT model, source, revision, dtype, quantization, base_model, provenance "
+                "FROM models WHERE grid = ? ORDER BY model", [grid]).fetchall()
+        keys = ("model", "source", "revision", "dtype", "quantization", "base_model")
+        return [dict(zip(keys, r[:6]), provenance=json.loads(r[6] or "{}")) for r in rows]
+
+    # -- cells ---------------------------------------------------------------------------
+
+    def write_cells(self, grid: str, rows: list[CellRow],
+                    con: duckdb.DuckDBPyConnection | None = None) -> int:
+        """Insert cells in one transaction; cells already present are kept. Returns the
+        number of new cells."""
+        if not rows:
+            return 0
+        if con is None:
+            with self.connect(write=True) as c:
+                return self.write_cells(grid, rows, con=c)
+        import pyarrow as pa
+
+        columns = {"grid": [grid] * len(rows)}
+        for name in CELL_COLUMNS:
+            columns[name] = [getattr(r, name) for r in rows]
+        table = pa.table(columns, schema=cell_schema())
+        return self.write_cell_table(table, con)
+
+    @staticmethod
+    def write_cell_table(table, con: duckdb.DuckDBPyConnection) -> int:
+        """Insert an Arrow table with the cells columns (grid first); existing keys kept."""
+        con.register("_new_cells", table)
+        try:
+            before = con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
+            # Keyed on (grid, model, item, config) without an index: an ART index over
+            # four strings made the file ~10x larger; the anti-join is a hash join.
+            con.execute("""
+                INSERT INTO cells
+                SELECT DISTINCT ON (n.grid, n.model, n.item_uid, n.config_id) n.grid, n.model,
+                       n.item_uid, n.config_id, n.correct, n.pred, n.permutation, n.raw_output,
+                       n.scores, n.tokens, n.ms, n.run_id
+                FROM _new_cells n ANTI JOIN cells c
+                  ON c.grid = n.grid AND c.model = n.model AND c.item_uid = n.item_uid
+                 AND c.config_id = n.config_id""")
+            return con.execute("SELECT count(*) FROM cells").fetchall()[0][0] - before
+        finally:
+            con.unregister("_new_cells")
+
+    def done_keys(self, grid: str, model: str) -> set[tuple[str, str]]:
+        with self.connect() as con:
+            rows = con.execute("SELECT item_uid, config_id FROM cells WHERE grid = ? AND model = ?",
+                               [grid, model]).fetchall()
+        return set(rows)
+
+    def count_cells(self, grid: str | None = None) -> int:
+        with self.connect() as con:
+            if grid is None:
+                return con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
+            return con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
+
+    def item_cells(self, grid: str, item_uid: str) -> list[dict]:
+        """Every cell of one item (all models, all configs), canonical config order."""
+        with self.connect() as con:
+            cur = con.execute("""
+                SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
+                       c.scores, c.tokens, c.ms, c.run_id
+                FROM cells c JOIN configs f USING (config_id)
+                WHERE c.grid = ? AND c.item_uid = ? ORDER BY c.model, f.position""",
+                              [grid, item_uid])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def export_cells(self, grid: str):
+        """All cells of a grid with the item's benchmark, as an Arrow table."""
+        with self.connect() as con:
+            return con.sql("""
+                SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
+                       c.correct, c.pred, c.raw_output
+                FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
+                LEFT JOIN configs f ON f.config_id = c.config_id
+                WHERE c.grid = ? ORDER BY c.model, i.position, f.position""", params=[grid]).to_arrow_table()
+
+    def load_cube(self, grid: str) -> Cube:
+        """The grid as a dense cube: models sorted by name, items in grid order, configs in
+        canonical order restricted to those with at least one cell."""
+        with self.connect() as con:
+            if con.execute("SELECT 1 FROM grids WHERE name = ?", [grid]).fetchall() == []:
+                raise InputError(f"no grid named {grid!r} in {self.path}" + self._known_grids_hint())
+            models = [r[0] for r in con.execute(
+                "SELECT DISTINCT model FROM cells WHERE grid = ? ORDER BY model", [grid]).fetchall()]
+            item_rows = con.execute("SELECT item_uid, benchmark, subject FROM items WHERE grid = ? "
+                                    "ORDER BY position", [grid]).fetchall()
+            present_configs = {r[0] for r in con.execute(
+                "SELECT DISTINCT config_id FROM cells WHERE grid = ?", [grid]).fetchall()}
+            configs = [c for c in CONFIG_IDS if c in present_configs]
+            arrays = con.execute("""
+                WITH m AS (SELECT model, CAST(row_number() OVER (ORDER BY model) - 1 AS INTEGER) AS mi
+                           FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
+                     i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS INTEGER) AS ii
+                           FROM items WHERE grid = $g)
+                SELECT m.mi, i.ii, f.position AS ci, c.correct
+                FROM cells c JOIN m USING (model) JOIN i USING (item_uid)
+                JOIN configs f USING (config_id) WHERE c.grid = $g""", {"g": grid}).fetchnumpy()
+        config_pos = {c: k for k, c in enumerate(configs)}
+        canon_to_view = np.full(len(CONFIG_IDS), -1, dtype=np.intp)
+        for cid, k in config_pos.items():
+            canon_to_view[CONFIG_IDS.index(cid)] = k
+        shape = (len(models), len(item_rows), len(configs))
+        bits = np.zeros(shape, dtype=bool)
+        present = np.zeros(shape, dtype=bool)
+        mi = np.asarray(arrays["mi"], dtype=np.intp)
+        ii = np.asarray(arrays["ii"], dtype=np.intp)
+        ci = canon_to_view[np.asarray(arrays["ci"], dtype=np.intp)]
+        bits[mi, ii, ci] = np.asarray(arrays["correct"], dtype=bool)
+        present[mi, ii, ci] = True
+        return Cube(
+            models=tuple(models),
+            items=tuple(r[0] for r in item_rows),
+            configs=tuple(configs),
+            bits=bits,
+            present=present,
+            benchmarks=np.array([r[1] for r in item_rows], dtype=object),
+            subjects=np.array([r[2] for r in item_rows], dtype=object),
+        )
+
+    # -- runs ----------------------------------------------------------------------------
+
+    def create_run(self, run: dict) -> str:
+        run_id = run.get("run_id") or _new_run_id()
+        fields = {k: run.get(k) for k in RUN_FIELDS}
+        fields["created_at"] = fields["created_at"] or _now()
+        fields["status"] = fields["status"] or "queued"
+        for k in _JSON_RUN_FIELDS:
+            if fields[k] is not None and not isinstance(fields[k], str):
+                fields[k] = json.dumps(fields[k], sort_keys=True, default=str)
+        with self.connect(write=True) as con:
+            con.execute(f"INSERT INTO runs (run_id, {', '.join(RUN_FIELDS)}) VALUES "
+                        f"({', '.join('?' * (len(RUN_FIELDS) + 1))})",
+                        [run_id] + [fields[k] for k in RUN_FIELDS])
+        return run_id
+
+    def update_run(self, run_id: str, **fields) -> None:
+        unknown = set(fields) - set(RUN_FIELDS)
+        if unknown:
+            raise ValueError(f"unknown run field(s): {', '.join(sorted(unknown))}")
+        if not fields:
+            return
+        values = [json.dumps(v, sort_keys=True, default=str)
+                  if k in _JSON_RUN_FIELDS and v is not None and not isinstance(v, str) else v
+                  for k, v in fields.items()]
+        assignments = ", ".join(f"{k} = ?" for k in fields)
+        with self.connect(write=True) as con:
+            con.execute(f"UPDATE runs SET {assignments} WHERE run_id = ?", values + [run_id])
+
+    def get_run(self, run_id: str) -> dict | None:
+        runs = self._select_runs("WHERE run_id = ?", [run_id])
+        return runs[0] if runs else None
+
+    def list_runs(self, grid: str | None = None) -> list[dict]:
+        if grid is None:
+            return self._select_runs("", [])
+        return self._select_runs("WHERE grid = ?", [grid])
+
+    def _select_runs(self, where: str, args: list) -> list[dict]:
+        with self.connect() as con:
+            cur = con.execute(f"SELECT run_id, {', '.join(RUN_FIELDS)} FROM runs {where} "
+                              "ORDER BY created_at DESC, run_id", args)
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        for row in rows:
+            for k in _JSON_RUN_FIELDS:
+                row[k] = json.loads(row[k]) if row[k] else {}
+        return rows
+
+
+def _first(con: duckdb.DuckDBPyConnection):
+    """The first row of a result, consuming it (DuckDB 2 refuses new work on a connection
+    with a partly fetched result)."""
+    rows = con.fetchall()
+    return rows[0] if rows else None
+
+
+def _new_run_id() -> str:
+    return _now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def cell_schema():
+    """The Arrow schema of a cells batch (grid + CELL_COLUMNS)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("grid", pa.string()), ("model", pa.string()), ("item_uid", pa.string()),
+        ("config_id", pa.string()), ("correct", pa.bool_()), ("pred", pa.int8()),
+        ("permutation", pa.string()), ("raw_output", pa.string()),
+        ("scores", pa.list_(pa.float64())), ("tokens", pa.int32()), ("ms", pa.float32()),
+        ("run_id", pa.string()),
+    ])

@@ -1,0 +1,132 @@
+"""The Foundation CLI as a user runs it: simulate, grids, import, export, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REPO, run_cli
+
+BAD_GRIDS = Path(__file__).parent / "grid" / "bad_grids"
+EXPECTED_ERRORS = {
+    "missing_column.csv": "missing required column(s) correct",
+    "unknown_config.csv": "row 2, column 'config': unknown config id 'o9.letter'",
+    "duplicate_cell.csv": "row 3, column 'item': duplicate cell",
+    "non_boolean.csv": "row 2, column 'correct'",
+    "empty.csv": "empty file",
+    "header_only.csv": "no rows",
+    "invalid_utf8.csv": "invalid_utf8.csv:3: invalid UTF-8",
+    "ragged_row.csv": "malformed CSV",
+    "pred_out_of_range.csv": "row 2, column 'pred': must be -1..3",
+    "empty_model.csv": "row 2, column 'model': empty value",
+    "corrupt.parquet": "cannot read Parquet",
+    "wrong_extension.json": "unsupported grid format",
+}
+
+
+@pytest.fixture(scope="module")
+def small_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("cli") / "store.duckdb"
+    run_cli("simulate", "--models", "3", "--items", "40", "--seed", "1", "--grid", "sim",
+            db=db, check=True)
+    return db
+
+
+def _grid_snapshot(db):
+    proc = run_cli("grids", "--json", db=db, check=True)
+    return json.loads(proc.stdout)
+
+
+def test_simulate_and_grids_json(small_db):
+    grids = _grid_snapshot(small_db)
+    assert [g["name"] for g in grids] == ["sim"]
+    g = grids[0]
+    assert (g["models"], g["items"], g["configs"], g["complete"], g["synthetic"]) == (3, 40, 26, True, True)
+    assert "SYNTHETIC" in g["description"]
+    text = run_cli("grids", db=small_db, check=True).stdout
+    assert "SYNTHETIC" in text and "sim" in text
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_export_import_round_trip(small_db, tmp_path, fmt):
+    out = tmp_path / f"cells.{fmt}"
+    run_cli("export", "--grid", "sim", "--what", "cells", "--format", fmt, "--out", str(out),
+            db=small_db, check=True)
+    if fmt == "csv":
+        with open(out) as fh:
+            rows = list(csv.DictReader(fh))
+        assert list(rows[0]) == ["model", "item", "benchmark", "config", "correct", "pred", "raw_output"]
+    else:
+        rows = pq.read_table(out).to_pylist()
+    assert len(rows) == 3 * 40 * 26
+    db2 = tmp_path / "other.duckdb"
+    run_cli("import", str(out), "--grid", "copy", db=db2, check=True)
+    from fragility_tui.grid.store import Store
+
+    a, b = Store(small_db).load_cube("sim"), Store(db2).load_cube("copy")
+    assert a.models == b.models and a.items == b.items and a.configs == b.configs
+    assert (a.bits == b.bits).all() and b.present.all()
+    assert list(a.benchmarks) == list(b.benchmarks)
+
+
+def test_import_refuses_existing_grid_without_replace(small_db, tmp_path):
+    out = tmp_path / "cells.parquet"
+    run_cli("export", "--grid", "sim", "--format", "parquet", "--out", str(out), db=small_db, check=True)
+    proc = run_cli("import", str(out), "--grid", "sim", db=small_db)
+    assert proc.returncode == 2 and "already exists" in proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
+def test_bad_grid_files_give_one_clear_error_and_leave_store_unchanged(small_db, name):
+    before = _grid_snapshot(small_db)
+    proc = run_cli("import", str(BAD_GRIDS / name), "--grid", "bad", db=small_db)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    assert EXPECTED_ERRORS[name] in lines[0], lines[0]
+    assert name in lines[0]
+    assert _grid_snapshot(small_db) == before
+
+
+def test_bad_grid_corpus_is_documented():
+    listed = (BAD_GRIDS / "README.md").read_text()
+    assert all(f"| {name} |" in listed for name in EXPECTED_ERRORS)
+    assert {p.name for p in BAD_GRIDS.iterdir()} - {"README.md"} == set(EXPECTED_ERRORS)
+
+
+def test_usage_errors_exit_2(small_db):
+    proc = run_cli("import", db=small_db)
+    assert proc.returncode == 2 and "error:" in proc.stderr
+    proc = run_cli("export", "--grid", "nope", "--out", "/tmp/x.csv", db=small_db)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: no grid named 'nope'")
+
+
+def test_shipped_sample_grid_loads(tmp_path):
+    db = tmp_path / "s.duckdb"
+    run_cli("load-samples", db=db, check=True)
+    grids = {g["name"]: g for g in _grid_snapshot(db)}
+    g = grids["synthetic-12x3679"]
+    assert (g["models"], g["items"], g["configs"], g["complete"], g["synthetic"]) == (12, 3679, 26, True, True)
+
+
+def test_shipped_sample_grid_matches_its_generator():
+    """sample_grids/ holds exactly what `make sample-grids` regenerates."""
+    from fragility_tui.grid.simulate import simulate
+
+    cube = simulate(12, 3679, 0).cube
+    table = pq.read_table(REPO / "sample_grids" / "synthetic-12x3679.parquet")
+    assert table.num_rows == cube.bits.size
+    models = table.column("model").to_pylist()
+    items = table.column("item").to_pylist()
+    configs = table.column("config").to_pylist()
+    correct = table.column("correct").to_pylist()
+    m_idx = {m: k for k, m in enumerate(cube.models)}
+    i_idx = {u: k for k, u in enumerate(cube.items)}
+    c_idx = {c: k for k, c in enumerate(cube.configs)}
+    for row in range(0, table.num_rows, 997):
+        assert cube.bits[m_idx[models[row]], i_idx[items[row]], c_idx[configs[row]]] == correct[row]
+    assert sum(correct) == int(cube.bits.sum())

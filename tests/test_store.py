@@ -1,0 +1,132 @@
+"""The DuckDB store: schema, grids, items, cells (idempotent), cube loading, runs."""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pytest
+
+from fragility_tui.errors import InputError
+from fragility_tui.grid.items import Item
+from fragility_tui.grid.store import SCHEMA_VERSION, CellRow, Store
+
+
+def _items(n=3):
+    return [Item(f"bench/q{k}", "bench", "subj" if k % 2 else None, f"question {k}",
+                 ("a", "b", "c", "d"), k % 4) for k in range(n)]
+
+
+def test_fresh_store_has_schema_and_configs(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    assert store.schema_version() == SCHEMA_VERSION
+    with store.connect() as con:
+        configs = [r[0] for r in con.execute("SELECT config_id FROM configs ORDER BY position").fetchall()]
+    assert len(configs) == 26 and configs[0] == "o0.letter" and configs[-1] == "cloze_bare"
+    assert store.list_grids() == []
+
+
+def test_cells_are_idempotent_and_cube_round_trips(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    store.add_items("g", _items())
+    rows = [CellRow("m1", "bench/q0", "o0.letter", True, 0, "0123", "A."),
+            CellRow("m1", "bench/q1", "cloze_qa", False, 2, None, None, [-1.0, -2.0, -0.5, -3.0]),
+            CellRow("m2", "bench/q2", "o0.letter", True, 2)]
+    assert store.write_cells("g", rows) == 3
+    assert store.write_cells("g", rows + [CellRow("m2", "bench/q0", "o0.letter", False, 1)]) == 1
+    assert store.count_cells("g") == 4
+    cube = store.load_cube("g")
+    assert cube.models == ("m1", "m2")
+    assert cube.items == ("bench/q0", "bench/q1", "bench/q2")
+    assert cube.configs == ("o0.letter", "cloze_qa")
+    assert cube.present.sum() == 4
+    assert cube.bits[0, 0, 0] and not cube.bits[1, 0, 0] and cube.bits[1, 2, 0]
+    assert not cube.present[0, 2, 0]
+    cells = store.item_cells("g", "bench/q1")
+    assert cells[0]["scores"] == [-1.0, -2.0, -0.5, -3.0]
+    info = store.grid_info("g")
+    assert (info.models, info.items, info.configs, info.cells, info.complete) == (2, 3, 2, 4, False)
+
+
+def test_add_items_keeps_order_and_skips_existing(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    assert store.add_items("g", _items(2)) == 2
+    assert store.add_items("g", _items(4)) == 2
+    assert [it.item_uid for it in store.load_items("g")] == [f"bench/q{k}" for k in range(4)]
+    assert store.get_item("g", "bench/q3").gold == 3
+
+
+def test_failed_transaction_leaves_store_unchanged(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    with pytest.raises(RuntimeError):
+        with store.connect(write=True) as con:
+            store.add_items("g", _items(), con=con)
+            raise RuntimeError("boom")
+    assert store.load_items("g") == []
+
+
+def test_unknown_grid_is_input_error(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    with pytest.raises(InputError, match="no grid named 'nope'"):
+        store.load_cube("nope")
+
+
+def test_runs_round_trip(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    run_id = store.create_run({"grid": "g", "model": "m", "spec": {"items": ["x"]}})
+    store.update_run(run_id, status="running", cells_done=5, provenance={"dtype": "fp32"})
+    run = store.get_run(run_id)
+    assert run["status"] == "running" and run["cells_done"] == 5
+    assert run["spec"] == {"items": ["x"]} and run["provenance"] == {"dtype": "fp32"}
+    assert [r["run_id"] for r in store.list_runs("g")] == [run_id]
+    with pytest.raises(ValueError):
+        store.update_run(run_id, nonsense=1)
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "s.duckdb"
+    Store(path)
+    con = duckdb.connect(str(path))
+    con.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    con.close()
+    with pytest.raises(InputError, match="newer"):
+        Store(path)
+
+
+def test_lock_is_waited_for(tmp_path):
+    """A connection held by another process (simulated: another DuckDB instance in a
+    subprocess) is waited for rather than failing at once."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "s.duckdb"
+    Store(path)
+    holder = subprocess.Popen([sys.executable, "-c",
+                               f"import duckdb,time; c=duckdb.connect({str(path)!r}); "
+                               "print('held', flush=True); time.sleep(1.5); c.close()"],
+                              stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    start = time.monotonic()
+    assert Store(path).list_grids() == []
+    assert time.monotonic() - start > 0.5
+    holder.wait(10)
+
+
+def test_cube_select(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    store.add_items("g", _items(3) + [Item("other/x", "other", None, "q", ("a", "b", "c", "d"), 0)])
+    rows = [CellRow(m, it, c, bool((i + j) % 2)) for i, m in enumerate(("m1", "m2"))
+            for j, it in enumerate(("bench/q0", "bench/q1", "bench/q2", "other/x"))
+            for c in ("o0.letter", "o1.letter", "cloze_qa")]
+    store.write_cells("g", rows)
+    cube = store.load_cube("g").select(configs=["cloze_qa", "o0.letter"], models=["m2"],
+                                       benchmarks=["other"])
+    assert cube.configs == ("o0.letter", "cloze_qa") and cube.models == ("m2",)
+    assert cube.items == ("other/x",)
+    assert np.array_equal(cube.bits[0, 0], [False, False])
+    with pytest.raises(ValueError, match="unknown model"):
+        cube.select(models=["zz"])
