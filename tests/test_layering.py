@@ -1,0 +1,51 @@
+"""Import boundaries of DESIGN.md, checked in fresh interpreters (like harlequin does)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+HEADLESS = ["fragility_tui.grid.configs", "fragility_tui.grid.items", "fragility_tui.grid.store",
+            "fragility_tui.grid.importer", "fragility_tui.grid.simulate",
+            "fragility_tui.grid.lmeval", "fragility_tui.analysis.cube", "fragility_tui.cli"]
+OPTIONAL = ["fragility_tui.grid.render", "fragility_tui.grid.parser", "fragility_tui.grid.loaders",
+            "fragility_tui.analysis.report"]
+
+
+def _loaded_after_import(modules: list[str]) -> set[str]:
+    code = ("import importlib, importlib.util, sys\n"
+            f"for m in {modules!r}:\n"
+            "    if importlib.util.find_spec(m) is not None: importlib.import_module(m)\n"
+            "print(' '.join(sorted({k.split('.')[0] for k in sys.modules})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                         check=True).stdout
+    return set(out.split())
+
+
+def test_core_and_cli_never_load_textual_or_torch():
+    loaded = _loaded_after_import(HEADLESS + OPTIONAL)
+    assert not loaded & {"textual", "torch", "transformers", "optimum"}, loaded
+
+
+def test_cli_help_stays_light():
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "fragility_tui.cli", "--help"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in proc.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert not imported & {"torch", "transformers", "textual"}, imported & {"torch", "transformers", "textual"}
+
+
+@pytest.mark.parametrize("package", ["fragility_tui"])
+def test_no_module_level_torch_imports_inside_the_app_package(package):
+    offenders = []
+    for path in (REPO / package).rglob("*.py"):
+        for line in path.read_text().splitlines():
+            if line.startswith(("import torch", "from torch", "import transformers",
+                                "from transformers", "import optimum", "from optimum")):
+                offenders.append(f"{path.relative_to(REPO)}: {line}")
+    assert not offenders, offenders
