@@ -59,6 +59,8 @@ class LoadReport:
     kept: int = 0
     excluded: Counter = field(default_factory=Counter)
     per_benchmark: Counter = field(default_factory=Counter)
+    trimmed: int = 0  # kept items that had more than 4 choices (cut to gold + 3 distractors)
+    selected: int | None = None  # items left after seeded sampling; None = no sampling
 
     def exclude(self, reason: str) -> None:
         self.excluded[reason] += 1
@@ -68,16 +70,24 @@ class LoadReport:
                             self.kept + other.kept)
         merged.excluded = self.excluded + other.excluded
         merged.per_benchmark = self.per_benchmark + other.per_benchmark
+        merged.trimmed = self.trimmed + other.trimmed
+        if self.selected is not None and other.selected is not None:
+            merged.selected = self.selected + other.selected
         return merged
 
     def to_dict(self) -> dict:
         return {"source": self.source, "read": self.read, "kept": self.kept,
                 "excluded": dict(sorted(self.excluded.items())),
-                "per_benchmark": dict(sorted(self.per_benchmark.items()))}
+                "per_benchmark": dict(sorted(self.per_benchmark.items())),
+                "trimmed": self.trimmed, "selected": self.selected}
 
     def summary(self) -> str:
         parts = [f"{self.kept} kept of {self.read} read"]
         parts += [f"{n} excluded ({reason})" for reason, n in sorted(self.excluded.items())]
+        if self.trimmed:
+            parts.append(f"{self.trimmed} trimmed to 4 options")
+        if self.selected is not None:
+            parts.append(f"{self.selected} sampled")
         return ", ".join(parts)
 
 
@@ -96,16 +106,31 @@ def assemble(raw: RawItem) -> Item | None:
                 choices, keep.index(raw.gold))
 
 
+def exclusion_reason(item: Item | None) -> str | None:
+    """Why an item is left out of a grid (None = kept). Documented in docs/items.md."""
+    if item is None:
+        return "fewer than 4 choices"
+    if any(not choice.strip() for choice in item.choices):
+        # an empty option cannot be shown as a choice, and its length-normalised cloze
+        # score (SPEC §2, divided by 0 characters) is undefined
+        return "empty option text"
+    return None
+
+
 def assemble_all(raws: list[RawItem], report: LoadReport) -> list[Item]:
+    """Assemble every raw item, counting exclusions and trims in `report` (not `read`)."""
     items = []
     for raw in raws:
         item = assemble(raw)
-        if item is None:
-            report.exclude("fewer than 4 choices")
+        reason = exclusion_reason(item)
+        if reason is not None:
+            report.exclude(reason)
             continue
         items.append(item)
         report.kept += 1
         report.per_benchmark[item.benchmark] += 1
+        if len(raw.choices) > N_OPTIONS:
+            report.trimmed += 1
     return items
 
 
