@@ -130,3 +130,41 @@ def test_shipped_sample_grid_matches_its_generator():
     for row in range(0, table.num_rows, 997):
         assert cube.bits[m_idx[models[row]], i_idx[items[row]], c_idx[configs[row]]] == correct[row]
     assert sum(correct) == int(cube.bits.sum())
+
+
+MALFORMED_ITEMS = Path(__file__).parent / "grid" / "malformed"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in MALFORMED_ITEMS.iterdir()
+                                        if p.name != "README.md"))
+def test_malformed_item_files_fail_import_cleanly(small_db, tmp_path, name):
+    """`import --items BAD` → one `error:` line naming the file, exit 2, store unchanged."""
+    grid = tmp_path / "grid.csv"
+    grid.write_text("model,item,config,correct\nm,toy/q1,o0.letter,1\n")
+    before = _grid_snapshot(small_db)
+    proc = run_cli("import", str(grid), "--grid", "with-items", "--items",
+                   str(MALFORMED_ITEMS / name), db=small_db)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and name in lines[0], proc.stderr
+    assert _grid_snapshot(small_db) == before
+
+
+def test_import_attaches_item_text(tmp_path):
+    items = tmp_path / "items.jsonl"
+    items.write_text('{"id": "q1", "benchmark": "toy", "subject": null, "question": "Two plus two?",'
+                     ' "choices": ["3", "4", "5", "22"], "gold": 1}\n')
+    grid = tmp_path / "grid.csv"
+    grid.write_text("model,item,config,correct\nm,q1,o0.letter,true\nm,toy/q1,cloze_qa,false\n"
+                    .replace("m,q1", "m,toy/q1", 1))
+    db = tmp_path / "s.duckdb"
+    proc = run_cli("import", str(grid), "--grid", "g", "--items", str(items), db=db, check=True)
+    assert "1 kept of 1 read" in proc.stderr
+    from fragility_tui.grid.store import Store
+
+    item = Store(db).get_item("g", "toy/q1")
+    assert item.question == "Two plus two?" and item.choices == ("3", "4", "5", "22") and item.gold == 1
+    missing = tmp_path / "grid2.csv"
+    missing.write_text("model,item,config,correct\nm,toy/zz,o0.letter,true\n")
+    proc = run_cli("import", str(missing), "--grid", "g2", "--items", str(items), db=db)
+    assert proc.returncode == 2 and "not in the --items file" in proc.stderr

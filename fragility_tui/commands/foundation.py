@@ -99,7 +99,8 @@ def cmd_import(args) -> int:
     if args.items:
         from fragility_tui.grid.loaders import load_items
 
-        items, _report = load_items(args.items)
+        items, report = load_items(args.items)
+        print(f"items from {args.items}: {report.summary()}", file=sys.stderr)
     store = open_store(args.db, load_samples=False)
     summary = import_long_grid(store, args.path, args.grid, items=items, items_path=args.items,
                                synthetic=args.synthetic, replace=args.replace)
