@@ -27,7 +27,7 @@ def test_paper_sized_grid_has_the_reference_shape():
     ref_correct = cube.bits[:, :, CONFIG_IDS.index(REFERENCE)]
     fragile = ~(cube.bits.all(axis=2) | (~cube.bits).all(axis=2))
     fragile_share = (ref_correct & fragile).sum(axis=1) / ref_correct.sum(axis=1)
-    assert ref.min() < 0.5 and ref.max() > 0.85  # a leaderboard from weak to strong
+    assert ref.min() < 0.5 and ref.max() > 0.8  # a leaderboard from weak to strong
     assert np.median(spread) > 0.2  # bands tens of points wide
     assert robust.max() < 0.25  # robust accuracy low
     assert np.mean(fragile_share) > 0.8  # most reference-correct answers fragile
