@@ -9,7 +9,7 @@ HAS_CUDA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
 TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.13.0)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast bench sample-grids clean
+.PHONY: install run test test-fast bench synthetic-grid sample-grid clean
 
 install: $(STAMP)
 
@@ -35,7 +35,7 @@ bench: install
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 # Regenerate the shipped synthetic grid (deterministic: same seed, same file content).
-sample-grids: install
+synthetic-grid: install
 	rm -f /tmp/fragility-sample.duckdb /tmp/fragility-sample.duckdb.wal
 	$(VENV)/bin/fragility-tui simulate --models 12 --items 3679 --seed 0 \
 	  --grid synthetic-12x3679 --db /tmp/fragility-sample.duckdb \

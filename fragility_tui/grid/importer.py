@@ -20,6 +20,8 @@ from fragility_tui.grid.items import Item
 
 REQUIRED = ("model", "item", "config", "correct")
 OPTIONAL = ("benchmark", "subject", "pred", "raw_output")
+# Written by `export` so a grid re-imports without loss; accepted on import too.
+DETAIL = ("permutation", "scores", "tokens", "ms", "run_id")
 _TRUE = {"true", "1", "t", "yes", "y"}
 _FALSE = {"false", "0", "f", "no", "n"}
 SAMPLE_GRIDS_DIR = Path(__file__).resolve().parents[2] / "sample_grids"
@@ -137,12 +139,68 @@ def _validate(path: Path, table):
     _check_duplicates(path, model, item, config)
     optional = {}
     for name in ("benchmark", "subject", "raw_output"):
-        optional[name] = (table.column(name).cast(pa.string()) if name in table.column_names
-                          else pa.nulls(n, pa.string()))
+        optional[name] = (_empty_as_null(table.column(name).cast(pa.string()))
+                          if name in table.column_names else pa.nulls(n, pa.string()))
     optional["pred"] = (_pred_column(path, table.column("pred")) if "pred" in table.column_names
                         else pa.nulls(n, pa.int8()))
+    detail = _detail_columns(path, table)
     return pa.table({"model": model, "item": item, "config": config, "correct": correct,
-                     **optional})
+                     **optional, **detail})
+
+
+def _empty_as_null(col):
+    """CSV cannot tell an empty text from a missing one; both mean missing here."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.if_else(pc.equal(col, ""), pa.scalar(None, pa.string()), col)
+
+
+def _detail_columns(path: Path, table) -> dict:
+    """permutation, scores, tokens, ms, run_id: typed, nulls where absent."""
+    import pyarrow as pa
+
+    n = table.num_rows
+    types = {"permutation": pa.string(), "scores": pa.list_(pa.float64()), "tokens": pa.int32(),
+             "ms": pa.float32(), "run_id": pa.string()}
+    out = {}
+    for name, typ in types.items():
+        if name not in table.column_names:
+            out[name] = pa.nulls(n, typ)
+            continue
+        col = table.column(name)
+        if name == "scores" and pa.types.is_string(col.type):  # CSV: JSON lists as text
+            col = pa.array([_json_list(path, k, v) for k, v in enumerate(col.to_pylist())], typ)
+        elif name in ("tokens", "ms") and pa.types.is_string(col.type):
+            col = pa.array([_number(path, k, name, v) for k, v in enumerate(col.to_pylist())], typ)
+        if name in ("permutation", "run_id"):
+            col = _empty_as_null(col.cast(pa.string()))
+        try:
+            out[name] = col.cast(typ)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            _fail(path, 0, name, f"cannot be read as {typ}: {exc}")
+    return out
+
+
+def _json_list(path: Path, row: int, value):
+    if value is None or not value.strip():
+        return None
+    try:
+        parsed = json.loads(value)
+        if isinstance(parsed, list) and all(isinstance(x, (int, float)) for x in parsed):
+            return [float(x) for x in parsed]
+    except json.JSONDecodeError:
+        pass
+    _fail(path, row, "scores", f"must be a JSON list of numbers, got {value[:40]!r}")
+
+
+def _number(path: Path, row: int, name: str, value):
+    if value is None or not value.strip():
+        return None
+    try:
+        return float(value) if name == "ms" else int(value)
+    except ValueError:
+        _fail(path, row, name, f"must be a number, got {value!r}")
 
 
 def _bool_column(path: Path, col):
@@ -265,9 +323,9 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
         "grid": pa.array([grid_name] * n, pa.string()), "model": grid.column("model"),
         "item_uid": grid.column("item"), "config_id": grid.column("config"),
         "correct": grid.column("correct"), "pred": grid.column("pred"),
-        "permutation": pa.nulls(n, pa.string()), "raw_output": grid.column("raw_output"),
-        "scores": pa.nulls(n, pa.list_(pa.float64())), "tokens": pa.nulls(n, pa.int32()),
-        "ms": pa.nulls(n, pa.float32()), "run_id": pa.nulls(n, pa.string()),
+        "permutation": grid.column("permutation"), "raw_output": grid.column("raw_output"),
+        "scores": grid.column("scores"), "tokens": grid.column("tokens"),
+        "ms": grid.column("ms"), "run_id": grid.column("run_id"),
     }, schema=cell_schema())
     models = grid.column("model").take(_first_rows(grid.column("model"))).to_pylist()
     with store.connect(write=True) as con:
@@ -332,13 +390,22 @@ def export_cells(store, grid_name: str, out: str | Path, fmt: str) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".partial")
     if fmt == "csv":
-        pacsv.write_csv(table, tmp)
+        pacsv.write_csv(_scores_as_json(table), tmp)
     elif fmt == "parquet":
         pq.write_table(table, tmp, compression="zstd")
     else:
         raise InputError(f"unknown export format {fmt!r} (csv, parquet)", field="--format")
     tmp.replace(out)
     return table.num_rows
+
+
+def _scores_as_json(table):
+    """CSV has no list type: write the option log-likelihoods as JSON text."""
+    import pyarrow as pa
+
+    k = table.column_names.index("scores")
+    text = [None if v is None else json.dumps(v) for v in table.column("scores").to_pylist()]
+    return table.set_column(k, "scores", pa.array(text, pa.string()))
 
 
 # -- shipped sample grids ----------------------------------------------------------------

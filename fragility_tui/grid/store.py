@@ -413,11 +413,14 @@ class Store:
             return [dict(zip(names, r)) for r in cur.fetchall()]
 
     def export_cells(self, grid: str):
-        """All cells of a grid with the item's benchmark, as an Arrow table."""
+        """All cells of a grid as an Arrow table: the export contract's columns (model, item,
+        benchmark, config, correct, pred, raw_output) first, then everything else a cell
+        records, so an export re-imports without loss."""
         with self.connect() as con:
             return con.sql("""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
-                       c.correct, c.pred, c.raw_output
+                       c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
+                       c.tokens, c.ms, c.run_id
                 FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
                 LEFT JOIN configs f ON f.config_id = c.config_id
                 WHERE c.grid = ? ORDER BY c.model, i.position, f.position""", params=[grid]).to_arrow_table()
