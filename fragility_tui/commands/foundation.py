@@ -60,12 +60,14 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="PATH", help="also write the cells as Parquet (sample_grids/)")
     p.set_defaults(func=cmd_simulate)
 
-    p = sub.add_parser("export", help="export a grid's cells")
+    p = sub.add_parser("export", help="export a grid's cells, report or provenance")
     p.add_argument("--grid", required=True, metavar="NAME")
-    p.add_argument("--what", default="cells", choices=["cells"])
-    p.add_argument("--format", default="csv", choices=["csv", "parquet", "lmeval-samples"],
-                   help="lmeval-samples: one config of one model in lm-eval's --log_samples "
-                        "shape (needs --model and a likelihood --config)")
+    p.add_argument("--what", default="cells", choices=["cells", "report", "provenance"])
+    p.add_argument("--format", default="csv",
+                   choices=["csv", "parquet", "json", "markdown", "lmeval-samples"],
+                   help="cells: csv, parquet, json, markdown or lmeval-samples (one likelihood "
+                        "config of one model in lm-eval's --log_samples shape; needs --model "
+                        "and --config); report and provenance: json or markdown")
     p.add_argument("--model", metavar="NAME", help="model (for --format lmeval-samples)")
     p.add_argument("--config", metavar="ID", help="config (for --format lmeval-samples)")
     p.add_argument("--out", required=True, metavar="PATH")
@@ -128,20 +130,11 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from fragility_tui.grid.importer import export_cells
+    from fragility_tui.exports import export
 
     store = open_store(args.db)
-    if args.format == "lmeval-samples":
-        from fragility_tui.grid.lmeval import export_samples
-
-        if not args.model or not args.config:
-            raise InputError("--format lmeval-samples needs --model and --config", field="--format")
-        store.grid_info(args.grid)
-        rows = export_samples(store, args.grid, args.model, args.config, args.out)
-        print(f"wrote {rows} lm-eval samples to {args.out}", file=sys.stderr)
-        return 0
-    rows = export_cells(store, args.grid, args.out, args.format)
-    print(f"wrote {rows} cells to {args.out}", file=sys.stderr)
+    print(export(store, grid=args.grid, what=args.what, fmt=args.format, out=args.out,
+                 model=args.model, config=args.config), file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,121 @@
+"""`fragility-tui export --what cells|report|provenance --format csv|parquet|json|markdown`.
+
+Every export is written to a temporary name and renamed, so a reader never sees half a
+file. Cells go to all four formats; the report and the provenance are documents, so JSON
+and Markdown only (a tabular request for them is refused with the alternatives).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fragility_tui.errors import InputError
+
+WHAT_FORMATS = {
+    "cells": ("csv", "parquet", "json", "markdown", "lmeval-samples"),
+    "report": ("json", "markdown"),
+    "provenance": ("json", "markdown"),
+}
+
+
+def check_request(what: str, fmt: str) -> None:
+    if fmt not in WHAT_FORMATS[what]:
+        raise InputError(f"--what {what} exports as {', '.join(WHAT_FORMATS[what])}, not {fmt}",
+                         field="--format")
+
+
+def write_atomic(out: str | Path, text: str) -> None:
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".partial")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+
+
+def md_escape(value) -> str:
+    """A Markdown table cell: pipes escaped, line breaks as <br>, None empty."""
+    if value is None:
+        return ""
+    text = json.dumps(value) if isinstance(value, list) else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+def cells_json(table) -> str:
+    return json.dumps(table.to_pylist(), ensure_ascii=False, indent=1)
+
+
+def cells_markdown(table, grid: str) -> str:
+    names = table.column_names
+    lines = [f"# Cells of grid {md_escape(grid)}", "",
+             "| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
+    for row in table.to_pylist():
+        lines.append("| " + " | ".join(md_escape(row[n]) for n in names) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def provenance_document(store, grid: str) -> dict:
+    meta = store.grid_meta(grid)
+    runs = [r for r in store.list_runs(grid)]
+    return {"grid": grid, "synthetic": meta["synthetic"], "description": meta["description"],
+            "item_set_hash": meta.get("item_set_hash"), "models": store.list_models(grid),
+            "runs": runs}
+
+
+def provenance_markdown(doc: dict) -> str:
+    from fragility_tui.commands.runs import provenance_card
+
+    kind = "SYNTHETIC" if doc["synthetic"] else "real"
+    lines = [f"# Provenance of grid {md_escape(doc['grid'])} ({kind})", "",
+             md_escape(doc["description"]), "", "## Models", "",
+             "| model | source | revision | dtype | quantization | base model |",
+             "|---|---|---|---|---|---|"]
+    for m in doc["models"]:
+        lines.append("| " + " | ".join(md_escape(m.get(k)) for k in
+                                        ("model", "source", "revision", "dtype", "quantization",
+                                         "base_model")) + " |")
+    lines += ["", "## Runs", ""]
+    if not doc["runs"]:
+        lines.append("No evaluation runs recorded for this grid (imported or simulated).")
+    for run in doc["runs"]:
+        lines += [f"### Run {md_escape(run['run_id'])}", "", "```", provenance_card(run), "```", ""]
+    return "\n".join(lines) + "\n"
+
+
+def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None = None,
+           config: str | None = None, report_options: dict | None = None) -> str:
+    """Write one export; returns a one-line summary for the user."""
+    check_request(what, fmt)
+    store.grid_info(grid)  # a clear error for an unknown grid
+    if what == "cells":
+        if fmt == "lmeval-samples":
+            from fragility_tui.grid.lmeval import export_samples
+
+            if not model or not config:
+                raise InputError("--format lmeval-samples needs --model and --config",
+                                 field="--format")
+            return f"wrote {export_samples(store, grid, model, config, out)} lm-eval samples to {out}"
+        if fmt in ("csv", "parquet"):
+            from fragility_tui.grid.importer import export_cells
+
+            return f"wrote {export_cells(store, grid, out, fmt)} cells to {out}"
+        table = store.export_cells(grid)
+        write_atomic(out, cells_json(table) if fmt == "json" else cells_markdown(table, grid))
+        return f"wrote {table.num_rows} cells to {out}"
+    if what == "report":
+        from fragility_tui.analysis.report import build_report, render_markdown
+
+        from fragility_tui.grid.configs import REFERENCE
+
+        cube = store.load_cube(grid)
+        if REFERENCE not in cube.configs:
+            raise InputError(f"grid {grid!r} has no cells for the reference config {REFERENCE}; "
+                             "a report measures everything against it", field="--grid")
+        report = build_report(cube, name=grid, **(report_options or {}))
+        write_atomic(out, json.dumps(report, indent=2, allow_nan=False) + "\n" if fmt == "json"
+                     else render_markdown(report) + "\n")
+        return f"wrote the report of {grid} to {out}"
+    doc = provenance_document(store, grid)
+    write_atomic(out, json.dumps(doc, indent=2, default=str) + "\n" if fmt == "json"
+                 else provenance_markdown(doc))
+    return f"wrote the provenance of {grid} ({len(doc['runs'])} runs) to {out}"

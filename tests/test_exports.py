@@ -1,0 +1,87 @@
+"""Every export format is read back and equals its source."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import run_cli
+from fragility_tui.exports import md_escape
+from fragility_tui.grid.store import Store
+
+HOSTILE = "B | not C\nsecond line \\ [bold]x[/]"
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory):
+    path = tmp_path_factory.mktemp("exports") / "s.duckdb"
+    run_cli("simulate", "--models", "3", "--items", "30", "--seed", "2", "--grid", "sim",
+            db=path, check=True)
+    grid = path.parent / "g.csv"
+    grid.write_text("model,item,config,correct,pred,raw_output,scores,tokens,ms\n"
+                    f'm,toy/q1,o0.letter,true,1,"{HOSTILE.replace(chr(34), chr(34) * 2)}",,7,12.5\n'
+                    'm,toy/q1,cloze_qa,false,2,,"[-1.5, -2.25, -0.125, -3.0]",9,3.0\n'
+                    "n,toy/q1,o0.letter,false,-1,,,,\n")
+    run_cli("import", str(grid), "--grid", "detail", db=path, check=True)
+    return path
+
+
+def _export(db, tmp_path, grid, what, fmt):
+    out = tmp_path / f"{grid}.{what}.{fmt}"
+    run_cli("export", "--grid", grid, "--what", what, "--format", fmt, "--out", str(out),
+            db=db, check=True)
+    return out
+
+
+@pytest.mark.parametrize("grid", ["sim", "detail"])
+def test_cells_json_and_parquet_equal_the_store(db, tmp_path, grid):
+    source = Store(db).export_cells(grid).to_pylist()
+    assert json.loads(_export(db, tmp_path, grid, "cells", "json").read_text()) == source
+    assert pq.read_table(_export(db, tmp_path, grid, "cells", "parquet")).to_pylist() == source
+
+
+@pytest.mark.parametrize("grid", ["sim", "detail"])
+def test_cells_csv_reimports_to_the_same_cells(db, tmp_path, grid):
+    out = _export(db, tmp_path, grid, "cells", "csv")
+    other = tmp_path / "other.duckdb"
+    run_cli("import", str(out), "--grid", grid, db=other, check=True)
+    assert Store(other).export_cells(grid).to_pylist() == Store(db).export_cells(grid).to_pylist()
+
+
+def test_cells_markdown_reads_back_row_by_row(db, tmp_path):
+    source = Store(db).export_cells("detail")
+    lines = _export(db, tmp_path, "detail", "cells", "markdown").read_text().splitlines()
+    header = lines[2].strip("| ").split(" | ")
+    assert header == source.column_names
+    body = [line for line in lines[4:] if line.startswith("| ")]
+    expected = ["| " + " | ".join(md_escape(row[n]) for n in header) + " |"
+                for row in source.to_pylist()]
+    assert body == expected
+    assert len(body) == source.num_rows and "\\|" in "\n".join(body)  # the pipe stayed in its cell
+
+
+def test_report_json_equals_build_report(db, tmp_path):
+    from fragility_tui.analysis.report import build_report, render_markdown
+
+    report = build_report(Store(db).load_cube("sim"), name="sim")
+    assert json.loads(_export(db, tmp_path, "sim", "report", "json").read_text()) == report
+    assert _export(db, tmp_path, "sim", "report", "markdown").read_text() == render_markdown(report) + "\n"
+
+
+def test_provenance_round_trips(db, tmp_path):
+    from fragility_tui.exports import provenance_document
+
+    doc = json.loads(json.dumps(provenance_document(Store(db), "detail"), default=str))
+    assert json.loads(_export(db, tmp_path, "detail", "provenance", "json").read_text()) == doc
+    text = _export(db, tmp_path, "detail", "provenance", "markdown").read_text()
+    for model in doc["models"]:
+        assert f"| {model['model']} | {md_escape(model['source'])} |" in text
+
+
+@pytest.mark.parametrize("what, fmt", [("report", "csv"), ("provenance", "parquet")])
+def test_documents_refuse_tabular_formats(db, tmp_path, what, fmt):
+    proc = run_cli("export", "--grid", "sim", "--what", what, "--format", fmt, "--out",
+                   str(tmp_path / "x"), db=db)
+    assert proc.returncode == 2 and "exports as json, markdown" in proc.stderr
