@@ -400,6 +400,17 @@ class Store:
                 return con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
             return con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
 
+    def model_costs(self, grid: str) -> dict[str, dict]:
+        """Seconds and tokens per item of each evaluated model (SPEC §9's cost dimension);
+        None where the cells carry no timing (imported or simulated grids)."""
+        with self.connect() as con:
+            rows = con.execute("SELECT model, count(DISTINCT item_uid), sum(ms) / 1000.0, "
+                               "sum(tokens) FROM cells WHERE grid = ? GROUP BY model",
+                               [grid]).fetchall()
+        return {m: {"seconds_per_item": s / n if s is not None and n else None,
+                    "tokens_per_item": t / n if t is not None and n else None}
+                for m, n, s, t in rows}
+
     def item_cells(self, grid: str, item_uid: str) -> list[dict]:
         """Every cell of one item (all models, all configs), canonical config order."""
         with self.connect() as con:

@@ -1,0 +1,329 @@
+"""The full report of SPEC §4–9 as one JSON-ready dict, and its text/Markdown renderings.
+
+`build_report` is the single source the CLI, the TUI panes and every export read. It puts
+the cube in canonical order first (models by name, items by benchmark then uid), so the
+result depends only on the grid's content, the selection and the seed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from fragility_tui import SPEC_VERSION
+from fragility_tui.analysis.axes import AXES, preserved_fractions
+from fragility_tui.analysis.classify import bands, classify, config_accuracy
+from fragility_tui.analysis.cube import Cube
+from fragility_tui.analysis.decisions import TARGETS, canonical, decide_pairs
+from fragility_tui.analysis.itemstats import item_summary
+from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
+                                          reference_ranking)
+from fragility_tui.analysis.rankings import rankings
+from fragility_tui.grid.configs import REFERENCE
+
+
+def _num(x) -> float | None:
+    """JSON-safe float: NaN/inf (undefined) become None."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _mean_defined(values) -> float | None:
+    v = [x for x in values if x is not None and math.isfinite(x)]
+    return float(np.mean(v)) if v else None
+
+
+def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, seed: int = 0,
+                 pairs=(), n_boot: int = 2000, k: int = 100, n_random: int = 1000,
+                 name: str | None = None, costs: dict | None = None) -> dict:
+    """Every statistic of SPEC §4–9 on the cube as given (already selected).
+
+    pairs: extra (a, b) model pairs to split and decide beside the adjacent ones.
+    target: which target the renderings lead with; the dict always holds both (§11).
+    costs: optional {model: {"seconds_per_item": float|None, "tokens_per_item": ...}} from
+    the store's runs; shown beside accuracy (§9), never folded into any statistic.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
+    cube = canonical(cube)
+    ref = cube.reference_index  # raises when the reference is not in view
+    acc = config_accuracy(cube)
+    cls = classify(cube)
+    order = reference_ranking(cube, acc)
+    ranked = [cube.models[m] for m in order]
+    adjacent = adjacent_pairs(cube, acc)
+    extra = _extra_pairs(cube, pairs, adjacent)
+
+    splits = (gap_splits(cube, adjacent, cls, acc)
+              + gap_splits(cube, extra, cls, acc, adjacent=False))
+    ranks_ = rankings(cube, acc)
+    items = item_summary(cube, cls, seed=seed, n_boot=n_boot, k=k, n_random=n_random)
+    axes = preserved_fractions(cube)
+    band_list = bands(cube, cls, acc)
+    decision_pairs = adjacent + extra
+    decisions = decide_pairs(
+        cube, [(cube.models[a], cube.models[b]) for a, b in decision_pairs], margin=margin,
+        seed=seed, n_boot=n_boot, adjacent=[True] * len(adjacent) + [False] * len(extra),
+        cls=cls)
+
+    return {
+        "spec_version": SPEC_VERSION,
+        "grid": {"name": name, "models": ranked, "n_items": len(cube.items),
+                 "configs": list(cube.configs), "reference": REFERENCE,
+                 "benchmarks": sorted(set(map(str, cube.benchmarks))),
+                 "complete": cube.complete},
+        "settings": {"target": target, "margin": float(margin), "seed": int(seed),
+                     "n_boot": int(n_boot), "k": int(k), "n_random": int(n_random)},
+        # rank: 1 + models strictly ahead at the reference, so exact ties share a rank (§6)
+        "bands": [{"rank": int(ranks_.ranks[m, ref]) or None, **band_list[m].to_json()}
+                  for m in order],
+        "pairs": [s.to_json() for s in splits],
+        "pairs_summary": pairs_summary([s for s in splits if s.adjacent]),
+        "configs": _configs_section(cube, ranks_, order),
+        "rankings": _rankings_section(cube, ranks_, order, ref),
+        "axes": _axes_section(axes, cube, order),
+        "discrimination": {"r": items.r, "ci": None if items.ci is None else list(items.ci),
+                           "top_k": items.top_k, "top_k_mean_fragility": items.top_k_mean_fragility,
+                           "mean_fragility": items.mean_fragility,
+                           "items_defined": int(np.isfinite(items.discrimination).sum())},
+        "compression": {"k": int(k), "random_mean_champions": items.random_mean_champions,
+                        "discriminative_mean_champions": items.discriminative_mean_champions,
+                        "discriminative_range": (None if items.discriminative_range is None
+                                                 else list(items.discriminative_range))},
+        "decisions": [d.to_json() for d in decisions],
+        "costs": None if costs is None else {
+            cube.models[m]: {key: _num((costs.get(cube.models[m]) or {}).get(key))
+                             for key in ("seconds_per_item", "tokens_per_item")}
+            for m in order},
+    }
+
+
+def _extra_pairs(cube: Cube, pairs, adjacent) -> list[tuple[int, int]]:
+    pos = {m: k for k, m in enumerate(cube.models)}
+    out = []
+    for a, b in pairs:
+        for name in (a, b):
+            if name not in pos:
+                raise ValueError(f"unknown model {name!r} in pair {a},{b}")
+        if a == b:
+            raise ValueError(f"pair {a},{b} names the same model twice")
+        pair = (pos[a], pos[b])
+        if pair not in adjacent and pair not in out:
+            out.append(pair)
+    return out
+
+
+def _configs_section(cube, r, order) -> list[dict]:
+    out = []
+    for c, config in enumerate(cube.configs):
+        champs = [m for m in order if r.champions[m, c]]
+        out.append({
+            "config": config,
+            "accuracy": {cube.models[m]: _num(r.accuracy[m, c]) for m in order},
+            "champions": [cube.models[m] for m in champs],
+            "margins": {cube.models[m]: int(r.margins[m, c]) for m in champs},
+            # tied champions can differ on paired items when cells are missing: report the
+            # smallest margin, the one every champion clears
+            "margin_items": min((int(r.margins[m, c]) for m in champs), default=None),
+            "kendall_tau": _num(r.agreement.kendall_tau[c]),
+            "flipped_pair_fraction": _num(r.agreement.flipped_fraction[c]),
+        })
+    return out
+
+
+def _rankings_section(cube, r, order, ref) -> dict:
+    ever_champ = r.champions.any(axis=1)
+    top3 = ((r.ranks >= 1) & (r.ranks <= 3)).any(axis=1)
+    others = [c for c in range(len(cube.configs)) if c != ref]
+    return {
+        "champion_count": int(ever_champ.sum()),
+        "champions": [cube.models[m] for m in order if ever_champ[m]],
+        "top3_models": [cube.models[m] for m in order if top3[m]],
+        "mean_kendall_tau": _mean_defined(r.agreement.kendall_tau[others].tolist()),
+        "mean_flipped_pair_fraction": _mean_defined(r.agreement.flipped_fraction[others].tolist()),
+        "median_margin_by_champion": {
+            cube.models[m]: float(np.median(r.margins[m, r.champions[m]]))
+            for m in order if ever_champ[m]},
+    }
+
+
+def _axes_section(axes, cube, order) -> dict:
+    per_model = {cube.models[m]: {a: _num(axes[a][m]) for a in AXES} for m in order}
+    mean = {a: _mean_defined(axes[a].tolist()) for a in AXES}
+    return {"per_model": per_model, "mean": mean}
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+TEXT_WIDTH = 100
+
+
+def _clean(text) -> str:
+    """Model names and ids are untrusted: drop control characters."""
+    return "".join(ch if ch.isprintable() else "?" for ch in str(text))
+
+
+def _pct(x, digits: int = 1) -> str:
+    return "-" if x is None else f"{100 * x:.{digits}f}"
+
+
+def _flt(x, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(ci, scale: float = 100.0, digits: int = 1) -> str:
+    return "-" if ci is None else f"[{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
+
+
+def _sections(report: dict) -> list[dict]:
+    """The report as titled tables, shared by both renderings."""
+    g = report["grid"]
+    target = report.get("settings", {}).get("target", "observed")
+    secs = [{"title": "Grid", "notes": [
+        f"grid {g.get('name') or '-'}: {len(g['models'])} models x {g['n_items']} items x "
+        f"{len(g['configs'])} configs; reference {g['reference']}; spec v{report['spec_version']}",
+    ]}]
+    secs.append({
+        "title": "Bands (accuracy %, SPEC 5)",
+        "headers": ["#", "model", "ref", "min", "min at", "max", "max at", "spread", "robust",
+                    "frag%ref", "RC", "RW", "frag", "inc"],
+        "rows": [[b.get("rank") or "-", b["model"], _pct(b["reference"]), _pct(b["min"]),
+                  b["min_config"] or "-",
+                  _pct(b["max"]), b["max_config"] or "-", _pct(b["spread"]),
+                  _pct(b["robust_accuracy"]), _pct(b["fragile_share_of_reference_correct"]),
+                  b["robust_correct"], b["robust_wrong"], b["fragile"], b["incomplete"]]
+                 for b in report["bands"]]})
+    if report.get("costs"):
+        secs.append({
+            "title": "Cost per item (beside accuracy, not folded into it)",
+            "headers": ["model", "ref acc", "seconds", "tokens"],
+            "rows": [[m, _pct(b["reference"]), _flt(c["seconds_per_item"], 3),
+                      _flt(c["tokens_per_item"], 1)]
+                     for b in report["bands"]
+                     for m, c in [(b["model"], report["costs"][b["model"]])]]})
+    ps = report["pairs_summary"]
+    secs.append({
+        "title": "Pairs: gap split in items (SPEC 6)",
+        "headers": ["A", "B", "gap", "|S|", "A+", "B+", "stab", "frag", "share%",
+                    "verdict", "man", "rev"],
+        "rows": [[p["a"], p["b"], p["gap"], p["stable_items"], p["a_only_stable"],
+                  p["b_only_stable"], p["stable_gap"], p["fragile_gap"], _pct(p["fragile_share"]),
+                  p["verdict"] + ("" if p.get("adjacent", True) else " *"),
+                  "yes" if p["manufactured"] else "no", p["reversals"]]
+                 for p in report["pairs"]],
+        "notes": [f"{ps['nonzero_gaps']} nonzero adjacent gaps, {ps['manufactured']} manufactured; "
+                  f"fragile share mean {_pct(ps['mean_fragile_share'])}%, pooled "
+                  f"{_pct(ps['pooled_fragile_share'])}%",
+                  "A+/B+: stable items only A / only B gets right in every config; "
+                  "* = a named pair, not adjacent"]})
+    secs.append({
+        "title": "Configs (SPEC 6)",
+        "headers": ["config", "champion(s)", "acc", "margin", "tau-b", "flipped"],
+        "rows": [[c["config"], ", ".join(c["champions"]) or "-",
+                  _pct(c["accuracy"].get(c["champions"][0]) if c["champions"] else None),
+                  "-" if c["margin_items"] is None else c["margin_items"],
+                  _flt(c["kendall_tau"]), _pct(c["flipped_pair_fraction"])]
+                 for c in report["configs"]]})
+    r = report["rankings"]
+    secs.append({"title": "Rankings", "notes": [
+        f"{r['champion_count']} of {len(g['models'])} models are champion somewhere: "
+        + (", ".join(r["champions"]) or "-"),
+        f"{len(r['top3_models'])} reach the top 3: " + (", ".join(r["top3_models"]) or "-"),
+        f"mean Kendall tau-b {_flt(r['mean_kendall_tau'])}; mean flipped pair fraction "
+        f"{_pct(r['mean_flipped_pair_fraction'])}%",
+        "median margin (items): " + (", ".join(f"{m} {v:g}" for m, v in
+                                               r["median_margin_by_champion"].items()) or "-"),
+    ]})
+    ax = report["axes"]
+    secs.append({
+        "title": "Axis ablation: preserved fraction of reference-correct (SPEC 7)",
+        "headers": ["model", *AXES],
+        "rows": [[m, *(_flt(v[a]) for a in AXES)] for m, v in ax["per_model"].items()]
+                + [["mean", *(_flt(ax["mean"][a]) for a in AXES)]]})
+    d, c = report["discrimination"], report["compression"]
+    rng = c["discriminative_range"]
+    secs.append({"title": "Discrimination, fragility, compression (SPEC 8)", "notes": [
+        f"discrimination-fragility r {_flt(d['r'])} (95% CI {_ci(d['ci'], 1.0, 2)})",
+        f"mean fragility: top-{d['top_k']} discriminative {_flt(d['top_k_mean_fragility'])} "
+        f"vs all items {_flt(d['mean_fragility'])}",
+        f"champions with {c['k']} items: random {_flt(c['random_mean_champions'], 1)}, "
+        f"by discrimination {_flt(c['discriminative_mean_champions'], 1)}"
+        + ("" if rng is None else f" (range {rng[0]}-{rng[1]})"),
+    ]})
+    rows = [[x["a"], x["b"], x["target"], _pct(x["delta"]), _ci(x["ci"]), x["label"],
+             ", ".join(x["flags"][1:]) or "-"]
+            for x in sorted(report["decisions"], key=lambda x: x["target"] != target)]
+    secs.append({
+        "title": f"Decisions at {g['reference']} (SPEC 9; delta in points, "
+                 f"margin {report.get('settings', {}).get('margin', 2.0):g})",
+        "headers": ["A", "B", "target", "delta", "95% CI", "label", "more flags"],
+        "rows": rows,
+        "notes": ["more flags: the blocking flags after the label"]})
+    return secs
+
+
+def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:
+    """Column widths and separator size: two spaces when the table fits, else one, then
+    the widest columns (names, flags) are cut until it fits."""
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+              for k, h in enumerate(headers)]
+    sep = 2 if sum(widths) + 2 * (len(widths) - 1) <= width else 1
+    while sum(widths) + sep * (len(widths) - 1) > width:
+        k = int(np.argmax(widths))
+        if widths[k] <= 8:
+            break
+        widths[k] -= 1
+    return widths, sep
+
+
+def _cut(text: str, w: int) -> str:
+    return text if len(text) <= w else text[: max(w - 1, 0)] + "…"
+
+
+def _is_number(text: str) -> bool:
+    return text.lstrip("-[").replace(".", "", 1)[:1].isdigit()
+
+
+def render_text(report: dict, width: int = TEXT_WIDTH) -> str:
+    out = []
+    for sec in _sections(report):
+        out.append(sec["title"])
+        out.append("-" * min(len(sec["title"]), width))
+        if "headers" in sec:
+            rows = [[_clean(v) for v in r] for r in sec["rows"]]
+            widths, sep = _fit_widths(sec["headers"], rows, width)
+            gap = " " * sep
+            head = [_cut(h, w).ljust(w) for h, w in zip(sec["headers"], widths)]
+            out.append(gap.join(head).rstrip())
+            for r in rows:
+                cells = [_cut(v, w).rjust(w) if _is_number(v) else _cut(v, w).ljust(w)
+                         for v, w in zip(r, widths)]
+                out.append(gap.join(cells).rstrip())
+        for note in sec.get("notes", []):
+            out.append(_cut(_clean(note), width))
+        out.append("")
+    return "\n".join(out)
+
+
+def _md_cell(value) -> str:
+    return _clean(value).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def render_markdown(report: dict) -> str:
+    out = []
+    for sec in _sections(report):
+        out.append(f"### {sec['title']}")
+        out.append("")
+        if "headers" in sec:
+            out.append("| " + " | ".join(sec["headers"]) + " |")
+            out.append("|" + "|".join("---" for _ in sec["headers"]) + "|")
+            out.extend("| " + " | ".join(_md_cell(v) for v in r) + " |" for r in sec["rows"])
+            out.append("")
+        for note in sec.get("notes", []):
+            out.append(f"- {_md_cell(note)}")
+        if sec.get("notes"):
+            out.append("")
+    return "\n".join(out)

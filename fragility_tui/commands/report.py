@@ -1,0 +1,121 @@
+"""`fragility-tui report`: every statistic of SPEC §4–9 on a grid or a selection of it."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from fragility_tui.errors import InputError
+from fragility_tui.grid.configs import CONFIG_BY_ID, REFERENCE, parse_config_list
+
+
+def _split(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="bands, gap splits, rankings, axes, compression and "
+                                      "decisions for a grid (SPEC 4-9)")
+    p.add_argument("--grid", required=True, metavar="NAME")
+    p.add_argument("--configs", metavar="ID,...",
+                   help="configs in view (ids or groups: generate, likelihood, o0..o5, letter, "
+                        "paren, digit, instruct); must include the reference o0.letter")
+    p.add_argument("--models", metavar="A,B,...", help="models in view (default: all)")
+    p.add_argument("--benchmarks", metavar="B,...", help="benchmarks in view (default: all)")
+    p.add_argument("--pair", action="append", default=[], metavar="A,B",
+                   help="also split and decide this pair (repeatable)")
+    p.add_argument("--target", choices=["observed", "balanced"], default="observed",
+                   help="target the text report leads with (JSON holds both)")
+    p.add_argument("--margin", type=float, default=2.0, metavar="POINTS",
+                   help="practical margin m in accuracy points (default 2)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--boot", type=int, default=2000, metavar="N",
+                   help="bootstrap resamples (default 2000)")
+    p.add_argument("--k", type=int, default=100, metavar="K", help="compression size (default 100)")
+    p.add_argument("--random-draws", type=int, default=1000, metavar="N",
+                   help="random subsets for compression (default 1000)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print the report as JSON")
+    fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
+
+
+def select_view(cube, args):
+    """Apply --configs/--models/--benchmarks; bad names become InputError naming the flag."""
+    configs = None
+    if args.configs is not None:
+        try:
+            wanted = parse_config_list(args.configs)
+        except ValueError as exc:
+            raise InputError(str(exc), field="--configs") from None
+        explicit = [t for t in _split(args.configs) if t in CONFIG_BY_ID]
+        missing = [c for c in explicit if c not in cube.configs]
+        if missing:
+            raise InputError(f"config(s) {', '.join(missing)} have no cells in this grid; "
+                             f"it has {', '.join(cube.configs)}", field="--configs")
+        configs = [c for c in wanted if c in cube.configs]
+        if REFERENCE not in configs:
+            raise InputError(f"the reference config {REFERENCE} must be in view "
+                             "(every statistic is measured against it)", field="--configs")
+    elif REFERENCE not in cube.configs:
+        raise InputError(f"the grid has no cells for the reference config {REFERENCE}",
+                         field="--grid")
+    models = _split(args.models)
+    benchmarks = _split(args.benchmarks)
+    for flag, names, known in (("--models", models, cube.models),
+                               ("--benchmarks", benchmarks, set(map(str, cube.benchmarks)))):
+        unknown = [n for n in names or [] if n not in known]
+        if unknown:
+            raise InputError(f"unknown name(s) {', '.join(unknown)}; known: "
+                             f"{', '.join(sorted(known))}", field=flag)
+        if names is not None and not names:
+            raise InputError("empty list", field=flag)
+    return cube.select(configs=configs, models=models, benchmarks=benchmarks)
+
+
+def parse_pairs(texts: list[str], models) -> list[tuple[str, str]]:
+    pairs = []
+    for text in texts:
+        names = [t.strip() for t in text.split(",")]
+        if len(names) != 2 or not all(names):
+            raise InputError(f"expected two model names as A,B, got {text!r}", field="--pair")
+        unknown = [n for n in names if n not in models]
+        if unknown:
+            raise InputError(f"unknown model(s) {', '.join(unknown)} in {text!r} "
+                             "(not in the grid or not in --models)", field="--pair")
+        if names[0] == names[1]:
+            raise InputError(f"pair {text!r} names the same model twice", field="--pair")
+        pairs.append((names[0], names[1]))
+    return pairs
+
+
+def _check_counts(args) -> None:
+    for flag, value, low in (("--boot", args.boot, 1), ("--k", args.k, 1),
+                             ("--random-draws", args.random_draws, 1),
+                             ("--margin", args.margin, 0)):
+        if value < low:
+            raise InputError(f"must be at least {low}, got {value}", field=flag)
+
+
+def run(args) -> int:
+    from fragility_tui.analysis.report import build_report, render_markdown, render_text
+    from fragility_tui.grid.store import Store
+
+    _check_counts(args)
+    store = Store(args.db)
+    cube = select_view(store.load_cube(args.grid), args)
+    if not cube.models or not cube.items:
+        raise InputError("the selection holds no models or no items", field="--grid")
+    pairs = parse_pairs(args.pair, cube.models)
+    report = build_report(cube, target=args.target, margin=args.margin, seed=args.seed,
+                          pairs=pairs, n_boot=args.boot, k=args.k, n_random=args.random_draws,
+                          name=args.grid, costs=store.model_costs(args.grid))
+    if args.json:
+        text = json.dumps(report, indent=2, allow_nan=False)
+    elif args.markdown:
+        text = render_markdown(report)
+    else:
+        text = render_text(report)
+    sys.stdout.write(text + "\n")
+    return 0

@@ -1,0 +1,126 @@
+"""The vectorised engine against a plain-Python reading of SPEC §4–7 (and scipy's tau-b),
+on random small grids with missing cells and config subsets."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import given
+from scipy.stats import kendalltau
+from test_analysis_properties import SETTINGS, cubes
+
+from fragility_tui.analysis.report import build_report
+from fragility_tui.grid.configs import CONFIG_BY_ID
+
+FAST = dict(n_boot=20, k=3, n_random=5)
+
+
+def close(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def accuracy(cube, m, c):
+    cells = [bool(cube.bits[m, i, c]) for i in range(len(cube.items)) if cube.present[m, i, c]]
+    return sum(cells) / len(cells) if cells else None
+
+
+def row_class(cube, m, i):
+    if not cube.present[m, i].all():
+        return "incomplete"
+    if cube.bits[m, i].all():
+        return "rc"
+    return "rw" if not cube.bits[m, i].any() else "fragile"
+
+
+@SETTINGS
+@given(cubes())
+def test_bands_pairs_configs_axes_match_plain_python(cube):
+    r = build_report(cube, **FAST)
+    models, n_items, configs = cube.models, len(cube.items), cube.configs
+    ref = configs.index("o0.letter")
+    acc = {(m, c): accuracy(cube, m, c) for m in range(len(models)) for c in range(len(configs))}
+    cls = {(m, i): row_class(cube, m, i) for m in range(len(models)) for i in range(n_items)}
+
+    # §5 bands
+    for band in r["bands"]:
+        m = models.index(band["model"])
+        defined = [(acc[m, c], c) for c in range(len(configs)) if acc[m, c] is not None]
+        assert close(band["reference"], acc[m, ref])
+        if defined:
+            lo = min(defined, key=lambda x: (x[0], x[1]))
+            hi = max(defined, key=lambda x: (x[0], -x[1]))
+            assert (band["min_config"], band["max_config"]) == (configs[lo[1]], configs[hi[1]])
+            assert close(band["mean"], sum(a for a, _ in defined) / len(defined))
+        else:
+            assert band["min"] is band["max"] is band["mean"] is band["min_config"] is None
+        complete = [i for i in range(n_items) if cls[m, i] != "incomplete"]
+        rc = sum(cls[m, i] == "rc" for i in complete)
+        assert close(band["robust_accuracy"], rc / len(complete) if complete else None)
+        ref_ok = [i for i in complete if cube.bits[m, i, ref]]
+        frag = sum(cls[m, i] == "fragile" for i in ref_ok)
+        assert close(band["fragile_share_of_reference_correct"],
+                     frag / len(ref_ok) if ref_ok else None)
+
+    # §6 ranking and pairs
+    ranked = sorted(range(len(models)), key=lambda m: (acc[m, ref] is None, -(acc[m, ref] or 0),
+                                                       models[m]))
+    assert r["grid"]["models"] == [models[m] for m in ranked]
+    with_ref = [m for m in ranked if acc[m, ref] is not None]
+    adjacent = [p for p in r["pairs"] if p["adjacent"]]
+    assert [(p["a"], p["b"]) for p in adjacent] == [
+        (models[a], models[b]) for a, b in zip(with_ref, with_ref[1:])]
+    for p in adjacent:
+        a, b = models.index(p["a"]), models.index(p["b"])
+        paired = [i for i in range(n_items) if cube.present[a, i, ref] and cube.present[b, i, ref]]
+        gap = sum(int(cube.bits[a, i, ref]) - int(cube.bits[b, i, ref]) for i in paired)
+        robust = [i for i in range(n_items)
+                  if cls[a, i] in ("rc", "rw") and cls[b, i] in ("rc", "rw")]
+        a_only = sum(cls[a, i] == "rc" and cls[b, i] == "rw" for i in robust)
+        b_only = sum(cls[a, i] == "rw" and cls[b, i] == "rc" for i in robust)
+        assert (p["gap"], p["stable_items"], p["a_only_stable"], p["b_only_stable"]) == (
+            gap, len(robust), a_only, b_only)
+        sign = lambda x: (x > 0) - (x < 0)  # noqa: E731
+        ref_sign = sign(acc[a, ref] - acc[b, ref])
+        rev = sum(1 for c in range(len(configs))
+                  if acc[a, c] is not None and acc[b, c] is not None and ref_sign != 0
+                  and sign(acc[a, c] - acc[b, c]) == -ref_sign)
+        assert p["reversals"] == rev
+
+    # §6 per config
+    for entry in r["configs"]:
+        c = configs.index(entry["config"])
+        defined = {m: acc[m, c] for m in range(len(models)) if acc[m, c] is not None}
+        best = max(defined.values()) if defined else None
+        champs = sorted((m for m, a in defined.items() if a == best), key=ranked.index)
+        assert entry["champions"] == [models[m] for m in champs]
+        shared = [i for i in range(n_items) if cube.present[:, i, c].all()]
+        count = {m: sum(bool(cube.bits[m, i, c]) for i in shared) for m in range(len(models))}
+        rivals = [count[m] for m in range(len(models)) if m not in champs]
+        margins = [count[m] - max(rivals) if rivals else 0 for m in champs]
+        assert entry["margin_items"] == (min(margins) if margins else None)
+        both = [m for m in range(len(models)) if acc[m, c] is not None and acc[m, ref] is not None]
+        x, y = [acc[m, ref] for m in both], [acc[m, c] for m in both]
+        tau = kendalltau(x, y).statistic if len(both) >= 2 else float("nan")
+        assert close(entry["kendall_tau"], None if math.isnan(tau) else float(tau))
+
+    # §7 axes
+    for model, axes in r["axes"]["per_model"].items():
+        m = models.index(model)
+        base = [i for i in range(n_items) if cls[m, i] != "incomplete" and cube.bits[m, i, ref]]
+        for axis, value in axes.items():
+            hood = [c for c, cid in enumerate(configs) if _in_axis(axis, cid)]
+            if len(hood) <= 1 or not base:
+                assert value is None
+                continue
+            kept = sum(all(cube.bits[m, i, c] for c in hood) for i in base)
+            assert close(value, kept / len(base))
+
+
+def _in_axis(axis, cid):
+    cfg = CONFIG_BY_ID[cid]
+    return {"order": cfg.format == "letter" and cfg.scoring == "generate",
+            "format": cfg.order == "o0" and cfg.scoring == "generate",
+            "scoring": cid == "o0.letter" or cfg.scoring == "likelihood",
+            "all": True}[axis]
