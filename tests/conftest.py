@@ -1,46 +1,20 @@
-"""Shared fixtures: paths, CI rules for ../shared, subprocess CLI runner."""
+"""Shared fixtures; the helpers themselves live in tests/helpers.py."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SHARED_BENCHMARKS = REPO.parent / "shared" / "benchmarks"
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+sys.path.insert(0, str(Path(__file__).parent))
 
-
-def require_shared_benchmarks() -> Path:
-    """The real benchmark files: skipped outside CI when absent, a failure under CI=true."""
-    if not SHARED_BENCHMARKS.is_dir():
-        if IN_CI:
-            pytest.fail(f"CI=true but {SHARED_BENCHMARKS} is missing")
-        pytest.skip(f"real benchmark data not found at {SHARED_BENCHMARKS}")
-    return SHARED_BENCHMARKS
+from helpers import require_shared_benchmarks, run_cli  # noqa: E402
 
 
 @pytest.fixture
 def shared_benchmarks() -> Path:
     return require_shared_benchmarks()
-
-
-def run_cli(*args: str, db: Path | None = None, timeout: float = 120, env: dict | None = None,
-            check: bool = False) -> subprocess.CompletedProcess:
-    """Run `fragility-tui ARGS` as a subprocess (the way a user or a script does)."""
-    argv = [sys.executable, "-m", "fragility_tui.cli", *args]
-    if db is not None:
-        argv += ["--db", str(db)]
-    full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=full_env,
-                          cwd=REPO)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"fragility-tui {' '.join(args)} exited {proc.returncode}:\n"
-                             f"{proc.stdout}\n{proc.stderr}")
-    return proc
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 
 BAD_GRIDS = Path(__file__).parent / "grid" / "bad_grids"
 EXPECTED_ERRORS = {

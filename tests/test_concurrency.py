@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 
 WRITER = textwrap.dedent("""
     import sys

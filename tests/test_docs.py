@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import REPO, run_cli
+from helpers import REPO, run_cli
 
 README = (REPO / "README.md").read_text()
 DOCUMENTED = re.findall(r"`fragility-tui ([a-z][a-z-]*)((?: [^`]*)?)`", README)

@@ -7,7 +7,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from fragility_tui.exports import md_escape
 from fragility_tui.grid.store import Store
 

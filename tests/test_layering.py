@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from helpers import REPO
 
 HEADLESS = ["fragility_tui.grid.configs", "fragility_tui.grid.items", "fragility_tui.grid.store",
             "fragility_tui.grid.importer", "fragility_tui.grid.simulate",

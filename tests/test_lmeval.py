@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_cli
+from helpers import run_cli
 from fragility_tui.grid.store import Store
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lmeval"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, require_shared_benchmarks
+from helpers import REPO, require_shared_benchmarks
 
 STARTER = REPO / "sample_grids" / "starter_items.jsonl"
 DOC = REPO / "docs" / "starter_items.md"
