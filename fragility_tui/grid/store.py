@@ -163,6 +163,13 @@ class Store:
             finally:
                 con.close()
 
+    def _in_transaction(self, con, work):
+        """Run work(con) inside the caller's transaction, or in a new one of its own."""
+        if con is not None:
+            return work(con)
+        with self.connect(write=True) as c:
+            return work(c)
+
     def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_wait_s
         delay = 0.005
@@ -255,12 +262,8 @@ class Store:
             raise InputError("a grid name must not be empty", field="--grid")
         args = [name, synthetic, description, _now(), seed, item_set_hash,
                 json.dumps(meta or {})]
-        sql = "INSERT OR IGNORE INTO grids VALUES (?, ?, ?, ?, ?, ?, ?)"
-        if con is not None:
-            con.execute(sql, args)
-            return
-        with self.connect(write=True) as c:
-            c.execute(sql, args)
+        self._in_transaction(con, lambda c: c.execute(
+            "INSERT OR IGNORE INTO grids VALUES (?, ?, ?, ?, ?, ?, ?)", args))
 
     def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
         def run(c):
@@ -268,11 +271,7 @@ class Store:
                                   ("grids", "name")):
                 c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
 
-        if con is not None:
-            run(con)
-            return
-        with self.connect(write=True) as c:
-            run(c)
+        self._in_transaction(con, run)
 
     # -- items ---------------------------------------------------------------------------
 
@@ -280,8 +279,7 @@ class Store:
                   con: duckdb.DuckDBPyConnection | None = None) -> int:
         """Insert items not yet in the grid (by item_uid), after the existing ones."""
         if con is None:
-            with self.connect(write=True) as c:
-                return self.add_items(grid, items, con=c)
+            return self._in_transaction(None, lambda c: self.add_items(grid, items, con=c))
         existing = {r[0] for r in con.execute("SELECT item_uid FROM items WHERE grid = ?",
                                               [grid]).fetchall()}
         start = con.execute("SELECT coalesce(max(position) + 1, 0) FROM items WHERE grid = ?",
@@ -334,12 +332,8 @@ class Store:
                      con: duckdb.DuckDBPyConnection | None = None) -> None:
         args = [grid, model, source, revision, dtype, quantization, base_model,
                 json.dumps(provenance or {}, sort_keys=True, default=str)]
-        sql = "INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-        if con is not None:
-            con.execute(sql, args)
-            return
-        with self.connect(write=True) as c:
-            c.execute(sql, args)
+        self._in_transaction(con, lambda c: c.execute(
+            "INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)", args))
 
     def list_models(self, grid: str) -> list[dict]:
         with self.connect() as con:
@@ -358,8 +352,7 @@ class Store:
         if not rows:
             return 0
         if con is None:
-            with self.connect(write=True) as c:
-                return self.write_cells(grid, rows, con=c)
+            return self._in_transaction(None, lambda c: self.write_cells(grid, rows, con=c))
         import pyarrow as pa
 
         columns = {"grid": [grid] * len(rows)}
