@@ -1,0 +1,1 @@
+"""The Textual app. Imports textual; never torch or transformers (runs are subprocesses)."""

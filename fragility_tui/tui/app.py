@@ -1,0 +1,415 @@
+"""The fragility-tui Textual app: eight panes over one grid, drill-downs on a screen stack.
+
+Threads: every store read and every analysis runs in a `@work(thread=True)` worker that
+posts a typed message; only message handlers touch widgets. Store calls are serialised by
+one lock (a DuckDB connection is not thread-safe).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import ModalScreen, Screen
+from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
+
+from fragility_tui.tui.compute import GridView, Selection, build_view
+from fragility_tui.tui.panes import PANES, Pane
+from fragility_tui.tui.sanitize import clean
+from fragility_tui.tui.widgets import ReportTable
+
+
+# ---------------------------------------------------------------- messages from workers
+@dataclass
+class GridsListed(Message):
+    grids: list
+
+
+@dataclass
+class ViewReady(Message):
+    view: GridView
+    seconds: float
+
+
+@dataclass
+class WorkFailed(Message):
+    what: str
+    error: str
+
+
+class PaneTabs(Tabs):
+    """The pane bar: clickable, but never steals keyboard focus from the tables."""
+
+    can_focus = False
+
+
+class GridHeader(Static):
+    """Grid name, a SYNTHETIC badge when the grid is simulated, the size and the selection."""
+
+    def show(self, grid: str | None, synthetic: bool, detail: str) -> None:
+        text = Text()
+        if grid is None:
+            text.append(" no grid open", style="dim")
+        else:
+            text.append(" grid: ")
+            text.append(clean(grid, one_line=True, limit=80), style="bold")
+            if synthetic:
+                text.append("  ")
+                text.append(" SYNTHETIC ", style="bold black on yellow")
+        if detail:
+            text.append("  " + detail, style="dim")
+        self.update(text)
+
+
+class FragilityApp(App):
+    """Explore a fragility grid: bands, pairs, items, axes, compression, runs, compare."""
+
+    CSS_PATH = "app.tcss"
+    TITLE = "fragility-tui"
+    ENABLE_COMMAND_PALETTE = True
+    BINDINGS = [
+        *(Binding(str(k + 1), f"pane('{p.pane_id}')", p.title, show=False,
+                  tooltip=f"Show the {p.title} pane") for k, p in enumerate(PANES)),
+        Binding("f1", "help", "Help", tooltip="List every binding"),
+        Binding("question_mark", "help", "Help", show=False, tooltip="List every binding (as F1)"),
+        Binding("slash", "filter", "Filter", tooltip="Filter the current table"),
+        Binding("s", "selection", "Selection", tooltip="Choose configs / models / benchmarks"),
+        Binding("c", "copy_row", "Copy row", tooltip="Copy the current row (OSC 52)"),
+        Binding("C", "copy_table", "Copy table", show=False, tooltip="Copy the whole table"),
+        Binding("x", "export", "Export", tooltip="Export the table: CSV, Parquet, Markdown"),
+        Binding("P", "svg_screenshot", "Screenshot", show=False, tooltip="Save an SVG screenshot"),
+        Binding("escape", "back", "Back", show=False, tooltip="Go back / close the filter"),
+        Binding("q", "quit", "Quit", tooltip="Quit (runs keep going)"),
+    ]
+
+    def __init__(self, db_path: str | None = None, *, store=None):
+        super().__init__()
+        self.db_path = db_path
+        self._store = store
+        self._store_lock = threading.Lock()
+        self.grids: list | None = None  # None until the store has been read
+        self.grid_name: str | None = None
+        self._grid_meta: dict = {}
+        self._force_reload = False
+        self.view: GridView | None = None
+        self.selection = Selection()
+        self.computing = False
+        self.started_at = time.perf_counter()
+        self.first_view_seconds: float | None = None  # start → first statistics on screen
+        self.last_compute_seconds: float | None = None  # the last worker computation
+        if "TEXTUAL_ANIMATIONS" not in os.environ:
+            self.animation_level = "none"  # over SSH, animations only cost bandwidth
+
+    # ---------------------------------------------------------------- layout
+    def compose(self) -> ComposeResult:
+        yield GridHeader(id="grid-header")
+        yield PaneTabs(*(Tab(f"{k + 1} {p.title}", id=f"tab-{p.pane_id}")
+                         for k, p in enumerate(PANES)), id="pane-tabs")
+        with ContentSwitcher(initial="grids", id="panes"):
+            for pane_cls in PANES:
+                yield pane_cls(id=pane_cls.pane_id)
+        yield Input(placeholder="filter (Enter to keep, Esc to close)", id="filter")
+        yield Static("", id="status")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.main_screen.query_one(GridHeader).show(None, False, "")
+        self.main_screen.query_one("#filter", Input).display = False
+        self.set_status("opening the store…")
+        self.list_grids()
+
+    # ---------------------------------------------------------------- store access
+    def store_call(self, method: str, *args, **kwargs):
+        """Call a Store method under the lock (from worker threads only)."""
+        with self._store_lock:
+            if self._store is None:
+                # open_store loads the shipped sample grids into a fresh default store
+                from fragility_tui.commands.foundation import open_store
+
+                self._store = open_store(self.db_path)
+            return getattr(self._store, method)(*args, **kwargs)
+
+    @property
+    def store_path(self) -> str | None:
+        return self.db_path or str(getattr(self._store, "path", "") or "") or None
+
+    @work(thread=True, exclusive=True, group="grids", exit_on_error=False)
+    def list_grids(self) -> None:
+        try:
+            grids = self.store_call("list_grids")
+        except Exception as exc:  # shown to the user, not a crash
+            self.post_message(WorkFailed("opening the store", _describe(exc)))
+            return
+        self.post_message(GridsListed(grids))
+
+    @on(GridsListed)
+    def _grids_listed(self, message: GridsListed) -> None:
+        self.grids = message.grids
+        self.pane("grids").refresh_pane()
+        self.active_pane().refresh_pane()
+        if self.grid_name is None and self.grids:
+            self.open_grid(default_grid(self.grids))
+        elif not self.grids:
+            self.set_status("this store holds no grid: create one with `fragility-tui simulate` "
+                            "or `fragility-tui import`")
+
+    def open_grid(self, name: str) -> None:
+        self.grid_name = name
+        self.selection = Selection()
+        self.recompute()
+
+    def reload_grid(self) -> None:
+        """Read the open grid from the store again (a run added cells), keeping the selection."""
+        self._force_reload = True
+        self.recompute()
+
+    def recompute(self) -> None:
+        """Recompute the current grid under the current selection, off the UI thread."""
+        if self.grid_name is None:
+            return
+        self.computing = True
+        self.set_status(f"computing {clean(self.grid_name, one_line=True, limit=60)} "
+                        f"under the selection…")
+        self._compute(self.grid_name, self.selection)
+
+    @work(thread=True, exclusive=True, group="view", exit_on_error=False)
+    def _compute(self, grid: str, selection: Selection) -> None:
+        started = time.perf_counter()
+        try:
+            reuse = self.view is not None and self.view.grid == grid and not self._force_reload
+            self._force_reload = False
+            if reuse:
+                full, items, meta = self.view.full, self.view.items, self._grid_meta
+            else:
+                full = self.store_call("load_cube", grid)
+                items = {it.item_uid: it for it in self.store_call("load_items", grid)}
+                meta = self._grid_meta = self.store_call("grid_meta", grid)
+            view = build_view(grid, bool(meta.get("synthetic")), int(meta.get("seed") or 0),
+                              full, items, selection)
+        except Exception as exc:
+            self.post_message(WorkFailed(f"computing grid {grid!r}", _describe(exc)))
+            return
+        self.post_message(ViewReady(view, time.perf_counter() - started))
+
+    @on(ViewReady)
+    def _view_ready(self, message: ViewReady) -> None:
+        if message.view.grid != self.grid_name:
+            return  # a grid switch overtook this computation
+        self.view = message.view
+        self.computing = False
+        if self.first_view_seconds is None:
+            self.first_view_seconds = time.perf_counter() - self.started_at
+        cube = message.view.cube
+        detail = (f"{len(cube.models)} models × {len(cube.items):,} items × "
+                  f"{len(cube.configs)} configs")
+        self.main_screen.query_one(GridHeader).show(self.view.grid, self.view.synthetic, detail)
+        self.last_compute_seconds = message.seconds  # measured by the bench, not shown:
+        # a clock on screen would make every snapshot differ
+        self.set_status(f"{self.selection.describe(message.view.full)} · ready · "
+                        "s changes the selection · F1 help")
+        for pane in self.main_screen.query(Pane):
+            pane.stale = True
+        self.active_pane().refresh_pane()
+
+    @on(WorkFailed)
+    def _work_failed(self, message: WorkFailed) -> None:
+        self.computing = False
+        self.set_status(f"error {message.what}: {clean(message.error, one_line=True, limit=300)}")
+        self.notify(clean(message.error, limit=500), title=f"Error {message.what}",
+                    severity="error", markup=False, timeout=8)
+
+    def set_status(self, text: str) -> None:
+        self.main_screen.query_one("#status", Static).update(Text(text))
+
+    # ---------------------------------------------------------------- panes
+    @property
+    def main_screen(self) -> Screen:
+        """The screen holding the panes (drill-downs and forms stack above it)."""
+        return self.screen_stack[0]
+
+    def pane(self, pane_id: str) -> Pane:
+        return self.main_screen.query_one(f"#{pane_id}", Pane)
+
+    def active_pane(self) -> Pane:
+        return self.pane(self.main_screen.query_one(ContentSwitcher).current or "grids")
+
+    def action_pane(self, pane_id: str) -> None:
+        from fragility_tui.tui.screens import DrillScreen
+
+        if isinstance(self.screen, ModalScreen):
+            return  # a form or the help is open: digits belong to it
+        while isinstance(self.screen, DrillScreen):
+            self.pop_screen()
+        self.main_screen.query_one(PaneTabs).active = f"tab-{pane_id}"
+        self._show_pane(pane_id)
+
+    @on(Tabs.TabActivated, "#pane-tabs")
+    def _tab_activated(self, event: Tabs.TabActivated) -> None:
+        if self.is_running and self.screen_stack:
+            self._show_pane(event.tab.id.removeprefix("tab-"))
+
+    def _show_pane(self, pane_id: str) -> None:
+        switcher = self.main_screen.query_one(ContentSwitcher)
+        if switcher.current != pane_id:
+            switcher.current = pane_id
+        pane = self.pane(pane_id)
+        if pane.stale:
+            pane.refresh_pane()
+        pane.focus_main()
+        self._apply_filter_to(pane)
+
+    # ---------------------------------------------------------------- filter
+    def action_filter(self) -> None:
+        """Show the filter box (drill-down screens bind / to their own filter)."""
+        box = self.main_screen.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.active_pane().apply_filter(event.value)
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.active_pane().focus_main()
+
+    def _apply_filter_to(self, pane: Pane) -> None:
+        pane.apply_filter(self.main_screen.query_one("#filter", Input).value)
+
+    def action_back(self) -> None:
+        box = self.main_screen.query_one("#filter", Input)
+        if len(self.screen_stack) > 1:
+            self.pop_screen()
+        elif box.display:
+            box.value = ""
+            box.display = False
+            self.active_pane().focus_main()
+
+    # ---------------------------------------------------------------- selection, help
+    def action_selection(self) -> None:
+        if self.view is None:
+            self.notify("no grid open yet", severity="warning")
+            return
+        from fragility_tui.tui.screens import SelectionScreen
+
+        self.push_screen(SelectionScreen(self.view.full, self.selection), self._selection_done)
+
+    def _selection_done(self, selection: Selection | None) -> None:
+        if selection is not None and selection != self.selection:
+            self.selection = selection
+            self.recompute()
+
+    def action_help(self) -> None:
+        from fragility_tui.tui.screens import HelpScreen
+
+        self.push_screen(HelpScreen())
+
+    # ---------------------------------------------------------------- copy, export, screenshot
+    def current_table(self) -> ReportTable | None:
+        root = self.screen if len(self.screen_stack) > 1 else self.active_pane()
+        focused = self.focused
+        if isinstance(focused, ReportTable) and root in focused.ancestors_with_self:
+            return focused
+        tables = list(root.query(ReportTable))
+        return tables[0] if tables else None
+
+    def action_copy_row(self) -> None:
+        table = self.current_table()
+        if table is None or table.current_values() is None:
+            self.notify("no row to copy", severity="warning")
+            return
+        self.copy_to_clipboard(table.as_tsv(only_current=True))
+        self.notify("row copied (OSC 52)")
+
+    def action_copy_table(self) -> None:
+        table = self.current_table()
+        if table is None:
+            self.notify("no table to copy", severity="warning")
+            return
+        self.copy_to_clipboard(table.as_tsv())
+        self.notify(f"table copied: {len(table.shown_rows):,} rows (OSC 52)")
+
+    def action_export(self) -> None:
+        table = self.current_table()
+        if table is None:
+            self.notify("no table to export", severity="warning")
+            return
+        from fragility_tui.tui.screens import ExportScreen
+
+        default = f"fragility-{table.table_name}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
+        self.push_screen(ExportScreen(default), lambda path: self._export_to(table, path))
+
+    def _export_to(self, table: ReportTable, path: str | None) -> None:
+        if not path:
+            return
+        try:
+            written = table.export(Path(path).expanduser())
+        except (OSError, ValueError) as exc:
+            self.notify(clean(exc, limit=400), title="Export failed", severity="error",
+                        markup=False)
+            return
+        self.notify(clean(f"exported {len(table.shown_rows):,} rows to {written}", limit=400),
+                    markup=False)
+
+    def action_svg_screenshot(self) -> None:
+        name = f"fragility-{time.strftime('%Y%m%d-%H%M%S')}.svg"
+        path = self.save_screenshot(filename=name, path=os.getcwd())
+        self.notify(clean(f"screenshot saved: {path}", limit=400), markup=False)
+
+    # ---------------------------------------------------------------- command palette
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for k, p in enumerate(PANES):
+            yield SystemCommand(f"Pane: {p.title} ({k + 1})", p.help,
+                                lambda pid=p.pane_id: self.action_pane(pid))
+        yield SystemCommand("Selection: choose configs, models, benchmarks",
+                            "Every pane recomputes for the selection", self.action_selection)
+        yield SystemCommand("Selection: reset to everything", "All configs, models, benchmarks",
+                            lambda: self._selection_done(Selection()))
+        yield SystemCommand("Selection: generation configs only",
+                            "Drop the two cloze likelihood configs",
+                            lambda: self._select_configs("generate"))
+        yield SystemCommand("Selection: reference neighbourhood of order",
+                            "o0…o5 × letter × generate", lambda: self._select_configs("letter"))
+        yield SystemCommand("Copy table", "Copy the current table (OSC 52)", self.action_copy_table)
+        yield SystemCommand("Export table", "CSV, Parquet or Markdown", self.action_export)
+        yield SystemCommand("SVG screenshot", "Save the screen as SVG", self.action_svg_screenshot)
+        yield SystemCommand("Help: every binding", "F1 or ?", self.action_help)
+
+    def _select_configs(self, group: str) -> None:
+        if self.view is None:
+            return
+        from fragility_tui.grid.configs import parse_config_list
+
+        wanted = [c for c in parse_config_list(group) if c in self.view.full.configs]
+        self._selection_done(Selection(tuple(wanted), self.selection.models,
+                                       self.selection.benchmarks))
+
+
+def default_grid(grids: list) -> str:
+    """The grid opened at start: $FRAGILITY_TUI_GRID when it names one, else the grid with
+    the most cells (the oldest of equals), which on a fresh `make run` store is the
+    paper-size synthetic grid rather than a small shipped sample."""
+    wanted = os.environ.get("FRAGILITY_TUI_GRID")
+    if wanted and any(g.name == wanted for g in grids):
+        return wanted
+    return max(grids, key=lambda g: g.cells).name  # max keeps the first of equals
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_app(db_path: str | None = None) -> int:
+    """Entry point used by `fragility-tui` with no subcommand."""
+    FragilityApp(db_path).run()
+    return 0

@@ -1,0 +1,194 @@
+"""What the panes show, computed off the UI thread from a Cube (no textual imports here).
+
+Everything comes from the analysis engine: the headline numbers from
+`analysis.report.build_report`, the drill-downs from its building blocks (classification,
+item fragility and discrimination, pair sets). This module only selects and filters.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE, classify
+from fragility_tui.analysis.cube import Cube
+from fragility_tui.analysis.itemstats import discrimination, fragility
+from fragility_tui.analysis.pairs import pair_sets
+from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.grid.items import Item
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What every pane honours: None means everything."""
+
+    configs: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+    benchmarks: tuple[str, ...] | None = None
+
+    def apply(self, cube: Cube) -> Cube:
+        if self.configs is not None and REFERENCE not in self.configs:
+            raise ValueError(f"the reference config {REFERENCE} must stay in the selection")
+        return cube.select(configs=self.configs, models=self.models, benchmarks=self.benchmarks)
+
+    def describe(self, cube: Cube) -> str:
+        if self == Selection():
+            return "selection: everything"
+        parts = []
+        for name, chosen, total in (("configs", self.configs, len(cube.configs)),
+                                    ("models", self.models, len(cube.models)),
+                                    ("benchmarks", self.benchmarks,
+                                     len(set(cube.benchmarks.tolist())))):
+            if chosen is not None:
+                parts.append(f"{len(chosen)}/{total} {name}")
+        return "selection: " + ", ".join(parts)
+
+
+@dataclass
+class GridView:
+    """One grid under one selection: everything a pane needs, computed once."""
+
+    grid: str
+    synthetic: bool
+    seed: int
+    full: Cube
+    cube: Cube  # the selection applied
+    items: dict[str, Item]
+    report: dict
+    classification: object  # analysis.classify.Classification over the view
+    fragility: np.ndarray  # float [I], NaN where undefined
+    discrimination: np.ndarray  # float [I], NaN where undefined
+    selection: Selection = field(default_factory=Selection)
+    item_table: list = field(default_factory=list)  # per item: (uid, Items-pane row values)
+
+    @property
+    def classes(self) -> np.ndarray:
+        """int8 [M, I] classification codes (analysis.classify constants)."""
+        return self.classification.codes
+
+
+def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[str, Item],
+               selection: Selection) -> GridView:
+    """The slow part of a selection change: runs in a worker thread."""
+    from fragility_tui.analysis.report import build_report  # heavy, imported on first use
+
+    cube = selection.apply(full)
+    report = build_report(cube, seed=seed, name=grid)
+    cls = classify(cube)
+    view = GridView(grid, synthetic, seed, full, cube, items, report, cls,
+                    fragility(cube, cls), discrimination(cube), selection)
+    view.item_table = item_table(view)  # built here so the Items pane only shows rows
+    return view
+
+
+def item_table(view: GridView) -> list[tuple[str, list]]:
+    """One row per item: id, benchmark, subject, fragility, discrimination, number of
+    fragile and of incomplete models, question."""
+    cube = view.cube
+    n_fragile = (view.classes == FRAGILE).sum(axis=0).tolist()
+    n_incomplete = (view.classes == INCOMPLETE).sum(axis=0).tolist()
+    subjects = [None] * len(cube.items) if cube.subjects is None else cube.subjects.tolist()
+    rows = []
+    for k, uid in enumerate(cube.items):
+        item = view.items.get(uid)
+        rows.append((uid, [uid, cube.benchmarks[k], subjects[k], float(view.fragility[k]),
+                           float(view.discrimination[k]), n_fragile[k], n_incomplete[k],
+                           item.question if item else ""]))
+    return rows
+
+
+PAIR_PARTS = {
+    "a_only_stable": "stable: A only",  # A robust-correct, B robust-wrong
+    "b_only_stable": "stable: B only",  # B robust-correct, A robust-wrong
+    "fragile_disagreements": "fragile split",  # reference disagreement outside the stable set
+}
+
+
+def pair_item_groups(view: "GridView", a: str, b: str) -> dict[str, np.ndarray]:
+    """Item indices behind a pair's gap split (SPEC §6), keyed by a readable part name."""
+    cube = view.cube
+    sets = pair_sets(cube, cube.models.index(a), cube.models.index(b), view.classification)
+    return {label: sets[key] for key, label in PAIR_PARTS.items()}
+
+
+# ---------------------------------------------------------------- item filtering
+_FILTER_TOKEN = re.compile(r"(bench|benchmark|subject|flips):(\S+)|frag(>=|<=|>|<|=)(\d*\.?\d+)(?![\d.])")
+
+
+@dataclass(frozen=True)
+class ItemFilter:
+    """The Items pane's query: `bench:arc subject:phys frag>0.5 flips:MODEL free text`."""
+
+    benchmark: str | None = None
+    subject: str | None = None
+    flips_for: str | None = None
+    frag_op: str | None = None
+    frag_value: float = 0.0
+    text: str = ""
+
+    @classmethod
+    def parse(cls, query: str) -> "ItemFilter":
+        fields: dict = {}
+        for m in _FILTER_TOKEN.finditer(query):
+            key, value, op, number = m.groups()
+            if op:
+                fields["frag_op"], fields["frag_value"] = op, float(number)
+            elif key in ("bench", "benchmark"):
+                fields["benchmark"] = value.lower()
+            elif key == "subject":
+                fields["subject"] = value.lower()
+            elif key == "flips":
+                fields["flips_for"] = value
+        fields["text"] = _FILTER_TOKEN.sub(" ", query).strip().lower()
+        return cls(**fields)
+
+
+def filter_items(view: GridView, flt: ItemFilter) -> np.ndarray:
+    """Indices of the view's items that match the filter, in grid order."""
+    cube = view.cube
+    keep = np.ones(len(cube.items), dtype=bool)
+    if flt.benchmark:
+        keep &= np.array([flt.benchmark in str(b).lower() for b in cube.benchmarks])
+    if flt.subject and cube.subjects is not None:
+        keep &= np.array([flt.subject in str(s or "").lower() for s in cube.subjects])
+    if flt.flips_for:
+        matches = [k for k, m in enumerate(cube.models) if m == flt.flips_for] or \
+                  [k for k, m in enumerate(cube.models) if flt.flips_for.lower() in m.lower()]
+        if not matches:
+            return np.array([], dtype=np.intp)
+        keep &= view.classes[matches[0]] == FRAGILE
+    if flt.frag_op:
+        f = view.fragility
+        ops = {">": f > flt.frag_value, ">=": f >= flt.frag_value, "<": f < flt.frag_value,
+               "<=": f <= flt.frag_value, "=": np.isclose(f, flt.frag_value)}
+        keep &= ops[flt.frag_op]  # NaN (undefined fragility) compares False: left out
+    idx = np.flatnonzero(keep)
+    if flt.text:
+        idx = np.array([k for k in idx if _item_matches(view, cube.items[k], flt.text)],
+                       dtype=np.intp)
+    return idx
+
+
+def _item_matches(view: GridView, uid: str, needle: str) -> bool:
+    item = view.items.get(uid)
+    if needle in uid.lower():
+        return True
+    if item is None:
+        return False
+    return needle in item.question.lower() or any(needle in c.lower() for c in item.choices)
+
+
+# ---------------------------------------------------------------- small formatting helpers
+def pct(value: float | None, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{100 * value:.{digits}f}"
+
+
+def num(value: float | None, digits: int = 2) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:.{digits}f}"

@@ -1,0 +1,56 @@
+"""Pane 5: axis ablation (SPEC §7): preserved fraction of reference-correct answers."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from fragility_tui.tui.compute import num
+from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.sanitize import clean
+from fragility_tui.tui.widgets import Column, ReportTable, hbar
+
+AXES = ("order", "format", "scoring", "all")
+COLUMNS = [Column("model")] + [Column(a, "num") for a in AXES]
+MEAN_KEY = "\x1fmean"
+
+
+class AxesPane(Pane):
+    pane_id = "axes"
+    title = "Axes"
+    help = ("Share of reference-correct answers still correct across each axis' neighbourhood "
+            "(order: o0…o5, format: 4 formats, scoring: reference + 2 cloze, all: every config).")
+
+    def compose_body(self) -> ComposeResult:
+        yield ReportTable(table_name="axes", id="axes-table")
+        yield Static("", id="axes-chart")
+
+    def render_view(self, view) -> None:
+        axes = view.report.get("axes", {})
+        per_model = axes.get("per_model", {})
+        rows = [(m, [m] + [per_model[m].get(a) for a in AXES]) for m in per_model]
+        mean = axes.get("mean", {})
+        rows.append((MEAN_KEY, [Text("mean over models", style="bold")] +
+                     [mean.get(a) for a in AXES]))
+        table = self.query_one(ReportTable)
+        table.set_data(COLUMNS, rows)
+        table.border_title = "Axis ablation"
+        self.update_caption()
+        self.query_one("#axes-chart", Static).update(self.chart(per_model, mean))
+
+    @staticmethod
+    def chart(per_model: dict, mean: dict) -> Text:
+        text = Text("mean over models (█ preserved fraction, — an axis left with only the "
+                    "reference)\n", style="dim")
+        for a in AXES:
+            text.append(f"{a:<8} ")
+            text.append_text(hbar(mean.get(a), 40))
+            text.append(f" {num(mean.get(a))}\n")
+        text.append("\nall axes, per model\n", style="dim")
+        width = min(24, max((len(m) for m in per_model), default=8))
+        for m, values in per_model.items():
+            text.append(clean(m, one_line=True, limit=200)[:width].ljust(width) + " ")
+            text.append_text(hbar(values.get("all"), 40, style="magenta"))
+            text.append(f" {num(values.get('all'))}\n")
+        return text

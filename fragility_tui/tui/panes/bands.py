@@ -1,0 +1,62 @@
+"""Pane 2: per-model bands (reference, min, max, mean, robust); Enter → per-config accuracies."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Static
+
+from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.sanitize import clean
+from fragility_tui.tui.widgets import Column, ReportTable, band_bar
+
+COLUMNS = [Column("model"), Column("ref %", "pct"), Column("min %", "pct"), Column("min config"),
+           Column("max %", "pct"), Column("max config"), Column("spread", "pct"),
+           Column("mean %", "pct"), Column("robust %", "pct"),
+           Column("fragile share of ref-correct %", "pct"), Column("incomplete", "int")]
+LEGEND = "● reference  ◆ mean  ├─┤ min…max over configs  ▓ robust accuracy   (scale 0–100 %)"
+
+
+class BandsPane(Pane):
+    pane_id = "bands"
+    title = "Bands"
+    help = "Accuracy band per model over the configs in view. Enter: the model's 26 configs; o sorts."
+
+    def compose_body(self) -> ComposeResult:
+        yield ReportTable(table_name="bands", id="bands-table")
+        yield Static("", id="band-chart")
+
+    def render_view(self, view) -> None:
+        bands = view.report.get("bands", [])
+        rows = [(b["model"], [b["model"], b["reference"], b["min"], b["min_config"], b["max"],
+                              b["max_config"], b["spread"], b["mean"], b["robust_accuracy"],
+                              b["fragile_share_of_reference_correct"], b.get("incomplete")])
+                for b in bands]
+        table = self.query_one(ReportTable)
+        table.set_data(COLUMNS, rows)
+        table.border_title = "Bands (models in reference order)"
+        self.update_caption()
+        self.query_one("#band-chart", Static).update(self.chart(bands))
+
+    def chart(self, bands: list[dict]) -> Text:
+        name_width = min(24, max((len(b["model"]) for b in bands), default=8))
+        width = max(20, self.size.width - name_width - 4) if self.size.width else 60
+        text = Text(LEGEND + "\n", style="dim")
+        for b in bands:
+            name = clean(b["model"], one_line=True, limit=200)[:name_width].ljust(name_width)
+            text.append(name + " ")
+            text.append_text(band_bar(b["min"], b["max"], b["reference"], b["mean"],
+                                      b["robust_accuracy"], width))
+            text.append("\n")
+        return text
+
+    def on_resize(self) -> None:
+        if self.app.view is not None and not self.stale:
+            self.query_one("#band-chart", Static).update(
+                self.chart(self.app.view.report.get("bands", [])))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        from fragility_tui.tui.screens import ModelScreen
+
+        self.app.push_screen(ModelScreen(event.row_key.value))

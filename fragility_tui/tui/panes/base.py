@@ -1,0 +1,75 @@
+"""The pane base class: a titled area that renders the app's current GridView."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from fragility_tui.tui.sanitize import clean
+from fragility_tui.tui.widgets import ReportTable
+
+
+class Pane(Vertical):
+    """One of the eight top-level areas. Subclasses fill `render_view`."""
+
+    pane_id = "pane"
+    title = "Pane"
+    help = ""
+    needs_view = True  # False for panes that work without an open grid (Grids, Runs)
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.stale = True
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.help, style="dim"), classes="pane-help")
+        yield Static("", classes="pane-empty")
+        yield from self.compose_body()
+
+    def compose_body(self) -> ComposeResult:
+        yield from ()
+
+    def refresh_pane(self) -> None:
+        """Re-render from the app's state (called when the pane is shown and stale)."""
+        self.stale = False
+        view = self.app.view
+        empty = self.query_one(".pane-empty", Static)
+        if self.needs_view and view is None:
+            empty.display = True
+            empty.update(Text(self.waiting_message(), style="italic"))
+            return
+        empty.display = False
+        self.render_view(view)
+
+    def waiting_message(self) -> str:
+        app = self.app
+        if app.grids is None:
+            return "opening the store…"
+        if app.grid_name is not None:
+            return f"computing grid {clean(app.grid_name, one_line=True, limit=80)}…"
+        return "no grid open: choose one in the Grids pane (1)"
+
+    def render_view(self, view) -> None:
+        raise NotImplementedError
+
+    def main_table(self) -> ReportTable | None:
+        tables = list(self.query(ReportTable))
+        return tables[0] if tables else None
+
+    def focus_main(self) -> None:
+        table = self.main_table()
+        if table is not None:
+            table.focus()
+
+    def apply_filter(self, text: str) -> None:
+        table = self.main_table()
+        if table is not None:
+            table.set_filter(text)
+            self.update_caption()
+
+    def update_caption(self) -> None:
+        table = self.main_table()
+        if table is not None:
+            table.border_subtitle = Text(table.caption_text)

@@ -1,0 +1,177 @@
+"""Pane 8: any two models → decision label with every flag, both targets, robust-set McNemar,
+per-benchmark breakdown and cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Select, Static
+
+from fragility_tui.tui.compute import num
+from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.sanitize import clean
+from fragility_tui.tui.widgets import Column, ReportTable
+
+COLUMNS = [Column("benchmark"), Column("paired items", "int"),
+           Column("Δ̂ points", "num"), Column("CI low", "num"), Column("CI high", "num")]
+
+
+@dataclass
+class CompareResult(Message):
+    a: str
+    b: str
+    decisions: list
+    cost: dict
+
+
+def decisions_for(view, a: str, b: str) -> list[dict]:
+    """Both targets' decisions for A vs B at the reference config (SPEC §9), as JSON dicts."""
+    from fragility_tui.analysis.decisions import decide_pairs
+
+    return [d.to_json() for d in decide_pairs(view.cube, [(a, b)], seed=view.seed)]
+
+
+def breakdown(decisions: list[dict]) -> list[tuple[str, list]]:
+    """Per-benchmark Δ̂ and interval (within one benchmark both targets weigh items alike,
+    so the first decision's breakdown stands for both)."""
+    rows = []
+    for pb in (decisions[0].get("per_benchmark", []) if decisions else []):
+        ci = pb.get("ci") or [None, None]
+        rows.append((pb["benchmark"], [pb["benchmark"], pb["n_items"], _points(pb["delta"]),
+                                       _points(ci[0]), _points(ci[1])]))
+    return rows
+
+
+def _points(x):
+    return None if x is None else 100 * x
+
+
+def run_cost(runs: list[dict], model: str) -> str:
+    """Seconds and tokens per item over the model's runs (shown beside accuracy, never
+    folded into it). Items = cells done / configs per item of the run."""
+    seconds = tokens = items = 0.0
+    for r in runs:
+        if r.get("model") != model or not r.get("cells_done"):
+            continue
+        configs = (r.get("spec") or {}).get("configs") or 26
+        per_item = len(configs) if isinstance(configs, (list, tuple)) else 26
+        seconds += float(r.get("seconds") or 0)
+        tokens += float(r.get("tokens") or 0)
+        items += float(r["cells_done"]) / per_item
+    if not items:
+        return "no run recorded (imported or synthetic cells)"
+    return f"{seconds / items:.2f} s/item · {tokens / items:,.0f} tokens/item"
+
+
+class ComparePane(Pane):
+    pane_id = "compare"
+    title = "Compare"
+    help = "Pick two models: decision under both targets, robust-set test, benchmarks, cost."
+
+    def compose_body(self) -> ComposeResult:
+        with Horizontal(id="compare-pickers"):
+            yield Select([], prompt="model A", id="compare-a", allow_blank=True)
+            yield Select([], prompt="model B", id="compare-b", allow_blank=True)
+        yield Static("", id="compare-result")
+        yield ReportTable(table_name="compare", id="compare-table")
+
+    def render_view(self, view) -> None:
+        ranked = [b["model"] for b in view.report.get("bands", [])]
+        models = ranked + [m for m in view.cube.models if m not in ranked]
+        options = [(clean(m, one_line=True, limit=80), m) for m in models]
+        sel_a, sel_b = self.query_one("#compare-a", Select), self.query_one("#compare-b", Select)
+        old_a, old_b = sel_a.value, sel_b.value
+        with self.prevent(Select.Changed):
+            sel_a.set_options(options)
+            sel_b.set_options(options)
+            if len(models) >= 2:
+                sel_a.value = old_a if old_a in models else models[0]
+                sel_b.value = old_b if old_b in models else models[1]
+        self.compare()
+
+    def set_pair(self, a: str, b: str) -> None:
+        with self.prevent(Select.Changed):
+            self.query_one("#compare-a", Select).value = a
+            self.query_one("#compare-b", Select).value = b
+        self.compare()
+
+    @on(Select.Changed)
+    def _picked(self, event: Select.Changed) -> None:
+        event.stop()
+        self.compare()
+
+    def compare(self) -> None:
+        view = self.app.view
+        a, b = self.query_one("#compare-a", Select).value, self.query_one("#compare-b", Select).value
+        if view is None or not isinstance(a, str) or not isinstance(b, str):
+            return
+        if a == b:
+            self.query_one("#compare-result", Static).update(Text("pick two different models"))
+            return
+        self.query_one("#compare-result", Static).update(Text("computing…", style="italic"))
+        self._compare(view, a, b)
+
+    @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
+    def _compare(self, view, a: str, b: str) -> None:
+        try:
+            decisions = decisions_for(view, a, b)
+            runs = self.app.store_call("list_runs", view.grid)
+            cost = {a: run_cost(runs, a), b: run_cost(runs, b)}
+            result = CompareResult(a, b, decisions, cost)
+        except Exception as exc:
+            from fragility_tui.tui.app import WorkFailed
+
+            self.app.post_message(WorkFailed(f"comparing {a} and {b}", f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(result)
+
+    @on(CompareResult)
+    def _show(self, result: CompareResult) -> None:
+        self.query_one("#compare-result", Static).update(summary_text(result))
+        table = self.query_one(ReportTable)
+        table.set_data(COLUMNS, breakdown(result.decisions))
+        table.border_title = "Per benchmark Δ̂ (A − B), reference config, paired items"
+        self.update_caption()
+
+
+def summary_text(r: CompareResult) -> Text:
+    text = Text()
+    text.append("A ", style="bold")
+    text.append(clean(r.a, one_line=True, limit=120))
+    text.append("  vs  B ", style="bold")
+    text.append(clean(r.b, one_line=True, limit=120) + "\n")
+    if not r.decisions:
+        text.append("no decision available for this pair\n", style="yellow")
+    for d in r.decisions:
+        style = "bold green" if d["label"] == "stable" else "bold yellow"
+        text.append(f"{d['target']:<9} ", style="bold")
+        text.append(f"{d['label']:<18}", style=style)
+        if d.get("delta") is None:
+            text.append(" Δ̂ undefined")
+        else:
+            text.append(f" Δ̂ {_pts(d['delta'])} pts")
+        if d.get("ci"):
+            text.append(f", 95% CI [{_pts(d['ci'][0])}, {_pts(d['ci'][1])}]")
+        text.append(f" at {d.get('config', 'o0.letter')}")
+        flags = ", ".join(d.get("flags", [])) or "none"
+        text.append(f" · flags: {flags}")
+        if d.get("harness_configs"):
+            text.append(" · opposite winner under " + ", ".join(d["harness_configs"][:4]))
+        text.append("\n")
+    if r.decisions:
+        m = r.decisions[0]["mcnemar"]
+        text.append("robust set: ", style="bold")
+        text.append(f"{m['a_only']} items only A robust-correct, {m['b_only']} only B; exact "
+                    f"McNemar p = {num(m['p'], 3)}\n")
+    text.append("cost: ", style="bold")
+    text.append(f"A {r.cost.get(r.a)} · B {r.cost.get(r.b)}")
+    return text
+
+
+def _pts(x: float) -> str:
+    return f"{100 * x:+.1f}"

@@ -1,0 +1,70 @@
+"""Pane 6: discrimination against fragility, and champion counts of compressed subsets."""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from fragility_tui.tui.compute import num
+from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.widgets import Column, ReportTable, hbar
+
+N_BINS = 10
+COLUMNS = [Column("discrimination bin"), Column("items", "int"), Column("mean fragility", "num"),
+           Column("", "rich")]
+
+
+def binned(discrimination: np.ndarray, fragility: np.ndarray) -> list[tuple[str, list]]:
+    """Items with both values defined, in equal-count bins of discrimination."""
+    ok = ~np.isnan(discrimination) & ~np.isnan(fragility)
+    d, f = discrimination[ok], fragility[ok]
+    if d.size == 0:
+        return []
+    order = np.argsort(d, kind="stable")
+    rows = []
+    for k, part in enumerate(np.array_split(order, min(N_BINS, d.size))):
+        if part.size == 0:
+            continue
+        lo, hi = d[part].min(), d[part].max()
+        mean_f = float(f[part].mean())
+        rows.append((str(k), [f"{lo:+.2f} … {hi:+.2f}", int(part.size), mean_f,
+                              hbar(mean_f, 30)]))
+    return rows
+
+
+class CompressionPane(Pane):
+    pane_id = "compression"
+    title = "Compression"
+    help = ("Do the most discriminative items survive a harness change? Bins of item "
+            "discrimination (reference config) against item fragility.")
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="compression-summary")
+        yield ReportTable(table_name="compression", id="compression-table")
+
+    def render_view(self, view) -> None:
+        report = view.report
+        d = report.get("discrimination", {})
+        c = report.get("compression", {})
+        ci = d.get("ci")
+        text = Text()
+        text.append("discrimination × fragility: r = ", style="bold")
+        text.append(num(d.get("r")))
+        text.append(f" (95% CI {num(ci[0])}–{num(ci[1])})" if ci else " (CI undefined)")
+        text.append(f" · top-{d.get('top_k', '—')} discriminative items: mean fragility "
+                    f"{num(d.get('top_k_mean_fragility'))} vs {num(d.get('mean_fragility'))} "
+                    "for all items\n")
+        rng = c.get("discriminative_range")
+        text.append(f"compressed to k = {c.get('k', '—')} items: ", style="bold")
+        text.append(f"{num(c.get('random_mean_champions'), 1)} champions over configs (random "
+                    f"subsets, mean) · {num(c.get('discriminative_mean_champions'), 1)} "
+                    "(top-k by discrimination"
+                    + (f", range {rng[0]}–{rng[1]})" if rng else ")")
+                    + f" · full grid: {report.get('rankings', {}).get('champion_count', '—')}")
+        self.query_one("#compression-summary", Static).update(text)
+        table = self.query_one(ReportTable)
+        table.set_data(COLUMNS, binned(view.discrimination, view.fragility))
+        table.border_title = "Mean fragility by discrimination bin (equal-count bins)"
+        self.update_caption()

@@ -1,0 +1,263 @@
+"""Pane 7: evaluation runs — status, progress, tokens/s, ETA; start, cancel, resume.
+
+A run is a detached `fragility-tui run …` process in its own session, so it survives the app
+(and a dropped SSH connection) closing. The pane never imports torch: it only reads the
+store's run rows and tails each run's JSON-lines events file, once a second.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Grid
+from textual.message import Message
+from textual.widgets import Button, DataTable, Input, Select, Static
+
+from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.sanitize import clean
+from fragility_tui.tui.widgets import Column, ReportTable, hbar
+
+COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"),
+           Column("done", "int"), Column("total", "int"), Column("progress", "rich"),
+           Column("tok/s", "num"), Column("ETA"), Column("started")]
+QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
+            ("int4 (optimum-quanto)", "int4")]
+REFRESH_SECONDS = 1.0
+FINAL_STATUSES = ("finished", "cancelled", "failed", "died")
+EVENTS_TAIL_BYTES = 64_000
+
+
+@dataclass
+class RunsUpdated(Message):
+    runs: list  # list[dict] with progress folded in
+
+
+def tail_progress(events_path: str | None) -> dict:
+    """The latest progress event (`batch`, `started`, `finished`, ...) of a run's JSON-lines
+    events file; {} when there is none yet."""
+    if not events_path:
+        return {}
+    try:
+        with open(events_path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - EVENTS_TAIL_BYTES))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return {}
+    for line in reversed(lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a partly written last line
+        if isinstance(event, dict) and "cells_done" in event:
+            return event
+    return {}
+
+
+def merge_progress(run: dict) -> dict:
+    """Run row + its latest event: done, total, tokens/s and ETA, and the status a user
+    should see (a `running` run whose process is gone shows as `died`)."""
+    from runners.launch import effective_status  # torch-free by contract
+
+    event = tail_progress(run.get("events_path"))
+    done = max(event.get("cells_done") or 0, run.get("cells_done") or 0)
+    total = event.get("cells_total") or run.get("cells_total") or 0
+    status = effective_status(run)
+    rate = event.get("tokens_per_s")
+    if rate is None and run.get("seconds"):
+        rate = (run.get("tokens") or 0) / run["seconds"]
+    eta = event.get("eta_s") if status == "running" else None
+    return {**run, "done": done, "total": total, "tok_s": rate, "eta": eta, "status": status}
+
+
+def fmt_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+def run_argv(form: dict, db_path: str | None) -> list[str]:
+    """`fragility-tui run …` arguments for the form's values (empty fields left out)."""
+    argv = ["run", "--model", form["model"], "--items", form["items"], "--display", "none"]
+    for flag, key in (("--grid", "grid"), ("--per-benchmark", "per_benchmark"),
+                      ("--configs", "configs"), ("--quantize", "quantize")):
+        if form.get(key):
+            argv += [flag, str(form[key])]
+    argv += shlex.split(form.get("extra") or "")
+    return argv + db_args(db_path)
+
+
+def db_args(db_path: str | None) -> list[str]:
+    return ["--db", db_path] if db_path else []
+
+
+def start_detached(argv: list[str], log_path: Path) -> int:
+    """Start `fragility-tui ARGV` in its own session (survives the app); returns its pid."""
+    from runners.launch import start_detached as launch  # torch-free by contract
+
+    return launch(argv, log_path)
+
+
+def log_dir(db_path: str | None) -> Path:
+    if db_path:
+        return Path(db_path).expanduser().resolve().parent / "fragility-logs"
+    from platformdirs import user_log_dir
+
+    return Path(user_log_dir("fragility-tui"))
+
+
+class RunsPane(Pane):
+    pane_id = "runs"
+    title = "Runs"
+    help = ("Runs are detached processes: they keep going when the app closes. "
+            "Enter: provenance · k: cancel · u: resume · n: new run form.")
+    needs_view = False
+    BINDINGS = [
+        Binding("k", "cancel_run", "Cancel run", tooltip="Cancel the selected run"),
+        Binding("u", "resume_run", "Resume run", tooltip="Resume the selected run"),
+        Binding("n", "new_run", "New run", tooltip="Focus the form to start a run"),
+    ]
+
+    def compose_body(self) -> ComposeResult:
+        yield ReportTable(table_name="runs", id="runs-table")
+        with Grid(id="run-form"):
+            yield Input(placeholder="model: alias, hub id, folder or .gguf", id="run-model")
+            yield Input(placeholder="items: file, folder or source", id="run-items")
+            yield Input(placeholder="grid", id="run-grid")
+            yield Input(placeholder="items per benchmark (all)", id="run-sample",
+                        type="integer")
+            yield Input(placeholder="configs (all 26)", id="run-configs")
+            yield Select(QUANTISE, value="", allow_blank=False, id="run-quantize")
+            yield Input(placeholder="extra flags, e.g. --batch-size 8", id="run-extra")
+            yield Button("Start run", id="run-start", variant="primary")
+        yield Static("", id="run-note")
+
+    def on_mount(self) -> None:
+        self.runs: list[dict] = []
+        self.set_interval(REFRESH_SECONDS, self._tick)
+
+    def render_view(self, view) -> None:
+        grid_input = self.query_one("#run-grid", Input)
+        if not grid_input.value and self.app.grid_name:
+            grid_input.value = self.app.grid_name
+        self._show_runs()
+        self.poll()
+
+    def _tick(self) -> None:
+        if self.app.main_screen.query_one("#panes").current == self.pane_id:
+            self.poll()
+
+    @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
+    def poll(self) -> None:
+        try:
+            runs = [merge_progress(dict(r)) for r in self.app.store_call("list_runs")]
+        except Exception as exc:
+            self.post_message(RunsUpdated([{"run_id": "?", "status": f"error: {exc}"}]))
+            return
+        self.post_message(RunsUpdated(runs))
+
+    @on(RunsUpdated)
+    def _runs_updated(self, message: RunsUpdated) -> None:
+        before = {r.get("run_id"): (r.get("status"), r.get("done")) for r in self.runs}
+        self.runs = message.runs
+        self._show_runs()
+        changed = {r.get("grid") for r in self.runs
+                   if before.get(r.get("run_id"), (None, None)) != (r.get("status"), r.get("done"))
+                   and r.get("status") in FINAL_STATUSES}
+        if changed:  # new cells landed: refresh the grid list and the open grid
+            self.app.list_grids()
+            if self.app.grid_name in changed:
+                self.app.reload_grid()
+
+    def _show_runs(self) -> None:
+        rows = []
+        for r in self.runs:
+            done, total = r.get("done") or 0, r.get("total") or 0
+            bar = hbar(done / total if total else None, 12)
+            rows.append((str(r.get("run_id")),
+                         [r.get("run_id"), r.get("model"), r.get("grid"), status_text(r.get("status")),
+                          done, total, bar, r.get("tok_s"), fmt_eta(r.get("eta")),
+                          r.get("started_at")]))
+        table = self.query_one(ReportTable)
+        table.set_data(COLUMNS, rows)
+        table.border_title = "Runs (refreshed every second)"
+        self.update_caption()
+
+    def selected_run(self) -> dict | None:
+        key = self.query_one(ReportTable).current_key()
+        return next((r for r in self.runs if str(r.get("run_id")) == key), None)
+
+    # ---------------------------------------------------------------- actions
+    @on(Button.Pressed, "#run-start")
+    def action_start_run(self) -> None:
+        value = lambda name: self.query_one(f"#run-{name}", Input).value.strip()  # noqa: E731
+        form = {"model": value("model"), "items": value("items"), "grid": value("grid"),
+                "per_benchmark": value("sample"), "configs": value("configs"),
+                "extra": value("extra"),
+                "quantize": self.query_one("#run-quantize", Select).value or ""}
+        missing = [k for k in ("model", "items", "grid") if not form[k]]
+        if missing:
+            self.note(f"fill in: {', '.join(missing)} (model: alias, hub id, folder or .gguf; "
+                      "items: a file, folder or named source)", error=True)
+            return
+        self.launch(run_argv(form, self.app.db_path), f"start {form['model']}")
+        self.focus_main()  # Enter now opens a run's card instead of starting another run
+
+    def action_cancel_run(self) -> None:
+        run = self.selected_run()
+        if run is None:
+            self.note("no run selected", error=True)
+            return
+        self.launch(["runs", "cancel", str(run["run_id"])] + db_args(self.app.db_path),
+                    f"cancel {run['run_id']}")
+
+    def action_resume_run(self) -> None:
+        run = self.selected_run()
+        if run is None:
+            self.note("no run selected", error=True)
+            return
+        self.launch(["run", "--resume", str(run["run_id"]), "--display", "none"] +
+                    db_args(self.app.db_path), f"resume {run['run_id']}")
+
+    def action_new_run(self) -> None:
+        self.query_one("#run-model", Input).focus()
+
+    def launch(self, argv: list[str], what: str) -> None:
+        log = log_dir(self.app.db_path) / f"tui-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        try:
+            pid = start_detached(argv, log)
+        except OSError as exc:
+            self.note(f"could not {what}: {exc}", error=True)
+            return
+        self.note(f"{what}: process {pid} started, log {log}")
+        self.poll()
+
+    def note(self, text: str, error: bool = False) -> None:
+        self.query_one("#run-note", Static).update(
+            Text(clean(text, one_line=True, limit=400), style="red" if error else "dim"))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        run = self.selected_run()
+        if run is not None:
+            from fragility_tui.tui.screens import ProvenanceScreen
+
+            self.app.push_screen(ProvenanceScreen(run))
+
+
+def status_text(status) -> Text:
+    styles = {"running": "bold cyan", "finished": "green", "cancelling": "yellow",
+              "cancelled": "yellow", "failed": "bold red", "died": "bold red"}
+    return Text(clean(status, one_line=True, limit=40), style=styles.get(str(status), ""))

@@ -1,0 +1,282 @@
+"""Widgets shared by the panes: a sortable, filterable, exportable table and text bars."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.widgets import DataTable
+
+from fragility_tui.tui.sanitize import cell, clean
+
+DEFAULT_MAX_WIDTH = 40  # cells wider than this are cut with "…" (copy/export keep them whole)
+MAX_ROWS_SHOWN = 500  # rows put in a DataTable (filling costs ~0.1 ms a row); copy/export get all
+
+
+@dataclass
+class Column:
+    label: str
+    kind: str = "text"  # text | pct | num | int | bool | rich
+    width: int = 0  # 0 = fit
+
+
+def format_value(value, kind: str, width: int = 0) -> Text:
+    """Raw value -> a markup-free, right-aligned-where-numeric cell."""
+    if isinstance(value, Text):
+        return value
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return Text("—", justify="right" if kind != "text" else "left", style="dim")
+    if kind == "pct":
+        return Text(f"{100 * value:.1f}", justify="right")
+    if kind == "num":
+        return Text(f"{value:.3f}", justify="right")
+    if kind == "int":
+        return Text(f"{int(value):,}", justify="right")
+    if kind == "bool":
+        return Text("yes" if value else "no")
+    return cell(value, width or DEFAULT_MAX_WIDTH)
+
+
+def _column_width(label: str, col: Column, cells: list, k: int) -> int:
+    """Fit the label and the widest shown cell, capped (explicit widths also work while the
+    table is hidden, where DataTable's own auto-width measurement never runs)."""
+    cap = col.width or DEFAULT_MAX_WIDTH
+    widest = max((row[k].cell_len for _, row in cells if k < len(row)), default=0)
+    return max(1, min(cap, max(len(label), widest)))
+
+
+def export_value(value):
+    """Raw value as written to CSV/Parquet/Markdown (text sanitised, numbers kept)."""
+    if isinstance(value, Text):
+        return value.plain
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    return clean(value, one_line=True)
+
+
+class ReportTable(DataTable):
+    """A DataTable that keeps its raw rows, so it can sort, filter, copy and export them."""
+
+    BINDINGS = [
+        Binding("o", "sort_next", "Sort", tooltip="Sort by the next column (again: reverse)"),
+    ]
+
+    def __init__(self, *, table_name: str = "table", **kwargs):
+        kwargs.setdefault("cursor_type", "row")
+        kwargs.setdefault("zebra_stripes", True)
+        super().__init__(**kwargs)
+        self.table_name = table_name
+        self.columns_spec: list[Column] = []
+        self.all_rows: list[tuple[str, list]] = []  # (row key, raw values)
+        self.shown_rows: list[tuple[str, list]] = []
+        self.filter_text = ""
+        self.sort_column: int | None = None
+        self.sort_reverse = False
+
+    def set_data(self, columns: list[Column], rows: list[tuple[str, list]]) -> None:
+        """Replace the table's contents; keeps the filter, sort and cursor row key."""
+        self.columns_spec = columns
+        self.all_rows = rows
+        self._render_rows()
+
+    def set_filter(self, text: str) -> None:
+        self.filter_text = text.lower()
+        self._render_rows()
+
+    def _render_rows(self) -> None:
+        keep_key = self.current_key()
+        rows = self.all_rows
+        if self.filter_text:
+            rows = [r for r in rows
+                    if self.filter_text in " ".join(clean(v, one_line=True).lower()
+                                                    if not isinstance(v, Text) else v.plain.lower()
+                                                    for v in r[1])]
+        if self.sort_column is not None:
+            rows = sorted(rows, key=lambda r: _sort_key(r[1][self.sort_column]),
+                          reverse=self.sort_reverse)
+        self.shown_rows = rows
+        self.clear(columns=True)
+        cells = [(key, [format_value(v, c.kind, c.width) for v, c in zip(values, self.columns_spec)])
+                 for key, values in rows[:MAX_ROWS_SHOWN]]
+        for k, col in enumerate(self.columns_spec):
+            label = col.label
+            if k == self.sort_column:
+                label += " ▼" if self.sort_reverse else " ▲"
+            self.add_column(Text(label), key=str(k), width=_column_width(label, col, cells, k))
+        for key, row in cells:
+            self.add_row(*row, key=key)
+        if keep_key is not None:
+            self.select_key(keep_key)
+
+    @property
+    def caption_text(self) -> str:
+        shown = min(len(self.shown_rows), MAX_ROWS_SHOWN)
+        note = f"{shown:,} of {len(self.all_rows):,} rows"
+        if len(self.shown_rows) > MAX_ROWS_SHOWN:
+            note += f" (first {MAX_ROWS_SHOWN:,} shown; filter with / to narrow)"
+        return note
+
+    def current_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside a table being rebuilt
+            return None
+
+    def select_key(self, key: str) -> None:
+        try:
+            self.move_cursor(row=self.get_row_index(key), animate=False)
+        except Exception:  # key filtered out
+            pass
+
+    def current_values(self) -> list | None:
+        key = self.current_key()
+        for row_key, values in self.shown_rows:
+            if row_key == key:
+                return values
+        return None
+
+    def action_sort_next(self) -> None:
+        self.sort_by(None)
+
+    def sort_by(self, column: int | None) -> None:
+        n = len(self.columns_spec)
+        if not n:
+            return
+        if column is None:  # 'o': reverse the current column, then move on to the next
+            if self.sort_column is not None and not self.sort_reverse:
+                self.sort_reverse = True
+            else:
+                self.sort_column = 0 if self.sort_column is None else (self.sort_column + 1) % n
+                self.sort_reverse = False
+        elif column == self.sort_column:
+            self.sort_reverse = not self.sort_reverse
+        else:
+            self.sort_column, self.sort_reverse = column, False
+        self._render_rows()
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(int(event.column_key.value))
+
+    # ---------------------------------------------------------------- copy and export
+    def header(self) -> list[str]:
+        return [c.label for c in self.columns_spec]
+
+    def export_rows(self, only_current: bool = False) -> list[list]:
+        rows = [self.current_values() or []] if only_current else [v for _, v in self.shown_rows]
+        return [[export_value(v) for v in row] for row in rows]
+
+    def as_tsv(self, only_current: bool = False) -> str:
+        buf = io.StringIO()
+        writer = csv.writer(buf, delimiter="\t", lineterminator="\n")
+        if not only_current:
+            writer.writerow(self.header())
+        writer.writerows(self.export_rows(only_current))
+        return buf.getvalue()
+
+    def export(self, path: Path) -> Path:
+        """Write the shown rows (filter and sort applied) as CSV, Parquet or Markdown."""
+        return export_table(self.header(), self.export_rows(), path)
+
+
+def export_table(header: list[str], rows: list[list], path: Path) -> Path:
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        with path.open("w", newline="", encoding="utf-8") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(header)
+            writer.writerows(rows)
+    elif suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        columns = {}
+        for k, name in enumerate(header):
+            values = [r[k] if k < len(r) else None for r in rows]
+            if not all(v is None or isinstance(v, (int, float)) for v in values):
+                values = [None if v is None else str(v) for v in values]
+            columns[_unique(name, columns)] = values
+        pq.write_table(pa.table(columns), path)
+    elif suffix in (".md", ".markdown"):
+        lines = ["| " + " | ".join(_md(h) for h in header) + " |",
+                 "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(_md(v) for v in row) + " |" for row in rows]
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:
+        raise ValueError(f"{path}: unknown export format {suffix or '(none)'}; "
+                         "use .csv, .parquet or .md")
+    return path
+
+
+def _unique(name: str, taken: dict) -> str:
+    out, k = name, 2
+    while out in taken:
+        out, k = f"{name}_{k}", k + 1
+    return out
+
+
+def _md(value) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|")
+
+
+def _sort_key(value):
+    """Numbers before text, None/NaN last, so mixed columns sort without errors."""
+    if isinstance(value, Text):
+        value = value.plain
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return (2, 0, "")
+    if isinstance(value, (int, float, bool)):
+        return (0, float(value), "")
+    return (1, 0, str(value).lower())
+
+
+# ---------------------------------------------------------------- text bars
+def band_bar(lo: float, hi: float, ref: float, mean: float, robust: float,
+             width: int) -> Text:
+    """One model's band on a 0–100 % scale: robust ▓, range ─, mean ◆, reference ●.
+
+    Glyphs carry the meaning on their own (NO_COLOR, monochrome); colour only helps.
+    """
+    width = max(width, 10)
+    cells = [" "] * width
+    styles = [""] * width
+
+    def pos(x: float) -> int:
+        return min(width - 1, max(0, int(round(x * (width - 1)))))
+
+    for k in range(0, pos(robust) + 1 if robust > 0 else 0):
+        cells[k], styles[k] = "▓", "blue"
+    for k in range(pos(lo), pos(hi) + 1):
+        cells[k], styles[k] = "─", "yellow"
+    cells[pos(lo)], cells[pos(hi)] = "├", "┤"
+    styles[pos(lo)] = styles[pos(hi)] = "yellow"
+    cells[pos(mean)], styles[pos(mean)] = "◆", "magenta"
+    cells[pos(ref)], styles[pos(ref)] = "●", "bold green"
+    text = Text()
+    for ch, st in zip(cells, styles):
+        text.append(ch, style=st)
+    return text
+
+
+def hbar(value: float | None, width: int, style: str = "cyan") -> Text:
+    """A fraction in [0, 1] as a bar of █ eighths (empty for undefined)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return Text("—", style="dim")
+    value = min(max(value, 0.0), 1.0)
+    eighths = int(round(value * width * 8))
+    full, part = divmod(eighths, 8)
+    bar = "█" * full + ("" if part == 0 else " ▏▎▍▌▋▊▉"[part])
+    return Text(bar.ljust(width, "·"), style=style)
+
+
+def safe_title(title: str) -> Text:
+    """A border title from text that may hold grid names (Text skips markup parsing)."""
+    return Text(clean(title, one_line=True, limit=300))

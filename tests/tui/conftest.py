@@ -1,0 +1,78 @@
+"""Small stores for the TUI tests, built with the store API in tmp_path."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from fragility_tui.grid.importer import write_synthetic_grid
+from fragility_tui.grid.simulate import simulate
+from fragility_tui.grid.store import Store
+
+SMALL = dict(n_models=4, n_items=40, seed=3)
+
+
+@pytest.fixture(scope="session")
+def _synthetic_template(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("template") / "tui.duckdb")
+    write_synthetic_grid(store, simulate(**SMALL), "synthetic-small")
+    return store.path
+
+
+@pytest.fixture
+def synthetic_store(tmp_path, _synthetic_template):
+    """A store of its own with one synthetic grid: 4 models × 40 items × 26 configs (a copy
+    of a file built once per session; the store keeps no file open between operations)."""
+    path = tmp_path / "tui.duckdb"
+    shutil.copyfile(_synthetic_template, path)
+    return Store(path)
+
+
+async def wait_ready(app, pilot, timeout: float = 30.0) -> None:
+    """Wait until the app has computed its first view (workers finished)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while app.view is None or app.computing:
+        if loop.time() > deadline:
+            raise AssertionError(f"app not ready after {timeout} s; status: "
+                                 f"{app.query_one('#status').render()}")
+        await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def screen_lines(app) -> list[str]:
+    """What the terminal shows, as text lines (the compositor's full update)."""
+    update = app.screen._compositor.render_full_update()
+    return ["".join(seg.text for strip in line for seg in strip if not seg.control)
+            for line in update.strips]
+
+
+def screen_text(app) -> str:
+    return "\n".join(screen_lines(app))
+
+
+def terminal_bytes(app) -> str:
+    """The exact sequence a real terminal would receive for the current screen."""
+    return app.screen._compositor.render_full_update().render_segments(app.console)
+
+
+async def show_pane(app, pilot, key: str) -> None:
+    await pilot.press(key)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+@pytest.fixture
+def anyio_backend():
+    """Async tests here run on asyncio (Textual's loop) through anyio's pytest plugin."""
+    return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _no_grid_override(monkeypatch):
+    """Tests choose their grid; a developer's FRAGILITY_TUI_GRID must not leak in."""
+    monkeypatch.delenv("FRAGILITY_TUI_GRID", raising=False)

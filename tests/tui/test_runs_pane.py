@@ -1,0 +1,109 @@
+"""The Runs pane end to end: start a run of a tiny in-process-built model from the form (a
+detached `fragility-tui run` process), see its progress, cancel it, resume it, and see the
+grid complete — all through the pane's keys."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from fragility_tui.grid.store import Store  # noqa: E402
+from fragility_tui.tui.app import FragilityApp  # noqa: E402
+
+from .conftest import show_pane  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+RUNNER_CONFTEST = Path(__file__).resolve().parents[1] / "runners" / "conftest.py"
+N_ITEMS, CONFIGS = 40, "o0.letter,o1.letter,cloze_qa"  # enough batches to cancel mid-run
+
+
+@pytest.fixture(scope="module")
+def tiny_model_folder(tmp_path_factory) -> Path:
+    """A 2-layer random Llama and a BPE tokenizer trained in-process (tests/runners)."""
+    spec = importlib.util.spec_from_file_location("runner_fixtures", RUNNER_CONFTEST)
+    fixtures = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fixtures)
+    folder = tmp_path_factory.mktemp("models") / "tiny-llama"
+    tokenizer = fixtures.make_tokenizer()
+    fixtures.make_model(tokenizer).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def write_items(path: Path) -> Path:
+    rows = [{"id": f"q{i}", "benchmark": "toy", "subject": None,
+             "question": f"Which number comes after {i}?",
+             "choices": [str(i + 1), str(i + 2), str(i - 1), str(i * 7 + 3)], "gold": 0}
+            for i in range(N_ITEMS)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+async def until(pilot, predicate, what: str, timeout: float = 120.0):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        await pilot.pause(0.5)  # the pane polls the store and the events file every second
+        value = predicate()
+        if value:
+            return value
+        if loop.time() > deadline:
+            runs = pilot.app.pane("runs").runs
+            raise AssertionError(f"timed out waiting for {what}; runs: {runs}")
+
+
+async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
+    db = tmp_path / "runs.duckdb"
+    Store(db)  # an empty store: the run creates its grid
+    items = write_items(tmp_path / "items.jsonl")
+    app = FragilityApp(str(db))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await show_pane(app, pilot, "7")
+        pane = app.pane("runs")
+        for field, value in (("model", str(tiny_model_folder)), ("items", str(items)),
+                             ("grid", "tiny"), ("configs", CONFIGS),
+                             ("extra", "--batch-size 1 --threads 1")):
+            pane.query_one(f"#run-{field}").value = value
+        await pilot.click("#run-start")
+        assert "process" in str(pane.query_one("#run-note").render())
+
+        def running_with_progress():
+            runs = pane.runs
+            return runs and runs[0]["status"] == "running" and runs[0]["done"] > 0 and runs[0]
+
+        run = await until(pilot, running_with_progress, "progress")
+        total = N_ITEMS * 3
+        assert run["total"] == total and run["model"].endswith("tiny-llama")
+        table = pane.main_table()
+        shown = table.current_values()
+        assert table.row_count == 1 and shown[3].plain == "running"
+        assert shown[4] == run["done"] and shown[5] == total  # done / total columns
+
+        await pilot.press("k")  # cancel the selected run
+        run = await until(pilot, lambda: pane.runs[0]["status"] == "cancelled" and pane.runs[0],
+                          "cancelled")
+        cancelled_at = run["done"]
+        assert 0 < cancelled_at < total, "the run finished before the cancel reached it"
+
+        await pilot.press("u")  # resume it
+        run = await until(pilot, lambda: pane.runs[0]["status"] == "finished" and pane.runs[0],
+                          "finished")
+        assert run["done"] == total
+
+        await pilot.press("enter")  # the provenance card
+        await pilot.pause()
+        card = str(app.screen.query_one("#provenance").render())
+        assert "tiny-llama" in card and "spec_version" in card
+        await pilot.press("escape")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        grid = next(g for g in app.grids if g.name == "tiny")
+        assert grid.complete and grid.cells == total

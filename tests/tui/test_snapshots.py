@@ -1,0 +1,79 @@
+"""SVG snapshots of the main views at 120×40 and 80×24 (Textual is pinned in pyproject.toml,
+so these are stable). Regenerate with `pytest tests/tui/test_snapshots.py --snapshot-update`
+after a deliberate change, and look at the SVGs before committing them."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from fragility_tui.grid.importer import write_synthetic_grid
+from fragility_tui.grid.simulate import simulate
+from fragility_tui.grid.store import Store
+from fragility_tui.tui.app import FragilityApp
+
+WIDE, SMALL_TERM = (120, 40), (80, 24)
+
+
+@pytest.fixture(scope="module")
+def _snapshot_template(tmp_path_factory):
+    store = Store(tmp_path_factory.mktemp("snap") / "snap.duckdb")
+    write_synthetic_grid(store, simulate(6, 120, 5), "synthetic-demo")
+    return store.path
+
+
+@pytest.fixture
+def snapshot_db(tmp_path, _snapshot_template):
+    """A private copy per test: the Runs pane and exports never touch the template."""
+    path = tmp_path / "snap.duckdb"
+    shutil.copyfile(_snapshot_template, path)
+    return str(path)
+
+
+def steps(*keys: str):
+    """run_before: wait for the first view, then press keys, letting workers finish."""
+    async def run(pilot):
+        app = pilot.app
+        while app.view is None or app.computing:
+            await pilot.pause(0.05)
+        for key in keys:
+            await pilot.press(key)
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+        await pilot.pause()
+    return run
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL_TERM], ids=["120x40", "80x24"])
+def test_bands(snap_compare, snapshot_db, size):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=size, run_before=steps("2"))
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL_TERM], ids=["120x40", "80x24"])
+def test_pairs(snap_compare, snapshot_db, size):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=size, run_before=steps("3"))
+
+
+def test_items_80x24(snap_compare, snapshot_db):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
+                        run_before=steps("4"))
+
+
+def test_item_drilldown_120x40(snap_compare, snapshot_db):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=WIDE,
+                        run_before=steps("4", "down", "enter", "right", "right"))
+
+
+def test_compare_120x40(snap_compare, snapshot_db):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=WIDE, run_before=steps("8"))
+
+
+def test_axes_80x24(snap_compare, snapshot_db):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
+                        run_before=steps("5"))
+
+
+def test_help_80x24(snap_compare, snapshot_db):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
+                        run_before=steps("f1"))
