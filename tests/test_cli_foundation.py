@@ -112,6 +112,10 @@ def test_shipped_sample_grid_loads(tmp_path):
     grids = {g["name"]: g for g in _grid_snapshot(db)}
     g = grids["synthetic-12x3679"]
     assert (g["models"], g["items"], g["configs"], g["complete"], g["synthetic"]) == (12, 3679, 26, True, True)
+    from fragility_tui.grid.store import Store
+
+    item = Store(db).load_items("synthetic-12x3679")[0]
+    assert item.question.startswith("Synthetic ") and len(item.choices) == 4
 
 
 def test_shipped_sample_grid_matches_its_generator():

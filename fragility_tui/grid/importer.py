@@ -431,6 +431,10 @@ def load_sample_grids(store) -> list[str]:
             from fragility_tui.grid.loaders import load_items
 
             items, _ = load_items(SAMPLE_GRIDS_DIR / meta["items"])
+        elif meta.get("simulate"):  # synthetic: the generator's placeholder items
+            from fragility_tui.grid.simulate import simulate
+
+            items = simulate(**meta["simulate"]).items
         import_long_grid(store, cells_path, name, items=items, synthetic=meta.get("synthetic", False),
                          description=meta.get("description", ""))
         loaded.append(name)
