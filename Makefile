@@ -42,5 +42,24 @@ synthetic-grid: install
 	  --out sample_grids/synthetic-12x3679.parquet
 	rm -f /tmp/fragility-sample.duckdb /tmp/fragility-sample.duckdb.wal
 
+# Regenerate the shipped real grid: the offline models on our starter items (10 per group by
+# default; SAMPLE_PER_BENCHMARK=0 takes all 265, several hours on 2 CPU cores), all 26
+# configs. Greedy decoding and fixed seeds make it reproducible.
+SAMPLE_PER_BENCHMARK ?= 10
+REAL_DB := /tmp/fragility-real-grid.duckdb
+REAL_RUN := $(VENV)/bin/fragility-tui run --items sample_grids/starter_items.jsonl \
+	--per-benchmark $(SAMPLE_PER_BENCHMARK) --grid starter-real --db $(REAL_DB) --seed 0 \
+	--display plain --dtype fp32
+sample-grid: install
+	rm -f $(REAL_DB) $(REAL_DB).wal
+	$(REAL_RUN) --model smollm2-135m-instruct
+	$(REAL_RUN) --model smollm2-135m-instruct --quantize int4
+	$(REAL_RUN) --model smollm2-135m-instruct --quantize int8
+	$(REAL_RUN) --model gemma3-270m
+	$(VENV)/bin/fragility-tui export --grid starter-real --what cells --format parquet \
+	  --out sample_grids/starter-real.parquet --db $(REAL_DB)
+	$(VENV)/bin/fragility-tui export --grid starter-real --what provenance --format json \
+	  --out sample_grids/starter-real.provenance.json --db $(REAL_DB)
+
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -408,6 +408,23 @@ def _scores_as_json(table):
     return table.set_column(k, "scores", pa.array(text, pa.string()))
 
 
+def import_provenance(store, grid: str, doc: dict) -> None:
+    """Models and runs of an `export --what provenance --format json` document, so a shipped
+    real grid keeps its harness disclosure (SPEC §10)."""
+    from fragility_tui.grid.store import RUN_FIELDS
+
+    for m in doc.get("models", []):
+        store.upsert_model(grid, m["model"], source=m.get("source"), revision=m.get("revision"),
+                           dtype=m.get("dtype"), quantization=m.get("quantization"),
+                           base_model=m.get("base_model"), provenance=m.get("provenance") or {})
+    known = {r["run_id"] for r in store.list_runs(grid)}
+    for run in doc.get("runs", []):
+        if run["run_id"] in known:
+            continue
+        fields = {k: run.get(k) for k in RUN_FIELDS}
+        store.create_run({**fields, "run_id": run["run_id"], "grid": grid, "pid": None})
+
+
 # -- shipped sample grids ----------------------------------------------------------------
 
 def sample_grid_files() -> list[tuple[Path, dict]]:
@@ -437,5 +454,8 @@ def load_sample_grids(store) -> list[str]:
             items = simulate(**meta["simulate"]).items
         import_long_grid(store, cells_path, name, items=items, synthetic=meta.get("synthetic", False),
                          description=meta.get("description", ""))
+        if meta.get("provenance"):
+            doc = json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
+            import_provenance(store, name, doc)
         loaded.append(name)
     return loaded
