@@ -20,14 +20,14 @@ from fragility_tui.tui.app import FragilityApp  # noqa: E402
 from .conftest import show_pane  # noqa: E402
 
 pytestmark = pytest.mark.anyio
-RUNNER_CONFTEST = Path(__file__).resolve().parents[1] / "runners" / "conftest.py"
+TINY_MODELS = Path(__file__).resolve().parents[1] / "runners" / "tiny_models.py"
 N_ITEMS, CONFIGS = 40, "o0.letter,o1.letter,cloze_qa"  # enough batches to cancel mid-run
 
 
 @pytest.fixture(scope="module")
 def tiny_model_folder(tmp_path_factory) -> Path:
     """A 2-layer random Llama and a BPE tokenizer trained in-process (tests/runners)."""
-    spec = importlib.util.spec_from_file_location("runner_fixtures", RUNNER_CONFTEST)
+    spec = importlib.util.spec_from_file_location("tiny_models", TINY_MODELS)
     fixtures = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fixtures)
     folder = tmp_path_factory.mktemp("models") / "tiny-llama"

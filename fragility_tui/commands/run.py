@@ -1,0 +1,140 @@
+"""`fragility-tui run`: evaluate local models under the 26 configs (runners/ does the work).
+
+Thin on purpose: argparse and validation here, torch only inside runners/, imported when
+the command runs, so `fragility-tui --help` and the TUI never load it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from fragility_tui.errors import InputError
+from fragility_tui.grid.configs import parse_config_list
+from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK
+
+SPEC_FLAGS = ("model", "items", "grid")  # what --resume takes from the recorded run
+
+
+def register(sub) -> None:
+    p = sub.add_parser("run", help="evaluate local models on items under the 26 configs",
+                       description="Evaluate one or more models on an item set under the 26 "
+                                   "configs (or a subset) and write cells into the store. "
+                                   "Re-running the same command, or --resume RUN_ID, skips "
+                                   "cells already done.")
+    p.add_argument("--model", action="append", metavar="SPEC",
+                   help="alias (smollm2-135m-instruct, gemma3-270m), a .gguf file, a model "
+                        "folder, or a hub id org/name[@revision]; repeat for several")
+    p.add_argument("--items", action="append", metavar="PATH",
+                   help="item file, folder or named source; repeat for several")
+    p.add_argument("--per-benchmark", type=int, default=DEFAULT_PER_BENCHMARK, metavar="N",
+                   help=f"sample up to N items per benchmark (default {DEFAULT_PER_BENCHMARK}; "
+                        "0 = all)")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="sampling and option-shuffle seed (default 0)")
+    p.add_argument("--configs", metavar="ID,...",
+                   help="config ids or groups (generate, likelihood, o0..o5, letter, ...); "
+                        "default all 26")
+    p.add_argument("--grid", metavar="NAME", help="grid to write into (created if absent)")
+    p.add_argument("--quantize", choices=("int8", "int4"),
+                   help="quantise weights with optimum-quanto; recorded as its own model "
+                        "(e.g. NAME+int4) linked to its base")
+    p.add_argument("--dtype", default="auto", choices=("auto", "bf16", "fp16", "fp32"))
+    p.add_argument("--device", default="auto", metavar="DEV", help="auto, cpu or cuda:N")
+    p.add_argument("--batch-size", default="auto", metavar="N",
+                   help="items per batch (each item is up to 24 decoding rows); default auto "
+                        "(4 on CPU, 16 on GPU); halved automatically on out-of-memory")
+    p.add_argument("--max-new-tokens", type=int, default=16, metavar="N")
+    p.add_argument("--threads", type=int, default=2, metavar="N", help="torch CPU threads")
+    p.add_argument("--trust-remote-code", action="store_true",
+                   help="allow a model's own Python code to run (off unless given)")
+    p.add_argument("--no-prefix-reuse", action="store_true",
+                   help="forward every prompt whole (for checks and benchmarks)")
+    p.add_argument("--events", metavar="PATH",
+                   help="JSON-lines progress file (default: under the user data dir)")
+    p.add_argument("--display", choices=("full", "plain", "none"),
+                   help="progress display (default: full on a terminal, plain otherwise)")
+    p.add_argument("--resume", metavar="RUN_ID",
+                   help="continue a recorded run with its own spec")
+    p.set_defaults(func=run)
+
+
+def _batch_size(text: str) -> int | None:
+    if text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise InputError(f"--batch-size must be a positive integer or auto, got {text!r}",
+                         field="--batch-size") from None
+    if value < 1:
+        raise InputError(f"--batch-size must be at least 1, got {value}", field="--batch-size")
+    return value
+
+
+def spec_from_args(args: argparse.Namespace):
+    from runners.loop import RunSpec
+
+    missing = [f"--{flag}" for flag in SPEC_FLAGS if not getattr(args, flag)]
+    if missing:
+        raise InputError(f"missing {', '.join(missing)} (or give --resume RUN_ID)")
+    try:
+        configs = parse_config_list(args.configs)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--configs") from None
+    if args.max_new_tokens < 1:
+        raise InputError("--max-new-tokens must be at least 1", field="--max-new-tokens")
+    if args.threads < 1:
+        raise InputError("--threads must be at least 1", field="--threads")
+    if args.per_benchmark < 0:
+        raise InputError("--per-benchmark must be 0 (all) or more", field="--per-benchmark")
+    return RunSpec(models=list(args.model), items=list(args.items), grid=args.grid,
+                   per_benchmark=args.per_benchmark or None, seed=args.seed, configs=configs,
+                   quantize=args.quantize, dtype=args.dtype, device=args.device,
+                   batch_size=_batch_size(args.batch_size),
+                   max_new_tokens=args.max_new_tokens,
+                   trust_remote_code=args.trust_remote_code, threads=args.threads,
+                   prefix_reuse=not args.no_prefix_reuse)
+
+
+def _resumed_spec(store, run_id: str, args):
+    from runners.launch import pid_alive
+    from runners.loop import RunSpec
+
+    run = store.get_run(run_id)
+    if run is None:
+        raise InputError(f"no run {run_id!r} in {store.path}", field="--resume")
+    given = [f"--{flag}" for flag in SPEC_FLAGS if getattr(args, flag)]
+    if given:
+        raise InputError(f"--resume replays the run's recorded spec; drop {', '.join(given)}",
+                         field="--resume")
+    if run["status"] in ("running", "cancelling") and pid_alive(run.get("pid")):
+        raise InputError(f"run {run_id} is still running (pid {run['pid']})", field="--resume")
+    return RunSpec.from_dict(run["spec"])
+
+
+def run(args: argparse.Namespace) -> int:
+    from fragility_tui.grid.store import Store
+    from runners.events import choose_display
+    from runners.loop import Run
+
+    store = Store(args.db)
+    if args.resume:
+        spec = _resumed_spec(store, args.resume, args)
+    else:
+        spec = spec_from_args(args)
+    runner = Run(spec, store, run_id=args.resume, events_path=args.events,
+                 display=choose_display(args.display))
+    try:
+        status = runner.execute()
+    except (InputError, KeyboardInterrupt):
+        raise  # cli.py prints these (exit 2 / 130)
+    except Exception as exc:  # recorded as failed by the run; one line for the user
+        if os.environ.get("FRAGILITY_TUI_DEBUG"):
+            raise
+        from runners.loop import failure_reason
+
+        print(f"error: run {runner.run_id} failed: {failure_reason(exc)}", file=sys.stderr)
+        return 1
+    return 0 if status == "finished" else 130

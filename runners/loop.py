@@ -1,0 +1,373 @@
+"""The run loop: items x configs x models -> cells in the store, resumable and cancellable.
+
+Crash safety: cells are written in small batches, each batch one store transaction
+(store.write_cells); a (model, item, config) already in the store is skipped before any
+work (done_keys), so re-running the same spec or `--resume RUN_ID` completes exactly the
+missing cells, and a kill -9 loses at most the batch in flight.
+
+Stopping: SIGINT (ctrl+c) and SIGTERM set a flag; `runs cancel` also sets the run's status
+to `cancelling`, which the loop polls between batches. Either way the current batch is
+finished and committed, and the run is marked `cancelled`. A second ctrl+c aborts at once.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import platform
+import signal
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+
+from fragility_tui import SPEC_VERSION
+from fragility_tui.errors import InputError
+from fragility_tui.grid.configs import CONFIG_IDS
+from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash
+from fragility_tui.grid.parser import PARSER_VERSION
+from fragility_tui.grid.render import PROMPT_VERSION
+from runners.events import Display, EventLog, default_events_path
+
+AUTO_BATCH_CPU = 4  # items per batch on CPU: ~100 decoding rows, small loss on a kill
+AUTO_BATCH_GPU = 16
+
+
+@dataclass
+class RunSpec:
+    """Everything that defines a run; stored in the run row so --resume can replay it."""
+
+    models: list[str]
+    items: list[str]
+    grid: str
+    per_benchmark: int | None = DEFAULT_PER_BENCHMARK
+    seed: int = 0
+    configs: list[str] = field(default_factory=lambda: list(CONFIG_IDS))
+    quantize: str | None = None
+    dtype: str = "auto"
+    device: str = "auto"
+    batch_size: int | None = None  # items per batch; None = auto
+    max_new_tokens: int = 16
+    trust_remote_code: bool = False
+    threads: int = 2
+    prefix_reuse: bool = True
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunSpec":
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+class RunFailed(Exception):
+    """A run stopped by an error that is not the user's input (OOM, disk full, ...)."""
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+class Stopper:
+    """Signal flag + the run row's `cancelling` status, checked between batches."""
+
+    def __init__(self, store, run_id: str, notify):
+        self.store, self.run_id, self.notify = store, run_id, notify
+        self.requested: str | None = None
+        self._previous = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._handle)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _handle(self, signum, frame):
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # second ctrl+c: stop now
+        self.requested = signal.Signals(signum).name
+        self.notify(f"{self.requested}: stopping after the current batch"
+                    + (" (ctrl+c again to abort now)" if signum == signal.SIGINT else ""))
+
+    def should_stop(self) -> bool:
+        if self.requested:
+            return True
+        run = self.store.get_run(self.run_id)
+        if run and run.get("status") == "cancelling":
+            self.requested = "runs cancel"
+        return bool(self.requested)
+
+
+def _is_oom(exc: BaseException) -> bool:
+    import torch
+
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def failure_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in str(exc).lower():
+        return f"disk full: {exc}"
+    if isinstance(exc, (InputError, RunFailed)):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class Run:
+    """One invocation of `fragility-tui run` (all its models), recorded as one run row."""
+
+    def __init__(self, spec: RunSpec, store, *, run_id: str | None = None,
+                 events_path: str | None = None, display: str = "plain"):
+        self.spec, self.store = spec, store
+        self.display = Display(display)
+        self.resuming = run_id is not None
+        self.run_id = run_id or store.create_run({
+            "grid": spec.grid, "model": ", ".join(spec.models), "status": "queued",
+            "spec": spec.to_dict()})
+        previous = store.get_run(self.run_id) or {}
+        self.events_path = events_path or previous.get("events_path") or str(
+            default_events_path(self.run_id))
+        self.events: EventLog | None = None
+        self.tokens = int(previous.get("tokens") or 0)  # accumulates over resumes
+        self.seconds_before = float(previous.get("seconds") or 0.0)
+        self.provenance = dict(previous.get("provenance") or {})
+        self.started = time.monotonic()
+        self.cells_total = 0
+        self.cells_done = 0
+        self.session_cells = 0  # this process's work, for rates and the ETA
+        self.session_tokens = 0
+        self.scoring_seconds = 0.0  # time spent scoring (rates exclude model loading)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def emit(self, event: str, **fields) -> None:
+        record = self.events.emit(event, **fields) if self.events else {
+            "event": event, "run_id": self.run_id, **fields}
+        self.display.show(record)
+
+    def _say(self, text: str) -> None:
+        if self.display.mode != "none":
+            print(f"\n{text}", file=sys.stderr, flush=True)
+
+    def seconds(self) -> float:
+        return self.seconds_before + time.monotonic() - self.started
+
+    # -- the run --------------------------------------------------------------------------
+
+    def execute(self) -> str:
+        """Run to the end; returns the final status (finished | cancelled). Failures are
+        recorded (run row + `failed` event) and re-raised for the CLI to report."""
+        stopper = Stopper(self.store, self.run_id, self._say)
+        stopper.install()
+        try:
+            self.events = EventLog(self.events_path, self.run_id)
+            self.store.update_run(self.run_id, status="running", pid=os.getpid(),
+                                  started_at=_now(), ended_at=None, error=None,
+                                  events_path=self.events_path)
+            status = self._execute(stopper)
+        except BaseException as exc:
+            reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else failure_reason(exc)
+            self._finish("failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
+                         error=reason)
+            if not isinstance(exc, KeyboardInterrupt):
+                self.emit("failed", reason=reason)
+            raise
+        finally:
+            stopper.restore()
+        self._finish(status)
+        self.emit(status, cells_done=self.cells_done, cells_total=self.cells_total,
+                  tokens=self.tokens, seconds=self.seconds())
+        if self.events:
+            self.events.close()
+        return status
+
+    def _finish(self, status: str, error: str | None = None) -> None:
+        self.provenance.update(tokens=self.tokens, seconds=self.seconds(),
+                               ended_at=_now().isoformat())
+        try:
+            self.store.update_run(self.run_id, status=status, ended_at=_now(), error=error,
+                                  tokens=self.tokens, seconds=self.seconds(),
+                                  cells_done=self.cells_done, provenance=self.provenance)
+        except Exception:  # the store itself may be what failed (disk full); keep the cause
+            pass
+
+    def _execute(self, stopper: Stopper) -> str:
+        import torch
+
+        from fragility_tui.grid.loaders import load_many
+
+        spec = self.spec
+        torch.set_num_threads(spec.threads)
+        items, report = load_many(spec.items, per_benchmark=spec.per_benchmark, seed=spec.seed)
+        set_hash = item_set_hash(items)
+        self._prepare_grid(items, set_hash)
+        names = [self._model_name(m) for m in spec.models]
+        done = {name: self.store.done_keys(spec.grid, name) for name in names}
+        wanted = {(it.item_uid, c) for it in items for c in spec.configs}
+        self.cells_total = len(names) * len(wanted)
+        self.cells_done = sum(len(done[n] & wanted) for n in names)
+        self.provenance.update(self._run_provenance(items, set_hash, report))
+        self.store.update_run(self.run_id, cells_total=self.cells_total,
+                              cells_done=self.cells_done, provenance=self.provenance)
+        self.emit("started", grid=spec.grid, models=names, items=len(items),
+                  configs=spec.configs, cells_total=self.cells_total,
+                  cells_done=self.cells_done, events_path=self.events_path,
+                  resumed=self.resuming)
+        for model_spec, name in zip(spec.models, names):
+            if self._evaluate_model(model_spec, name, items, done[name], stopper) == "cancelled":
+                return "cancelled"
+            if stopper.should_stop():
+                return "cancelled"
+        return "finished"
+
+    def _model_name(self, model_spec: str) -> str:
+        from runners.models import resolve_spec
+
+        name = resolve_spec(model_spec).name
+        return f"{name}+{self.spec.quantize}" if self.spec.quantize else name
+
+    def _prepare_grid(self, items: list[Item], set_hash: str) -> None:
+        spec = self.spec
+        if self.store.has_grid(spec.grid):
+            meta = self.store.grid_meta(spec.grid)
+            seed = meta.get("seed")
+            if seed is not None and int(seed) != spec.seed:
+                raise InputError(f"grid {spec.grid!r} was created with seed {seed}; the option "
+                                 f"shuffles depend on it, so a run with seed {spec.seed} "
+                                 "cannot add to it (use --seed "
+                                 f"{seed} or another --grid)", field="--seed")
+        else:
+            self.store.create_grid(spec.grid, seed=spec.seed, item_set_hash=set_hash,
+                                   description=f"runner: {', '.join(spec.items)}",
+                                   meta={"per_benchmark": spec.per_benchmark})
+        self.store.add_items(spec.grid, items)
+
+    def _run_provenance(self, items, set_hash, report) -> dict:
+        from runners.models import library_versions
+
+        spec = self.spec
+        return {
+            "spec_version": SPEC_VERSION, "parser_version": PARSER_VERSION,
+            "prompt_version": PROMPT_VERSION, "max_new_tokens": spec.max_new_tokens,
+            "seed": spec.seed, "item_set_hash": set_hash, "items": len(items),
+            "per_benchmark": spec.per_benchmark, "item_sources": spec.items,
+            "load_report": report.to_dict(), "configs": spec.configs,
+            "batch_size": spec.batch_size or "auto", "threads": spec.threads,
+            "prefix_reuse": spec.prefix_reuse,
+            "padding": "prefill: none (one row per prefix-tree node); decoding: left, masked",
+            "decoding": "greedy; stop at EOS, max_new_tokens, or once the parse is decided",
+            "likelihood": "lm-eval loglikelihood; acc_norm = ll / option length in characters",
+            "host": platform.node(), "python": platform.python_version(),
+            "libraries": library_versions(),
+            "started_at": self.provenance.get("started_at") or _now().isoformat(),
+            "models": dict(self.provenance.get("models") or {}),
+        }
+
+    # -- one model ------------------------------------------------------------------------
+
+    def _evaluate_model(self, model_spec: str, name: str, items: list[Item], done: set,
+                        stopper: Stopper) -> str:
+        spec = self.spec
+        todo = [(it, [c for c in spec.configs if (it.item_uid, c) not in done]) for it in items]
+        todo = [(it, configs) for it, configs in todo if configs]
+        if not todo:
+            return "finished"
+        loaded, scorer = self._load(model_spec, name)
+        # Length bucketing: similar-length items share a batch (less decode padding).
+        todo.sort(key=lambda pair: len(pair[0].question) + sum(map(len, pair[0].choices)))
+        batch = spec.batch_size or (AUTO_BATCH_CPU if loaded.device == "cpu" else AUTO_BATCH_GPU)
+        start = 0
+        while start < len(todo):
+            if stopper.should_stop():  # also catches a cancel that came during loading
+                return "cancelled"
+            chunk = todo[start:start + batch]
+            t0 = time.monotonic()
+            try:
+                rows, tokens = self._score_chunk(loaded, scorer, chunk)
+            except Exception as exc:
+                if not _is_oom(exc):
+                    raise
+                if batch == 1:
+                    raise RunFailed(f"out of memory on {name} even with one item per batch "
+                                    f"({loaded.device}); try --dtype bf16, --quantize int8 "
+                                    "or a smaller model") from None
+                batch = max(1, batch // 2)
+                self.emit("oom_retry", model=name, batch_size=batch)
+                _free_memory()
+                continue
+            self.cells_done += self.store.write_cells(spec.grid, rows)
+            self.tokens += tokens
+            self.scoring_seconds += time.monotonic() - t0
+            start += len(chunk)
+            self._progress(name, len(rows), tokens)
+        return "finished"
+
+    def _load(self, model_spec: str, name: str):
+        from runners.models import load_model
+        from runners.scoring import Scorer
+
+        t0 = time.monotonic()
+        loaded = load_model(model_spec, dtype=self.spec.dtype, device=self.spec.device,
+                            quantize=self.spec.quantize,
+                            trust_remote_code=self.spec.trust_remote_code)
+        prov = dict(loaded.provenance, max_new_tokens=self.spec.max_new_tokens)
+        self.provenance.setdefault("models", {})[name] = prov
+        self.provenance["device"] = loaded.device
+        self.store.upsert_model(
+            self.spec.grid, name, source=prov["source"], revision=prov["revision"],
+            dtype=loaded.dtype,
+            quantization=(f"optimum-quanto q{loaded.quantization} weights"
+                          if loaded.quantization else None),
+            base_model=loaded.base_model, provenance=prov)
+        self.store.update_run(self.run_id, provenance=self.provenance)
+        summary = (f"{prov['kind']}, {loaded.dtype}, {loaded.device}, "
+                   f"{prov['prompt_mode']}, BOS {'added' if loaded.add_bos else 'not added'}"
+                   + (f", {prov['quantization']['weights']}" if loaded.quantization else ""))
+        self.emit("model_loaded", model=name, load_s=time.monotonic() - t0, summary=summary)
+        scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
+                        max_new_tokens=self.spec.max_new_tokens,
+                        prefix_reuse=self.spec.prefix_reuse)
+        return loaded, scorer
+
+    def _score_chunk(self, loaded, scorer, chunk):
+        from runners.requests import Encoder, cells_for, plan_item
+
+        encoder = Encoder(loaded.tokenizer, loaded.is_instruct)
+        gen, lik = [], []
+        plans = [plan_item(encoder, item, configs, self.spec.seed, gen, lik)
+                 for item, configs in chunk]
+        result = scorer.score(gen, lik)
+        tokens = result.stats.forwarded
+        ms_per_token = 1000.0 * result.stats.seconds / max(
+            1, sum(sum(p.prompt_tokens.values()) for p in plans))
+        rows = [row for plan in plans
+                for row in cells_for(plan, result, loaded.name, self.run_id, ms_per_token)]
+        return rows, tokens
+
+    def _progress(self, model: str, batch_cells: int, batch_tokens: int) -> None:
+        elapsed = time.monotonic() - self.started
+        self.session_cells += batch_cells
+        self.session_tokens += batch_tokens
+        remaining = self.cells_total - self.cells_done
+        per_cell = self.scoring_seconds / max(1, self.session_cells)
+        eta = per_cell * remaining if remaining > 0 else 0.0
+        self.store.update_run(self.run_id, cells_done=self.cells_done, tokens=self.tokens,
+                              seconds=self.seconds())
+        self.emit("batch", model=model, cells_done=self.cells_done,
+                  cells_total=self.cells_total, batch_cells=batch_cells, tokens=self.tokens,
+                  tokens_per_s=self.session_tokens / max(self.scoring_seconds, 1e-9),
+                  elapsed_s=elapsed, eta_s=eta)
+
+
+def _free_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()

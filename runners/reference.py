@@ -1,0 +1,74 @@
+"""A deliberately plain reference implementation of the 26 configs, for checks and the
+benchmark: one prompt at a time, no batching, no cache reuse, `model.generate` for the
+generation configs and one full forward per option for the cloze configs.
+
+It shares no code with runners.scoring / runners.requests (it tokenises on its own), so
+agreement between the two is evidence, not a tautology.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from fragility_tui.grid.items import Item
+from fragility_tui.grid.parser import parse_answer
+from fragility_tui.grid.render import GenerationPrompt, render
+
+
+@dataclass
+class ReferenceCell:
+    pred: int  # native option index, -1 = unparsed
+    output: str | None = None  # generated text (generation configs)
+    scores: list[float] | None = None  # raw log-likelihoods (cloze configs)
+    margin: float = float("inf")  # closeness to a tie: min top-2 logit gap over the greedy
+    # steps (generation) or the top-2 gap of the normalised scores (cloze)
+    tokens: int = 0  # tokens forwarded to produce this cell
+
+
+@torch.no_grad()
+def reference_cell(model, tokenizer, item: Item, config_id: str, seed: int,
+                   max_new_tokens: int = 16) -> ReferenceCell:
+    prompt = render(item, config_id, seed)
+    if isinstance(prompt, GenerationPrompt):
+        return _generate(model, tokenizer, prompt, max_new_tokens)
+    return _cloze(model, tokenizer, prompt)
+
+
+def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int) -> ReferenceCell:
+    if tokenizer.chat_template:
+        text = tokenizer.apply_chat_template(list(prompt.messages), tokenize=False,
+                                             add_generation_prompt=True)
+        ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+    else:
+        ids = tokenizer(prompt.text, return_tensors="pt")["input_ids"]
+    ids = ids.to(model.device)
+    out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                         max_new_tokens=max_new_tokens, output_scores=True,
+                         return_dict_in_generate=True,
+                         pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id)
+    new = out.sequences[0, ids.shape[1]:]
+    output = tokenizer.decode(new, skip_special_tokens=True)
+    margins = [float(top[0] - top[1]) for top in
+               (torch.topk(step[0].float(), 2).values for step in out.scores)]
+    position = parse_answer(output, prompt.labels, prompt.options)
+    # Every step but the last feeds one token back (generate forwards the prompt once).
+    tokens = ids.shape[1] + max(0, len(new) - 1)
+    return ReferenceCell(prompt.native_index(position), output, None, min(margins, default=0.0),
+                         tokens)
+
+
+def _cloze(model, tokenizer, prompt) -> ReferenceCell:
+    scores, tokens = [], 0
+    context_len = len(tokenizer(prompt.context)["input_ids"])
+    for continuation in prompt.continuations:
+        whole = tokenizer(prompt.context + continuation)["input_ids"]
+        logits = model(torch.tensor([whole], device=model.device)).logits[0].float()
+        logprobs = torch.log_softmax(logits, dim=-1)
+        scores.append(sum(float(logprobs[t - 1, whole[t]]) for t in range(context_len, len(whole))))
+        tokens += len(whole)
+    normalised = [s / max(len(c) - 1, 1) for s, c in zip(scores, prompt.continuations)]
+    pred = max(range(len(normalised)), key=lambda i: (normalised[i], -i))  # first maximum
+    ranked = sorted(normalised, reverse=True)
+    return ReferenceCell(pred, None, scores, ranked[0] - ranked[1], tokens)

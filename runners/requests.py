@@ -1,0 +1,114 @@
+"""Items x configs -> token requests for the scorer, and scorer results -> store cells.
+
+Tokenisation rules (SPEC §2, PEERS.md):
+- generation, instruct model: the tokenizer's chat template applied to the prompt's
+  messages with add_generation_prompt=True, then encoded without adding special tokens
+  (the template carries whatever BOS it wants), as `apply_chat_template(tokenize=True)` does;
+- generation, base model: the raw prompt text, encoded with the tokenizer's own default
+  special-token setting (BOS iff the tokenizer adds one; recorded as `add_bos`);
+- likelihood: lm-evaluation-harness's rule: trailing spaces of the context move onto the
+  continuation, context + continuation are encoded as one string, and the scored tokens are
+  those after the context's own encoding length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from fragility_tui.grid.configs import perm_to_str
+from fragility_tui.grid.items import Item
+from fragility_tui.grid.parser import is_decided, parse_answer
+from fragility_tui.grid.render import ClozePrompt, GenerationPrompt, render
+from fragility_tui.grid.store import CellRow
+from runners.scoring import BatchResult, GenRequest, LikelihoodRequest
+
+
+@dataclass
+class Encoder:
+    tokenizer: object
+    is_instruct: bool
+
+    def generation(self, prompt: GenerationPrompt) -> list[int]:
+        if self.is_instruct:
+            text = self.tokenizer.apply_chat_template(list(prompt.messages), tokenize=False,
+                                                      add_generation_prompt=True)
+            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return self.tokenizer(prompt.text)["input_ids"]
+
+    def cloze(self, context: str, continuation: str) -> tuple[list[int], int]:
+        """(tokens of context + continuation, index of the first scored token)."""
+        spaces = len(context) - len(context.rstrip())
+        if spaces:
+            context, continuation = context[:-spaces], context[-spaces:] + continuation
+        context_len = len(self.tokenizer(context)["input_ids"])
+        whole = self.tokenizer(context + continuation)["input_ids"]
+        if context_len == 0:  # empty context: condition on a start token, as lm-eval does
+            start = self.tokenizer.bos_token_id
+            start = self.tokenizer.eos_token_id if start is None else start
+            return [start] + whole, 1
+        return whole, context_len
+
+
+@dataclass
+class ItemPlan:
+    """What one item needs in a batch: its prompts and the request keys they produce."""
+
+    item: Item
+    prompts: dict  # config_id -> GenerationPrompt | ClozePrompt
+    prompt_tokens: dict  # config_id -> tokens forwarded without reuse (cost per cell)
+
+
+def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
+              gen: list[GenRequest], lik: list[LikelihoodRequest]) -> ItemPlan:
+    """Render the item's configs and append their requests to `gen` / `lik`."""
+    plan = ItemPlan(item, {}, {})
+    for config_id in config_ids:
+        prompt = render(item, config_id, seed)
+        plan.prompts[config_id] = prompt
+        if isinstance(prompt, GenerationPrompt):
+            tokens = encoder.generation(prompt)
+            decided = partial(is_decided, labels=prompt.labels, options=prompt.options)
+            gen.append(GenRequest((item.item_uid, config_id), tokens, decided))
+            plan.prompt_tokens[config_id] = len(tokens)
+        else:
+            total = 0
+            for option, continuation in enumerate(prompt.continuations):
+                tokens, scored_from = encoder.cloze(prompt.context, continuation)
+                lik.append(LikelihoodRequest((item.item_uid, config_id, option), tokens,
+                                             scored_from))
+                total += len(tokens)
+            plan.prompt_tokens[config_id] = total
+    return plan
+
+
+def normalised_choice(loglikelihoods: list[float], prompt: ClozePrompt) -> int:
+    """acc_norm: argmax of ll / option length in characters (no leading space); first max."""
+    best, best_score = -1, float("-inf")
+    for option, (ll, continuation) in enumerate(zip(loglikelihoods, prompt.continuations)):
+        length = max(len(continuation) - 1, 1)  # an empty option would divide by zero
+        score = ll / length
+        if score > best_score:
+            best, best_score = option, score
+    return best
+
+
+def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | None,
+              ms_per_token: float) -> list[CellRow]:
+    rows = []
+    uid = plan.item.item_uid
+    for config_id, prompt in plan.prompts.items():
+        if isinstance(prompt, GenerationPrompt):
+            out = result.generations[(uid, config_id)]
+            pred = prompt.native_index(parse_answer(out.text, prompt.labels, prompt.options))
+            tokens = plan.prompt_tokens[config_id] + out.new_tokens
+            rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred,
+                                perm_to_str(prompt.permutation), out.text, None, tokens,
+                                tokens * ms_per_token, run_id))
+        else:
+            scores = [result.loglikelihoods[(uid, config_id, i)][0] for i in range(4)]
+            pred = normalised_choice(scores, prompt)
+            tokens = plan.prompt_tokens[config_id]
+            rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred, None,
+                                None, scores, tokens, tokens * ms_per_token, run_id))
+    return rows

@@ -1,0 +1,23 @@
+"""Fixtures for runner tests; the tiny model builders live in tiny_models.py."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from tiny_models import make_model, make_tokenizer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_tokenizer():
+    return make_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tiny_tokenizer):
+    # One thread: tiny matrices gain nothing from more, and on a shared CPU two threads
+    # spin-wait for each other (20x slower per matmul here under load).
+    torch.set_num_threads(1)
+    return make_model(tiny_tokenizer)

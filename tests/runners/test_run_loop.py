@@ -1,0 +1,321 @@
+"""The run loop and CLI on a tiny random Llama saved to a temp folder: cells and provenance
+in the store, resume after a simulated crash, SIGKILL at random moments, cancel, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tiny_models import make_model, make_tokenizer  # noqa: E402
+from fragility_tui.errors import InputError  # noqa: E402
+from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
+from fragility_tui.grid.store import Store  # noqa: E402
+from runners.launch import effective_status  # noqa: E402
+from runners.loop import Run, RunSpec  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+QUESTIONS = [
+    ("Which gas do plants absorb from the air?", ["oxygen", "nitrogen", "carbon dioxide", "helium"], 2),
+    ("What is the capital of France?", ["Paris", "Rome", "Berlin", "Madrid"], 0),
+    ("Which planet is the largest?", ["Mars", "Venus", "Jupiter", "Earth"], 2),
+    ("Water boils at sea level at how many degrees Celsius?", ["90", "100", "110", "120"], 1),
+    ("A man is sitting on a roof. He", ["starts pulling up roofing.", "sings.",
+                                       "holds a rope.", "jumps into water."], 0),
+    ("Which of these is a mammal?", ["shark", "trout", "whale", "squid"], 2),
+]
+
+
+def write_items(path: Path, n: int) -> Path:
+    rows = []
+    for i in range(n):
+        q, choices, gold = QUESTIONS[i % len(QUESTIONS)]
+        rows.append({"id": f"q{i}", "benchmark": "toy", "subject": None,
+                     "question": f"{q} (variant {i})", "choices": choices, "gold": gold})
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("models") / "tiny-llama"
+    tokenizer = make_tokenizer()
+    make_model(tokenizer).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def spec_for(folder, items, grid="g", **kw) -> RunSpec:
+    return RunSpec(models=[str(folder)], items=[str(items)], grid=grid, per_benchmark=None,
+                   threads=1, batch_size=2, **kw)
+
+
+def cells_of(store: Store, grid: str) -> dict:
+    with store.connect() as con:
+        rows = con.execute("SELECT model, item_uid, config_id, correct, pred, permutation, "
+                           "raw_output, scores FROM cells WHERE grid = ?", [grid]).fetchall()
+    return {r[:3]: r[3:] for r in rows}
+
+
+def assert_same_cells(a: dict, b: dict) -> None:
+    assert a.keys() == b.keys()
+    for key in a:
+        correct, pred, perm, raw, scores = a[key]
+        assert (correct, pred, perm, raw) == b[key][:4], key
+        if scores is not None:
+            assert scores == pytest.approx(b[key][4], abs=1e-4)
+
+
+def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    items = write_items(tmp_path / "items.jsonl", 3)
+    run = Run(spec_for(tiny_folder, items), store, display="none",
+              events_path=str(tmp_path / "ev.jsonl"))
+    assert run.execute() == "finished"
+    cells = cells_of(store, "g")
+    assert len(cells) == 3 * 26
+    assert {k[2] for k in cells} == set(CONFIG_IDS)
+    row = store.get_run(run.run_id)
+    assert row["status"] == "finished" and row["cells_done"] == row["cells_total"] == 78
+    prov = row["provenance"]
+    for key in ("spec_version", "parser_version", "max_new_tokens", "item_set_hash", "seed",
+                "libraries", "device"):
+        assert prov[key] is not None, key
+    model = prov["models"]["tiny-llama"]
+    assert len(model["weights_sha256"]) == 64 and model["chat_template_sha256"]
+    assert model["add_bos"] is False and model["prompt_mode"] == "chat template"
+    assert row["tokens"] > 0 and row["seconds"] > 0
+    events = [json.loads(line) for line in (tmp_path / "ev.jsonl").read_text().splitlines()]
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "started" and kinds[-1] == "finished" and "batch" in kinds
+    assert [m["model"] for m in store.list_models("g")] == ["tiny-llama"]
+
+
+def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path, monkeypatch):
+    items = write_items(tmp_path / "items.jsonl", 5)
+    reference = Store(tmp_path / "ref.duckdb")
+    Run(spec_for(tiny_folder, items), reference, display="none",
+        events_path=str(tmp_path / "ref.jsonl")).execute()
+
+    store = Store(tmp_path / "s.duckdb")
+    calls = {"n": 0}
+    original = Run._score_chunk
+
+    def crash_on_third(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("simulated crash")
+        return original(self, *args)
+
+    monkeypatch.setattr(Run, "_score_chunk", crash_on_third)
+    run = Run(spec_for(tiny_folder, items), store, display="none",
+              events_path=str(tmp_path / "ev.jsonl"))
+    with pytest.raises(RuntimeError):
+        run.execute()
+    failed = store.get_run(run.run_id)
+    assert failed["status"] == "failed" and "simulated crash" in failed["error"]
+    assert len(cells_of(store, "g")) == 2 * 2 * 26  # two committed batches of two items
+    monkeypatch.setattr(Run, "_score_chunk", original)
+
+    spec = RunSpec.from_dict(failed["spec"])
+    resumed = Run(spec, store, run_id=run.run_id, display="none")
+    assert resumed.execute() == "finished"
+    assert_same_cells(cells_of(store, "g"), cells_of(reference, "g"))
+    assert store.get_run(run.run_id)["cells_done"] == 5 * 26
+
+
+def test_seed_mismatch_with_an_existing_grid_is_refused(tiny_folder, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    items = write_items(tmp_path / "items.jsonl", 1)
+    Run(spec_for(tiny_folder, items, configs=["cloze_qa"]), store, display="none",
+        events_path=str(tmp_path / "a.jsonl")).execute()
+    run = Run(spec_for(tiny_folder, items, configs=["cloze_qa"], seed=5), store,
+              display="none", events_path=str(tmp_path / "b.jsonl"))
+    with pytest.raises(InputError, match="seed 0"):
+        run.execute()
+    assert store.get_run(run.run_id)["status"] == "failed"
+
+
+# -- the CLI as a user runs it ----------------------------------------------------------------
+
+def cli(*args, timeout=300, **kw):
+    return subprocess.run([sys.executable, "-m", "fragility_tui.cli", *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                          env={**os.environ, "NO_COLOR": "1"}, **kw)
+
+
+def start_cli(*args, stdout=None):
+    return subprocess.Popen([sys.executable, "-m", "fragility_tui.cli", *args], cwd=REPO,
+                            stdout=stdout or subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "NO_COLOR": "1"})
+
+
+def wait_for_batches(events: Path, n: int, proc, timeout=120) -> bool:
+    """Wait until the log has `n` more batch events than at the start (False if it exited)."""
+    deadline = time.monotonic() + timeout
+    def batches():
+        if not events.exists():
+            return 0
+        return events.read_text().count('"event": "batch"')
+    start = batches()
+    while time.monotonic() < deadline:
+        if batches() >= start + n:
+            return True
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.02)
+    raise AssertionError("no progress")
+
+
+def test_sigkill_at_three_random_moments_then_resume(tiny_folder, tmp_path):
+    items = write_items(tmp_path / "items.jsonl", 8)
+    common = ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
+              "--batch-size", "1", "--threads", "1", "--display", "none"]
+    ref_db = tmp_path / "ref.duckdb"
+    done = cli("run", *common, "--grid", "g", "--db", str(ref_db))
+    assert done.returncode == 0, done.stderr
+    reference = cells_of(Store(ref_db), "g")
+    assert len(reference) == 8 * 26
+
+    db, events = tmp_path / "s.duckdb", tmp_path / "ev.jsonl"
+    rng = random.Random(7)
+    proc = start_cli("run", *common, "--grid", "g", "--db", str(db), "--events", str(events))
+    run_id = None
+    for kill in range(3):
+        # A random moment: after 1-2 more committed batches, plus up to 0.3 s into the next.
+        alive = wait_for_batches(events, rng.randint(1, 2), proc)
+        time.sleep(rng.uniform(0, 0.3))
+        assert alive and proc.poll() is None, "the run finished before kill %d" % kill
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        store = Store(db)
+        run_id = run_id or store.list_runs()[0]["run_id"]
+        assert effective_status(store.get_run(run_id)) == "died"
+        assert len(cells_of(store, "g")) < 8 * 26
+        proc = start_cli("run", "--resume", run_id, "--db", str(db), "--display", "none",
+                         "--threads", "1")
+    assert proc.wait(timeout=300) == 0
+    store = Store(db)
+    assert_same_cells(cells_of(store, "g"), reference)
+    with store.connect() as con:  # no duplicate: one row per key
+        assert con.execute("SELECT count(*), count(DISTINCT (model, item_uid, config_id)) "
+                           "FROM cells").fetchall()[0] == (8 * 26, 8 * 26)
+    assert store.get_run(run_id)["status"] == "finished"
+    assert len(store.list_runs()) == 1  # resumes continue the same run
+
+
+def test_cancel_stops_after_the_current_batch(tiny_folder, tmp_path):
+    items = write_items(tmp_path / "items.jsonl", 8)
+    db, events = tmp_path / "s.duckdb", tmp_path / "ev.jsonl"
+    proc = start_cli("run", "--model", str(tiny_folder), "--items", str(items), "--grid", "g",
+                     "--per-benchmark", "0", "--batch-size", "1", "--threads", "1",
+                     "--display", "none", "--db", str(db), "--events", str(events))
+    assert wait_for_batches(events, 1, proc)
+    run_id = Store(db).list_runs()[0]["run_id"]
+    out = cli("runs", "cancel", run_id, "--db", str(db))
+    assert out.returncode == 0 and "cancelling" in out.stdout
+    assert proc.wait(timeout=120) == 130
+    store = Store(db)
+    row = store.get_run(run_id)
+    assert row["status"] == "cancelled"
+    assert 0 < len(cells_of(store, "g")) < 8 * 26
+    assert row["cells_done"] == len(cells_of(store, "g"))  # the last batch was committed
+    assert json.loads(events.read_text().splitlines()[-1])["event"] == "cancelled"
+    listing = cli("runs", "list", "--db", str(db))
+    assert run_id in listing.stdout and "cancelled" in listing.stdout
+    card = cli("runs", "show", run_id, "--db", str(db))
+    assert card.returncode == 0
+    assert card.stdout.index("Scoring") < card.stdout.index("Model tiny-llama")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "no/such/thing/here"], "not found"),
+    (["--model", "missing-file.gguf"], "no such GGUF file"),
+])
+def test_bad_model_specs_fail_with_one_line(tmp_path, args, message):
+    items = write_items(tmp_path / "items.jsonl", 1)
+    out = cli("run", *args, "--items", str(items), "--grid", "g", "--db",
+              str(tmp_path / "s.duckdb"), "--display", "none")
+    assert out.returncode == 2
+    assert out.stderr.startswith("error: ") and message in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_unreadable_items_mark_the_run_failed(tiny_folder, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x", "question": "q"\n')
+    db = tmp_path / "s.duckdb"
+    out = cli("run", "--model", str(tiny_folder), "--items", str(bad), "--grid", "g",
+              "--db", str(db), "--display", "none")
+    assert out.returncode == 2 and out.stderr.startswith("error: ") and "bad.jsonl" in out.stderr
+    assert Store(db).list_runs()[0]["status"] == "failed"
+
+
+def test_model_needing_remote_code_is_refused(tmp_path, tiny_folder):
+    import shutil
+
+    folder = tmp_path / "remote"
+    shutil.copytree(tiny_folder, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}
+    config["model_type"] = "x-custom"
+    (folder / "config.json").write_text(json.dumps(config))
+    from runners.models import load_model
+
+    with pytest.raises(InputError, match="trust-remote-code"):
+        load_model(str(folder))
+
+
+def test_out_of_memory_halves_the_batch_then_fails_clearly(tiny_folder, tmp_path, monkeypatch):
+    from runners.loop import RunFailed
+
+    items = write_items(tmp_path / "items.jsonl", 4)
+    original = Run._score_chunk
+    sizes = []
+
+    def oom_above_one(self, loaded, scorer, chunk):
+        sizes.append(len(chunk))
+        if len(chunk) > 1:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return original(self, loaded, scorer, chunk)
+
+    monkeypatch.setattr(Run, "_score_chunk", oom_above_one)
+    store = Store(tmp_path / "s.duckdb")
+    events = tmp_path / "ev.jsonl"
+    run = Run(spec_for(tiny_folder, items, configs=["o0.letter", "cloze_qa"]), store,
+              display="none", events_path=str(events))
+    assert run.execute() == "finished"
+    assert sizes[:2] == [2, 1] and len(cells_of(store, "g")) == 4 * 2
+    assert '"oom_retry"' in events.read_text()
+
+    def always_oom(self, loaded, scorer, chunk):
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+
+    monkeypatch.setattr(Run, "_score_chunk", always_oom)
+    run = Run(spec_for(tiny_folder, items, grid="h", configs=["cloze_qa"]), store,
+              display="none", events_path=str(tmp_path / "ev2.jsonl"))
+    with pytest.raises(RunFailed, match="out of memory"):
+        run.execute()
+    assert store.get_run(run.run_id)["status"] == "failed"
+
+
+def test_hub_id_offline_is_a_clear_error(tmp_path):
+    items = write_items(tmp_path / "items.jsonl", 1)
+    out = subprocess.run(
+        [sys.executable, "-m", "fragility_tui.cli", "run", "--model", "someorg/somemodel@main",
+         "--items", str(items), "--grid", "g", "--db", str(tmp_path / "s.duckdb"),
+         "--display", "none"], capture_output=True, text=True, timeout=120, cwd=REPO,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: ") and "someorg/somemodel" in out.stderr
+    assert "offline" in out.stderr

@@ -1,0 +1,177 @@
+"""Scoring core on a tiny random Llama: all 26 configs against a plain reference loop,
+batch-size invariance, prefix-reuse invariance, token accounting."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
+from fragility_tui.grid.items import Item  # noqa: E402
+from fragility_tui.grid.parser import parse_answer  # noqa: E402
+from fragility_tui.grid.render import GenerationPrompt  # noqa: E402
+from runners.prefix_tree import build_tree, count_tokens  # noqa: E402
+from runners.requests import Encoder, cells_for, normalised_choice, plan_item  # noqa: E402
+from runners.scoring import Scorer  # noqa: E402
+
+ITEMS = [
+    Item("toy/1", "toy", None, "Which gas do plants absorb from the air?",
+         ("oxygen", "nitrogen", "carbon dioxide", "helium"), 2),
+    Item("toy/2", "toy", "geo", "What is the capital of France?",
+         ("Paris", "Rome", "Berlin", "Madrid"), 0),
+    Item("toy/3", "toy", None, "A man is sitting on a roof. He",
+         ("starts pulling up roofing.", "is ripping level tiles off.",
+          "holds a rope.", "sings a song about water."), 0),
+]
+SEED = 0
+
+
+def _requests(tokenizer, items, instruct=True, configs=CONFIG_IDS):
+    gen, lik = [], []
+    plans = [plan_item(Encoder(tokenizer, instruct), it, list(configs), SEED, gen, lik)
+             for it in items]
+    return plans, gen, lik
+
+
+def _scorer(model, tokenizer, **kw):
+    return Scorer(model, tokenizer, {tokenizer.eos_token_id}, **kw)
+
+
+def _reference_generation(model, tokenizer, tokens):
+    """The plain loop: one prompt, model.generate, no batching, no shared cache."""
+    out = model.generate(torch.tensor([tokens]), attention_mask=torch.ones(1, len(tokens), dtype=torch.long),
+                         max_new_tokens=16, do_sample=False,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    return tokenizer.decode(out[0, len(tokens):], skip_special_tokens=True)
+
+
+def _reference_loglikelihood(model, tokens, scored_from):
+    """A full forward of the whole sequence, log-softmax, sum over the continuation."""
+    logits = model(torch.tensor([tokens])).logits[0].float()
+    lp = torch.log_softmax(logits, dim=-1)
+    return sum(float(lp[t - 1, tokens[t]]) for t in range(scored_from, len(tokens)))
+
+
+@pytest.mark.parametrize("instruct", [True, False], ids=["chat", "base"])
+def test_all_26_configs_match_a_plain_reference(tiny_model, tiny_tokenizer, instruct):
+    plans, gen, lik = _requests(tiny_tokenizer, ITEMS, instruct)
+    result = _scorer(tiny_model, tiny_tokenizer).score(gen, lik)
+    with torch.inference_mode():
+        for request in gen:
+            ours = result.generations[request.key]
+            reference = _reference_generation(tiny_model, tiny_tokenizer, request.tokens)
+            # Early stop may cut the text once the parse is fixed: ours is a prefix.
+            assert reference.startswith(ours.text), (request.key, ours, reference)
+            prompt = plans[[p.item.item_uid for p in plans].index(request.key[0])].prompts[request.key[1]]
+            assert parse_answer(ours.text, prompt.labels, prompt.options) == \
+                parse_answer(reference, prompt.labels, prompt.options)
+        for request in lik:
+            ll, _ = result.loglikelihoods[request.key]
+            assert ll == pytest.approx(_reference_loglikelihood(tiny_model, request.tokens,
+                                                                request.scored_from), abs=1e-4)
+    rows = [row for plan in plans for row in cells_for(plan, result, "tiny", None, 0.0)]
+    assert len(rows) == len(ITEMS) * 26
+    assert {r.config_id for r in rows} == set(CONFIG_IDS)
+    for row in rows:
+        assert row.correct == (row.pred == next(p.item.gold for p in plans
+                                                if p.item.item_uid == row.item_uid))
+        if row.config_id.startswith("cloze"):
+            assert len(row.scores) == 4 and row.permutation is None
+        else:
+            assert len(row.permutation) == 4 and row.raw_output is not None
+
+
+def _flatten(result):
+    gens = {k: (v.text, v.new_tokens) for k, v in result.generations.items()}
+    return gens, result.loglikelihoods
+
+
+def _assert_same(a, b):
+    gens_a, ll_a = _flatten(a)
+    gens_b, ll_b = _flatten(b)
+    assert gens_a == gens_b
+    assert ll_a.keys() == ll_b.keys()
+    for key in ll_a:
+        assert ll_a[key][0] == pytest.approx(ll_b[key][0], abs=1e-4)
+
+
+def test_results_do_not_depend_on_batch_size(tiny_model, tiny_tokenizer):
+    scorer = _scorer(tiny_model, tiny_tokenizer)
+    _, gen, lik = _requests(tiny_tokenizer, ITEMS)
+    together = scorer.score(gen, lik)
+    merged = None
+    for item in ITEMS:  # one item per batch
+        _, g, l_ = _requests(tiny_tokenizer, [item])
+        part = scorer.score(g, l_)
+        if merged is None:
+            merged = part
+        else:
+            merged.generations.update(part.generations)
+            merged.loglikelihoods.update(part.loglikelihoods)
+    _assert_same(together, merged)
+
+
+def test_results_do_not_depend_on_prefix_reuse(tiny_model, tiny_tokenizer):
+    _, gen, lik = _requests(tiny_tokenizer, ITEMS)
+    shared = _scorer(tiny_model, tiny_tokenizer, prefix_reuse=True).score(gen, lik)
+    alone = _scorer(tiny_model, tiny_tokenizer, prefix_reuse=False).score(gen, lik)
+    _assert_same(shared, alone)
+    # Reuse forwards exactly the tree's unique tokens; no reuse forwards every prompt whole.
+    assert shared.stats.prompt_tokens == shared.stats.unique_prompt_tokens
+    assert alone.stats.prompt_tokens == alone.stats.total_prompt_tokens
+    assert shared.stats.prompt_tokens < 0.6 * alone.stats.prompt_tokens
+
+
+def test_generation_stops_early_once_decided(tiny_model, tiny_tokenizer):
+    """A decided predicate stops a row at its first token; EOS/length rules still hold."""
+    _, gen, _ = _requests(tiny_tokenizer, ITEMS[:1], configs=["o0.letter", "o1.paren"])
+    always = [type(r)(r.key, r.tokens, lambda text: True) for r in gen]
+    result = _scorer(tiny_model, tiny_tokenizer).score(always, [])
+    # Stops at the first token, or the first whole character (a byte-level token can be
+    # half a UTF-8 character, which is never judged).
+    assert all(g.stop == "decided" and g.new_tokens <= 3 for g in result.generations.values())
+    # Every generated token but a row's last is fed back: nothing forwarded needlessly.
+    assert result.stats.decode_tokens == sum(g.new_tokens - 1 for g in result.generations.values())
+    never = [type(r)(r.key, r.tokens, lambda text: False) for r in gen]
+    result = _scorer(tiny_model, tiny_tokenizer, max_new_tokens=5).score(never, [])
+    for g in result.generations.values():
+        assert g.stop in ("eos", "length") and g.new_tokens <= 5
+
+
+def test_prefix_tree_counts_and_leaves():
+    seqs = [[1, 2, 3, 4], [1, 2, 3, 5], [1, 2], [7, 8], [1, 2, 3, 4]]
+    roots = build_tree(seqs)
+    assert count_tokens(roots) == 4 + 1 + 2  # 1 2 3 4 | 5 | 7 8
+    found = {}
+    stack = [(r, []) for r in roots]
+    while stack:
+        node, prefix = stack.pop()
+        path = prefix + node.segment
+        for index in node.requests:
+            found[index] = path
+        stack.extend((c, path) for c in node.children)
+    assert found == dict(enumerate(seqs))  # every request ends at a node spelling it
+    assert count_tokens(build_tree(seqs, share=False)) == sum(map(len, seqs))
+
+
+def test_acc_norm_divides_by_characters_and_takes_the_first_maximum():
+    from fragility_tui.grid.render import render
+
+    item = Item("toy/n", "toy", None, "q", ("ab", "abcd", "x", "abcd"), 1)
+    prompt = render(item, "cloze_qa", 0)
+    # raw: option 2 best; per character: -2/2=-1, -4/4=-1, -3/1=-3, -4/4=-1 -> first max 0
+    assert normalised_choice([-2.0, -4.0, -1.5 * 2, -4.0], prompt) == 0
+    assert normalised_choice([-3.0, -2.0, -9.0, -1.0], prompt) == 3
+
+
+def test_generation_prompts_use_the_chat_template_only_for_instruct(tiny_tokenizer):
+    item = ITEMS[1]
+    from fragility_tui.grid.render import render
+
+    prompt = render(item, "o0.letter", SEED)
+    assert isinstance(prompt, GenerationPrompt)
+    chat = tiny_tokenizer.decode(Encoder(tiny_tokenizer, True).generation(prompt))
+    raw = tiny_tokenizer.decode(Encoder(tiny_tokenizer, False).generation(prompt))
+    assert chat.startswith("<|im_start|>user\n") and chat.endswith("<|im_start|>assistant\n")
+    assert raw == prompt.text
