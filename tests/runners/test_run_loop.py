@@ -178,30 +178,33 @@ def wait_for_batches(events: Path, n: int, proc, timeout=120) -> bool:
 
 
 def test_sigkill_at_three_random_moments_then_resume(tiny_folder, tmp_path):
-    items = write_items(tmp_path / "items.jsonl", 8)
+    # 20 one-item batches: three kills (each after at most 2 batches plus a fraction of the
+    # next) always leave work, so no kill can land after the run marked itself finished.
+    n_items = 20
+    items = write_items(tmp_path / "items.jsonl", n_items)
     common = ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
               "--batch-size", "1", "--threads", "1", "--display", "none"]
     ref_db = tmp_path / "ref.duckdb"
     done = cli("run", *common, "--grid", "g", "--db", str(ref_db))
     assert done.returncode == 0, done.stderr
     reference = cells_of(Store(ref_db), "g")
-    assert len(reference) == 8 * 26
+    assert len(reference) == n_items * 26
 
     db, events = tmp_path / "s.duckdb", tmp_path / "ev.jsonl"
     rng = random.Random(7)
     proc = start_cli("run", *common, "--grid", "g", "--db", str(db), "--events", str(events))
     run_id = None
     for kill in range(3):
-        # A random moment: after 1-2 more committed batches, plus up to 0.3 s into the next.
+        # A random moment: after 1-2 more committed batches, plus up to 50 ms into the next.
         alive = wait_for_batches(events, rng.randint(1, 2), proc)
-        time.sleep(rng.uniform(0, 0.3))
+        time.sleep(rng.uniform(0, 0.05))
         assert alive and proc.poll() is None, "the run finished before kill %d" % kill
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         store = Store(db)
         run_id = run_id or store.list_runs()[0]["run_id"]
         assert effective_status(store.get_run(run_id)) == "died"
-        assert len(cells_of(store, "g")) < 8 * 26
+        assert len(cells_of(store, "g")) < n_items * 26
         proc = start_cli("run", "--resume", run_id, "--db", str(db), "--display", "none",
                          "--threads", "1")
     assert proc.wait(timeout=300) == 0
@@ -209,7 +212,7 @@ def test_sigkill_at_three_random_moments_then_resume(tiny_folder, tmp_path):
     assert_same_cells(cells_of(store, "g"), reference)
     with store.connect() as con:  # no duplicate: one row per key
         assert con.execute("SELECT count(*), count(DISTINCT (model, item_uid, config_id)) "
-                           "FROM cells").fetchall()[0] == (8 * 26, 8 * 26)
+                           "FROM cells").fetchall()[0] == (n_items * 26, n_items * 26)
     assert store.get_run(run_id)["status"] == "finished"
     assert len(store.list_runs()) == 1  # resumes continue the same run
 
