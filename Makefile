@@ -9,7 +9,7 @@ HAS_CUDA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
 TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.13.0)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-fast bench synthetic-grid sample-grid clean
+.PHONY: install run test test-reference test-fast bench synthetic-grid sample-grid clean
 
 install: $(STAMP)
 
@@ -27,6 +27,9 @@ run: install
 
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-reference: install  # the full 40-item real-model reference check (~25 min on 2 cores)
+	FRAGILITY_REFERENCE_PER_BENCHMARK=10 $(PY) -m pytest -q -s tests/runners/test_smollm2.py
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
