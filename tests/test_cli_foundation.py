@@ -116,6 +116,12 @@ def test_shipped_sample_grid_loads(tmp_path):
 
     item = Store(db).load_items("synthetic-12x3679")[0]
     assert item.question.startswith("Synthetic ") and len(item.choices) == 4
+    real = grids["starter-real"]
+    assert (real["models"], real["items"], real["configs"], real["synthetic"]) == (2, 40, 26, False)
+    store = Store(db)
+    assert {r["status"] for r in store.list_runs("starter-real")} == {"finished", "cancelled"}
+    assert store.list_models("starter-real")[0]["provenance"]  # SPEC 10 fields travelled
+    assert store.get_item("starter-real", store.load_items("starter-real")[0].item_uid).question
 
 
 def test_shipped_sample_grid_matches_its_generator():
