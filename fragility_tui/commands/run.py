@@ -27,7 +27,8 @@ def register(sub) -> None:
                    help="alias (smollm2-135m-instruct, gemma3-270m), a .gguf file, a model "
                         "folder, or a hub id org/name[@revision]; repeat for several")
     p.add_argument("--items", action="append", metavar="PATH",
-                   help="item file, folder or named source; repeat for several")
+                   help="item file, folder or named source; repeat for several (default: "
+                        "the shipped starter items, sample_grids/starter_items.jsonl)")
     p.add_argument("--per-benchmark", type=int, default=DEFAULT_PER_BENCHMARK, metavar="N",
                    help=f"sample up to N items per benchmark (default {DEFAULT_PER_BENCHMARK}; "
                         "0 = all)")
@@ -76,6 +77,10 @@ def _batch_size(text: str) -> int | None:
 def spec_from_args(args: argparse.Namespace):
     from runners.loop import RunSpec
 
+    if not args.items:  # a first run needs no data of one's own: our starter items
+        from fragility_tui.grid.importer import SAMPLE_GRIDS_DIR
+
+        args.items = [str(SAMPLE_GRIDS_DIR / "starter_items.jsonl")]
     missing = [f"--{flag}" for flag in SPEC_FLAGS if not getattr(args, flag)]
     if missing:
         raise InputError(f"missing {', '.join(missing)} (or give --resume RUN_ID)")
