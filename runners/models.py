@@ -297,7 +297,7 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
     name, base = resolved.name, None
     scheme = None
     if quantize:
-        scheme = quantize_model(model, quantize)
+        scheme = quantize_model(model, quantize, device=device)
         base, name = name, f"{name}+{quantize}"
     loaded = LoadedModel(
         name=name, base_model=base, model=model, tokenizer=tokenizer, device=device,
@@ -323,8 +323,9 @@ def _refuse_remote_code(spec: str, folder: Path) -> None:
                          field="--model")
 
 
-def quantize_model(model, scheme: str) -> dict:
-    """Quantise weights in place with optimum-quanto (quantize + freeze)."""
+def quantize_model(model, scheme: str, *, device: str = "cpu") -> dict:
+    """Quantise weights in place with optimum-quanto (quantize + freeze). On a CPU the
+    weights are then de-quantised once: same numbers, float speed (runners/quantized.py)."""
     if scheme not in QUANT_SCHEMES:
         raise InputError(f"unknown quantisation {scheme!r}; use int8 or int4", field="--quantize")
     try:
@@ -334,8 +335,15 @@ def quantize_model(model, scheme: str) -> dict:
     weights = {"int8": qint8, "int4": qint4}[scheme]
     quantize(model, weights=weights)
     freeze(model)
+    execution = "optimum-quanto modules"
+    if device == "cpu":
+        from runners.quantized import dequantize_once
+
+        count = dequantize_once(model)
+        execution = (f"quantised weights de-quantised once into {count} float matmuls "
+                     "(the arithmetic of quanto's CPU path, bit for bit)")
     return {"library": "optimum-quanto", "version": library_versions()["optimum-quanto"],
-            "weights": f"q{scheme}", "activations": None}
+            "weights": f"q{scheme}", "activations": None, "execution": execution}
 
 
 def _adds_bos(tokenizer) -> bool:
