@@ -9,6 +9,13 @@ the batch advance together one token per step (caches left-padded to a common le
 masked, with explicit position ids) and a row leaves the batch as soon as its answer is
 decided (parser.is_decided), it emits EOS, or it reaches max_new_tokens.
 
+The output head (vocabulary projection) runs apart from the decoder: prefill keeps hidden
+states, and the head is applied once per batch to the rows that need logits (scored cloze
+positions, the last position of each generation prompt). A per-node head call re-reads the
+whole vocabulary matrix for a handful of rows (670 MB for Gemma 3's 262k vocabulary); one
+batched call reads it once. Models whose head cannot be split off this way (checked on a
+probe at construction) fall back to full-model logits per node.
+
 Likelihood requests follow lm-evaluation-harness: the request's tokens are the encoding of
 context + continuation; scored tokens are those after the context's own encoding length; the
 score is the sum of their log-softmax. Results do not depend on batch composition or on
@@ -69,8 +76,41 @@ class ScoreStats:
 @dataclass
 class _Leaf:
     kv: list[tuple[torch.Tensor, torch.Tensor]]
-    last_logits: torch.Tensor
+    last: torch.Tensor  # features of the prompt's last position (see Scorer._forward)
     length: int
+
+
+class _PendingLogprobs:
+    """Scored positions collected during prefill, sent through the output head at once."""
+
+    CHUNK_ROWS = 128  # bounds the logits in memory: 128 x vocabulary floats
+
+    def __init__(self):
+        self.rows: list[torch.Tensor] = []
+        self.targets: list[int] = []
+        self.spans: list[tuple[int, int, bool]] = []  # (first row, row count, lead NaN)
+
+    def add(self, rows: torch.Tensor, targets: list[int], lead_nan: bool) -> int:
+        self.spans.append((len(self.targets), len(targets), lead_nan))
+        self.rows.append(rows)
+        self.targets.extend(targets)
+        return len(self.spans) - 1
+
+    def resolve(self, head: Callable[[torch.Tensor], torch.Tensor]) -> list[torch.Tensor]:
+        """log P(target | prefix) per added span (NaN first when lead_nan)."""
+        if not self.spans:
+            return []
+        rows = torch.cat(self.rows)
+        targets = torch.tensor(self.targets, device=rows.device)
+        parts = []
+        for start in range(0, len(targets), self.CHUNK_ROWS):
+            logits = head(rows[start:start + self.CHUNK_ROWS])
+            chunk_targets = targets[start:start + self.CHUNK_ROWS, None]
+            parts.append(torch.log_softmax(logits, dim=-1).gather(1, chunk_targets)[:, 0])
+        logprobs = torch.cat(parts).cpu()
+        nan = torch.tensor([float("nan")])
+        return [torch.cat([nan, logprobs[first:first + count]]) if lead_nan
+                else logprobs[first:first + count] for first, count, lead_nan in self.spans]
 
 
 @dataclass
@@ -90,8 +130,8 @@ class Scorer:
         self.prefix_reuse = prefix_reuse
         self.device = next(model.parameters()).device
         # transformers 5.x renames past_key_values to cache (the old name warns).
-        params = inspect.signature(model.forward).parameters
-        self._cache_kw = "cache" if "cache" in params else "past_key_values"
+        self._cache_kw = _cache_keyword(model)
+        self._backbone, self._head = _split_output_head(model, self._cache_kw, self.device)
 
     # -- public -------------------------------------------------------------------------
 
@@ -108,8 +148,16 @@ class Scorer:
         result.stats.unique_prompt_tokens = count_tokens(build_tree(sequences, share=True))
         result.stats.total_prompt_tokens = sum(map(len, sequences))
         leaves: dict[int, _Leaf] = {}
+        paths: dict[int, list] = {}  # likelihood request index -> its path's logprob parts
+        pending = _PendingLogprobs()
         for root in roots:
-            self._prefill(root, [], None, [], len(gen), lik, leaves, result)
+            self._prefill(root, [], None, [], len(gen), leaves, paths, pending, result)
+        scored = pending.resolve(self._head)
+        for index, path in paths.items():
+            request = lik[index - len(gen)]
+            parts = [scored[part] if isinstance(part, int) else part for part in path]
+            token_lp = torch.cat(parts)[request.scored_from:]
+            result.loglikelihoods[request.key] = (float(token_lp.sum()), int(token_lp.numel()))
         if gen:
             self._decode(gen, leaves, result)
         result.stats.seconds = time.perf_counter() - started
@@ -117,50 +165,46 @@ class Scorer:
 
     # -- prefill ------------------------------------------------------------------------
 
-    def _prefill(self, node: Node, kv, parent_last, path_logprobs, n_gen, lik, leaves, result):
-        """Forward `node` on its parent's cache `kv`, then its children (depth first)."""
+    def _prefill(self, node: Node, kv, parent_last, path, n_gen, leaves, paths, pending, result):
+        """Forward `node` on its parent's cache `kv`, then its children (depth first).
+
+        `path` lists, per segment from the root, either a NaN tensor (nothing scored there)
+        or the index of its span in `pending` (resolved after the walk)."""
         if node.segment:
-            keep_all = node.needs_logprobs
-            logits, kv = self._forward(node.segment, kv, node.start, all_logits=keep_all)
+            features, kv = self._forward(node.segment, kv, node.start)
             result.stats.prompt_tokens += len(node.segment)
-            last = logits[-1]
-            if keep_all:
-                path_logprobs = path_logprobs + [self._segment_logprobs(node, parent_last, logits)]
+            last = features[-1]
+            if node.needs_logprobs:
+                if parent_last is None:  # a root's first token has no prediction; never scored
+                    path = path + [pending.add(features[:-1], node.segment[1:], lead_nan=True)]
+                else:
+                    rows = torch.cat([parent_last[None], features[:-1]])
+                    path = path + [pending.add(rows, node.segment, lead_nan=False)]
             else:
-                path_logprobs = path_logprobs + [torch.full((len(node.segment),), float("nan"))]
+                path = path + [torch.full((len(node.segment),), float("nan"))]
         else:
             last = parent_last
         for index in node.requests:
             if index < n_gen:
                 leaves[index] = _Leaf(kv, last, node.end)
             else:
-                request = lik[index - n_gen]
-                token_lp = torch.cat(path_logprobs)[request.scored_from:]
-                result.loglikelihoods[request.key] = (float(token_lp.sum()), int(token_lp.numel()))
+                paths[index] = path
         for child in node.children:
-            self._prefill(child, kv, last, path_logprobs, n_gen, lik, leaves, result)
+            self._prefill(child, kv, last, path, n_gen, leaves, paths, pending, result)
 
-    def _forward(self, tokens: list[int], kv, start: int, all_logits: bool):
+    def _forward(self, tokens: list[int], kv, start: int):
+        """Features of every position of `tokens` on cache `kv`, and the extended cache.
+        Features are hidden states for self._head, or logits when the head is not split."""
         from transformers import DynamicCache
 
         cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache()
         ids = torch.tensor([tokens], device=self.device)
         positions = torch.arange(start, start + len(tokens), device=self.device)[None]
-        out = self.model(input_ids=ids, position_ids=positions, use_cache=True,
-                         logits_to_keep=0 if all_logits else 1, **{self._cache_kw: cache})
+        out = self._backbone(input_ids=ids, position_ids=positions, use_cache=True,
+                             **{self._cache_kw: cache})
+        features = out.last_hidden_state if self._backbone is not self.model else out.logits
         new_kv = [(layer.keys, layer.values) for layer in cache.layers]
-        return out.logits[0].float(), new_kv
-
-    @staticmethod
-    def _segment_logprobs(node: Node, parent_last, logits) -> torch.Tensor:
-        """log P(token | everything before) for each token of the segment."""
-        targets = torch.tensor(node.segment, device=logits.device)
-        if parent_last is None:  # a root's first token has no prediction; never scored
-            rows = logits[:-1]
-            lp = torch.log_softmax(rows, dim=-1).gather(1, targets[1:, None])[:, 0]
-            return torch.cat([torch.tensor([float("nan")], device=lp.device), lp]).cpu()
-        rows = torch.cat([parent_last[None], logits[:-1]])
-        return torch.log_softmax(rows, dim=-1).gather(1, targets[:, None])[:, 0].cpu()
+        return features[0], new_kv
 
     # -- decoding -----------------------------------------------------------------------
 
@@ -171,7 +215,7 @@ class Scorer:
         width = int(lengths.max())
         cache = self._stack_caches([leaves[i] for i in order], width)
         mask = (torch.arange(width, device=self.device)[None] >= (width - lengths)[:, None]).long()
-        logits = torch.stack([leaves[i].last_logits for i in order])
+        logits = self._head(torch.stack([leaves[i].last for i in order]))
         generated: dict[int, list[int]] = {i: [] for i in order}
         active = order
         step = 0
@@ -234,3 +278,39 @@ class Scorer:
                 values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)))
             layers.append((torch.cat(keys), torch.cat(values)))
         return DynamicCache(ddp_cache_data=layers)
+
+
+def _cache_keyword(module) -> str:
+    # transformers 5.x renames past_key_values to cache (the old name warns).
+    params = inspect.signature(module.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _split_output_head(model, cache_kw: str, device):
+    """(decoder, head) such that head(decoder(...).last_hidden_state) == model(...).logits,
+    checked on a probe input; (model, float) when the model cannot be split that way."""
+    whole = (model, lambda logits: logits.float())
+    decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+    lm_head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if decoder is None or lm_head is None or decoder is model:
+        return whole
+    if _cache_keyword(decoder) != cache_kw:
+        return whole
+    softcap = getattr(model.config, "final_logit_softcapping", None)
+
+    def head(hidden: torch.Tensor) -> torch.Tensor:
+        logits = lm_head(hidden)
+        if softcap is not None:
+            logits = torch.tanh(logits / softcap) * softcap
+        return logits.float()
+
+    probe = torch.arange(1, 6, device=device)[None] % model.config.vocab_size
+    with torch.no_grad():
+        try:
+            expected = model(input_ids=probe).logits[0].float()
+            got = head(decoder(input_ids=probe).last_hidden_state[0])
+        except Exception:  # an architecture that needs more than input_ids to run alone
+            return whole
+    if got.shape != expected.shape or not torch.allclose(got, expected, rtol=1e-4, atol=1e-4):
+        return whole
+    return decoder, head

@@ -14,6 +14,7 @@ from fragility_tui.grid.render import GenerationPrompt  # noqa: E402
 from runners.prefix_tree import build_tree, count_tokens  # noqa: E402
 from runners.requests import Encoder, cells_for, normalised_choice, plan_item  # noqa: E402
 from runners.scoring import Scorer  # noqa: E402
+from tiny_models import make_model  # noqa: E402
 
 ITEMS = [
     Item("toy/1", "toy", None, "Which gas do plants absorb from the air?",
@@ -175,3 +176,55 @@ def test_generation_prompts_use_the_chat_template_only_for_instruct(tiny_tokeniz
     raw = tiny_tokenizer.decode(Encoder(tiny_tokenizer, False).generation(prompt))
     assert chat.startswith("<|im_start|>user\n") and chat.endswith("<|im_start|>assistant\n")
     assert raw == prompt.text
+
+
+def test_the_output_head_is_split_off_and_batched(tiny_model, tiny_tokenizer):
+    """The decoder runs per node and the head once per batch; same results as a scorer that
+    takes full-model logits at every node (the fallback for models that cannot be split)."""
+    split = _scorer(tiny_model, tiny_tokenizer)
+    assert split._backbone is tiny_model.get_decoder()
+    whole = _scorer(tiny_model, tiny_tokenizer)
+    whole._backbone, whole._head = tiny_model, lambda logits: logits.float()
+    _, gen, lik = _requests(tiny_tokenizer, ITEMS)
+    _assert_same(split.score(gen, lik), whole.score(gen, lik))
+
+
+def test_a_softcapped_head_is_split_with_its_softcap(tiny_tokenizer):
+    """Gemma-style final-logit soft-capping is part of the split head."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    from runners.scoring import _cache_keyword, _split_output_head
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=len(tiny_tokenizer), hidden_size=32,
+                              intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                              num_key_value_heads=1, head_dim=16, initializer_range=0.5,
+                              final_logit_softcapping=3.0)
+    model = Gemma3ForCausalLM(config).eval()
+    decoder, head = _split_output_head(model, _cache_keyword(model), torch.device("cpu"))
+    assert decoder is model.get_decoder()
+    ids = torch.tensor([[5, 6, 7]])
+    with torch.no_grad():
+        expected = model(input_ids=ids).logits[0]
+        assert torch.allclose(head(decoder(input_ids=ids).last_hidden_state[0]), expected,
+                              atol=1e-5)
+        assert expected.abs().max() <= 3.0  # the cap is really applied
+
+
+def test_a_head_that_does_not_reproduce_the_model_falls_back(tiny_tokenizer):
+    """A model whose forward does more than decoder + head gets whole-model logits."""
+    from transformers import LlamaForCausalLM
+
+    from runners.scoring import _cache_keyword, _split_output_head
+
+    class DoubledLogits(LlamaForCausalLM):
+        def forward(self, *args, **kwargs):
+            out = super().forward(*args, **kwargs)
+            out.logits = out.logits * 2
+            return out
+
+    model = DoubledLogits(make_model(tiny_tokenizer).config).eval()
+    backbone, head = _split_output_head(model, _cache_keyword(model), torch.device("cpu"))
+    assert backbone is model
+    logits = torch.randn(2, 5)
+    assert torch.equal(head(logits), logits)
