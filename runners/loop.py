@@ -211,7 +211,8 @@ class Run:
         self.cells_total = len(names) * len(wanted)
         self.cells_done = sum(len(done[n] & wanted) for n in names)
         self.provenance.update(self._run_provenance(items, set_hash, report))
-        self.store.update_run(self.run_id, cells_total=self.cells_total,
+        # The grid's model names (NAME+int4 for a quantised build), not the specs typed.
+        self.store.update_run(self.run_id, model=", ".join(names), cells_total=self.cells_total,
                               cells_done=self.cells_done, provenance=self.provenance)
         self.emit("started", grid=spec.grid, models=names, items=len(items),
                   configs=spec.configs, cells_total=self.cells_total,

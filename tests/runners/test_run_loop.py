@@ -101,6 +101,23 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     assert [m["model"] for m in store.list_models("g")] == ["tiny-llama"]
 
 
+def test_a_quantised_run_is_listed_under_its_grid_model_name(tiny_folder, tmp_path):
+    """`runs list` shows NAME+int8 (the grid's model), linked to its base, with the scheme
+    and how it was executed in provenance."""
+    pytest.importorskip("optimum.quanto")
+    store = Store(tmp_path / "s.duckdb")
+    items = write_items(tmp_path / "items.jsonl", 1)
+    run = Run(spec_for(tiny_folder, items, quantize="int8"), store, display="none",
+              events_path=str(tmp_path / "ev.jsonl"))
+    assert run.execute() == "finished"
+    assert store.get_run(run.run_id)["model"] == "tiny-llama+int8"
+    model = store.list_models("g")[0]
+    assert (model["model"], model["base_model"]) == ("tiny-llama+int8", "tiny-llama")
+    quantization = model["provenance"]["quantization"]
+    assert quantization["weights"] == "qint8" and "de-quantised once" in quantization["execution"]
+    assert len(cells_of(store, "g")) == 26
+
+
 def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path, monkeypatch):
     items = write_items(tmp_path / "items.jsonl", 5)
     reference = Store(tmp_path / "ref.duckdb")
