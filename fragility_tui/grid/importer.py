@@ -8,6 +8,7 @@ write is one transaction: a bad file leaves the store exactly as it was.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from pathlib import Path
@@ -307,7 +308,8 @@ def _benchmark_from_uid(uid: str) -> str:
 
 def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Item] | None = None,
                      items_path: str | None = None, synthetic: bool = False,
-                     description: str = "", replace: bool = False) -> dict:
+                     description: str = "", replace: bool = False,
+                     meta: dict | None = None) -> dict:
     """Validate then write a long-format grid as one transaction. Returns a summary."""
     import pyarrow as pa
 
@@ -332,7 +334,8 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
         store.delete_grid(grid_name, con=con)
         store.create_grid(grid_name, synthetic=synthetic,
                           description=description or f"imported from {Path(path).name}",
-                          meta={"source": str(path), "items_source": items_path}, con=con)
+                          meta={"source": str(path), "items_source": items_path, **(meta or {})},
+                          con=con)
         store.add_items(grid_name, grid_items, con=con)
         for model in models:
             store.upsert_model(grid_name, model, source=f"import:{Path(path).name}",
@@ -436,26 +439,61 @@ def sample_grid_files() -> list[tuple[Path, dict]]:
     return [(SAMPLE_GRIDS_DIR / e["cells"], e) for e in entries["grids"]]
 
 
-def load_sample_grids(store) -> list[str]:
-    """Load every shipped grid the store does not have yet; returns the names loaded."""
+def load_sample_grids(store, recorded: set[str] | None = None) -> list[str]:
+    """Load each shipped grid the store lacks, and replace one that still holds an older
+    shipped version (a newer release updated its file); returns the names written.
+
+    A grid stays as it is when a local run has written into it, or when it is not the
+    shipped one (a user grid of the same name). `recorded` names the shipped grids loaded
+    into this store before: one of them missing now was deleted by the user, and stays so."""
     loaded = []
     for cells_path, meta in sample_grid_files():
         name = meta["name"]
-        if store.has_grid(name) or not cells_path.is_file():
+        if not cells_path.is_file():
             continue
-        items = None
-        if meta.get("items"):
-            from fragility_tui.grid.loaders import load_items
-
-            items, _ = load_items(SAMPLE_GRIDS_DIR / meta["items"])
-        elif meta.get("simulate"):  # synthetic: the generator's placeholder items
-            from fragility_tui.grid.simulate import simulate
-
-            items = simulate(**meta["simulate"]).items
-        import_long_grid(store, cells_path, name, items=items, synthetic=meta.get("synthetic", False),
-                         description=meta.get("description", ""))
-        if meta.get("provenance"):
-            doc = json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
-            import_provenance(store, name, doc)
+        digest = _sha256(cells_path)
+        if store.has_grid(name):
+            if not _holds_older_shipped_version(store, name, cells_path, digest):
+                continue
+            store.delete_imported_runs(name)  # the old version's provenance goes with it
+        elif recorded is not None and name in recorded:
+            continue
+        _load_sample_grid(store, cells_path, meta, digest)
         loaded.append(name)
     return loaded
+
+
+def _load_sample_grid(store, cells_path: Path, meta: dict, digest: str) -> None:
+    items = None
+    if meta.get("items"):
+        from fragility_tui.grid.loaders import load_items
+
+        items, _ = load_items(SAMPLE_GRIDS_DIR / meta["items"])
+    elif meta.get("simulate"):  # synthetic: the generator's placeholder items
+        from fragility_tui.grid.simulate import simulate
+
+        items = simulate(**meta["simulate"]).items
+    import_long_grid(store, cells_path, meta["name"], items=items,
+                     synthetic=meta.get("synthetic", False),
+                     description=meta.get("description", ""), replace=True,
+                     meta={"sample_sha256": digest})
+    if meta.get("provenance"):
+        doc = json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
+        import_provenance(store, meta["name"], doc)
+
+
+def _holds_older_shipped_version(store, name: str, cells_path: Path, digest: str) -> bool:
+    grid = store.grid_meta(name)
+    if grid.get("sample_sha256") == digest:
+        return False
+    # Loaded from sample_grids/: recorded since sample_sha256 exists, by its source before.
+    shipped = "sample_sha256" in grid or Path(grid.get("source") or "").name == cells_path.name
+    return shipped and not store.has_local_runs(name)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

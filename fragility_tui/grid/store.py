@@ -501,6 +501,17 @@ class Store:
         with self.connect(write=True) as con:
             con.execute(f"UPDATE runs SET {assignments} WHERE run_id = ?", values + [run_id])
 
+    def has_local_runs(self, grid: str) -> bool:
+        """Whether a run of this machine wrote into the grid (imported runs have no pid)."""
+        with self.connect() as con:
+            return con.execute("SELECT 1 FROM runs WHERE grid = ? AND pid IS NOT NULL LIMIT 1",
+                               [grid]).fetchall() != []
+
+    def delete_imported_runs(self, grid: str) -> None:
+        """Drop the run rows imported with a grid's provenance (no pid), e.g. on replacing it."""
+        with self.connect(write=True) as con:
+            con.execute("DELETE FROM runs WHERE grid = ? AND pid IS NULL", [grid])
+
     def get_run(self, run_id: str) -> dict | None:
         runs = self._select_runs("WHERE run_id = ?", [run_id])
         return runs[0] if runs else None
