@@ -151,6 +151,41 @@ def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path
     assert store.get_run(run.run_id)["cells_done"] == 5 * 26
 
 
+def test_a_full_disk_fails_the_run_without_a_half_written_batch(tiny_folder, tmp_path,
+                                                                monkeypatch):
+    """ENOSPC while a batch is being inserted: that batch's transaction rolls back, the run
+    is `failed` with a reason saying the disk is full, and a resume completes the grid."""
+    import errno
+
+    items = write_items(tmp_path / "items.jsonl", 4)
+    store = Store(tmp_path / "s.duckdb")
+    original = Store.write_cell_table
+    calls = {"n": 0}
+
+    def fill_the_disk_on_second_batch(table, con):
+        written = original(table, con)  # the rows are in, inside the open transaction
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return written
+
+    monkeypatch.setattr(Store, "write_cell_table", staticmethod(fill_the_disk_on_second_batch))
+    run = Run(spec_for(tiny_folder, items), store, display="none",
+              events_path=str(tmp_path / "ev.jsonl"))
+    with pytest.raises(OSError):
+        run.execute()
+    row = store.get_run(run.run_id)
+    assert row["status"] == "failed" and row["error"].startswith("disk full")
+    assert len(cells_of(store, "g")) == 2 * 26 == row["cells_done"]  # the first batch only
+    event = json.loads((tmp_path / "ev.jsonl").read_text().splitlines()[-1])
+    assert event["event"] == "failed" and event["reason"].startswith("disk full")
+
+    monkeypatch.setattr(Store, "write_cell_table", staticmethod(original))
+    resumed = Run(RunSpec.from_dict(row["spec"]), store, run_id=run.run_id, display="none")
+    assert resumed.execute() == "finished"
+    assert len(cells_of(store, "g")) == 4 * 26
+
+
 def test_seed_mismatch_with_an_existing_grid_is_refused(tiny_folder, tmp_path):
     store = Store(tmp_path / "s.duckdb")
     items = write_items(tmp_path / "items.jsonl", 1)
