@@ -4,8 +4,8 @@ optimum-quanto has no CPU integer kernel for float activations: each call of a f
 QLinear de-quantises its weights (int8: `scale * data`; int4: `(data - shift) * scale` per
 group) and then runs `matmul(x, w.t())`. Doing that de-quantisation once, at load, gives the
 same numbers bit for bit (tests/runners/test_quantized.py) without paying for it on every
-forward (~2.4x on SmolLM2-135M int4). The grid still records the quanto scheme: what is
-measured is the effect of quantising the weights, which this does not change.
+forward (2.1x on SmolLM2-135M int4: benchmarks/bench_quantized.py). The grid still records
+the quanto scheme: what is measured is the effect of quantising the weights, unchanged.
 """
 
 from __future__ import annotations

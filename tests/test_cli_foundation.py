@@ -116,11 +116,17 @@ def test_shipped_sample_grid_loads(tmp_path):
 
     item = Store(db).load_items("synthetic-12x3679")[0]
     assert item.question.startswith("Synthetic ") and len(item.choices) == 4
-    real = grids["starter-real"]
-    assert (real["models"], real["items"], real["configs"], real["synthetic"]) == (2, 40, 26, False)
+    real = grids["starter-real"]  # Issue 6: 4 real models x >= 240 items x 26 configs, complete
+    assert (real["models"], real["items"], real["configs"], real["complete"],
+            real["synthetic"]) == (4, 265, 26, True, False)
     store = Store(db)
-    assert {r["status"] for r in store.list_runs("starter-real")} == {"finished", "cancelled"}
-    assert store.list_models("starter-real")[0]["provenance"]  # SPEC 10 fields travelled
+    assert {r["status"] for r in store.list_runs("starter-real")} == {"finished"}
+    models = {m["model"]: m for m in store.list_models("starter-real")}
+    assert set(models) == {"smollm2-135m-instruct", "smollm2-135m-instruct+int8",
+                           "smollm2-135m-instruct+int4", "gemma3-270m"}
+    assert models["smollm2-135m-instruct+int4"]["base_model"] == "smollm2-135m-instruct"
+    assert models["smollm2-135m-instruct+int8"]["quantization"] == "optimum-quanto qint8 weights"
+    assert all(m["provenance"]["weights_sha256"] for m in models.values())  # SPEC 10 travelled
     assert store.get_item("starter-real", store.load_items("starter-real")[0].item_uid).question
 
 

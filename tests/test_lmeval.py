@@ -77,3 +77,25 @@ def test_malformed_samples_are_rejected_with_the_line(tmp_path, content, message
     assert proc.returncode == 2, proc.stderr
     assert message in proc.stderr and "bad.jsonl:1" in proc.stderr
     assert Store(db).list_grids() == []
+
+
+@pytest.mark.parametrize("model", ["smollm2-135m-instruct", "smollm2-135m-instruct+int4"])
+def test_a_config_of_the_shipped_real_grid_round_trips_through_lmeval_samples(tmp_path, model):
+    """Issue 6: export one config of the real grid as lm-eval samples, import it back as
+    another config of the same grid: the same bit for every item, and the same scores."""
+    db = tmp_path / "s.duckdb"
+    run_cli("load-samples", db=db, check=True)
+    out = tmp_path / "samples.jsonl"
+    run_cli("export", "--grid", "starter-real", "--format", "lmeval-samples", "--model", model,
+            "--config", "cloze_qa", "--out", str(out), db=db, check=True)
+    run_cli("import-lmeval", str(out), "--model", "round-trip", "--config", "cloze_bare",
+            "--grid", "starter-real", db=db, check=True)
+    store = Store(db)
+    cube = store.load_cube("starter-real")
+    a, b = cube.models.index(model), cube.models.index("round-trip")
+    qa, bare = cube.configs.index("cloze_qa"), cube.configs.index("cloze_bare")
+    assert cube.present[a, :, qa].all() and cube.present[b, :, bare].all()
+    assert (cube.bits[a, :, qa] == cube.bits[b, :, bare]).all()
+    item = cube.items[-1]
+    cells = {(c["model"], c["config_id"]): c for c in store.item_cells("starter-real", item)}
+    assert cells[(model, "cloze_qa")]["scores"] == cells[("round-trip", "cloze_bare")]["scores"]
