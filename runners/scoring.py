@@ -129,7 +129,6 @@ class Scorer:
         self.max_new_tokens = max_new_tokens
         self.prefix_reuse = prefix_reuse
         self.device = next(model.parameters()).device
-        # transformers 5.x renames past_key_values to cache (the old name warns).
         self._cache_kw = _cache_keyword(model)
         self._backbone, self._head = _split_output_head(model, self._cache_kw, self.device)
 

@@ -324,3 +324,23 @@ async def test_empty_store_says_how_to_start_over_ssh_defaults(tmp_path, monkeyp
         assert "No grids in this store yet" in screen_text(app)
         await show_pane(app, pilot, "2")
         assert "no grid open" in screen_text(app)
+
+
+async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, monkeypatch):
+    """`make run` on a fresh machine: the CLI loads sample_grids/ into the new store, and
+    the Grids pane lists both, the real one with 4 models x 265 items x 26 configs, complete."""
+    from fragility_tui.cli import main
+
+    db = tmp_path / "fresh.duckdb"
+    monkeypatch.setattr("fragility_tui.tui.app.run_app", lambda path: 0)  # the CLI path only
+    assert main(["--db", str(db)]) == 0
+    app = FragilityApp(str(db))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "1")
+        text = screen_text(app)
+        assert "synthetic-12x3679" in text and "SYNTHETIC" in text
+        grids = {g.name: g for g in app.grids}
+        real = grids["starter-real"]
+        assert (real.models, real.items, real.configs, real.complete) == (4, 265, 26, True)
+        assert "starter-real" in text and "real" in text
