@@ -40,3 +40,31 @@ def test_documented_flags_exist_in_help(sub, rest):
         if flag not in helptext:  # flags of an action (runs show --json) live one level down
             nested = run_cli(*words, "--help").stdout
             assert flag in nested, f"README documents `fragility-tui {sub} {flag}`, --help lacks it"
+
+
+def test_the_tour_quotes_the_shipped_real_grid(tmp_path):
+    """The README's int4 story is computed from sample_grids/, not typed from memory."""
+    from fragility_tui.analysis.report import build_report
+    from fragility_tui.grid.store import Store
+
+    db = tmp_path / "s.duckdb"
+    run_cli("load-samples", db=db, check=True)
+    cube = Store(db).load_cube("starter-real")
+    fp32, int4 = "smollm2-135m-instruct", "smollm2-135m-instruct+int4"
+    a, b = cube.models.index(fp32), cube.models.index(int4)
+    accuracy = cube.bits.mean(axis=1) * 100
+    ref, qa = cube.configs.index("o0.letter"), cube.configs.index("cloze_qa")
+    tour = README.split("## A five-minute tour", 1)[1].split("The same answer from the shell", 1)[0]
+    tour = " ".join(tour.split())
+    assert f"int4 build scores {accuracy[b, ref]:.1f}% against fp32's {accuracy[a, ref]:.1f}%" in tour
+    assert f"fp32 wins {accuracy[a, qa]:.1f}% to {accuracy[b, qa]:.1f}%" in tour
+    only_fp32 = int((cube.bits[a, :, qa] & ~cube.bits[b, :, qa]).sum())
+    only_int4 = int((~cube.bits[a, :, qa] & cube.bits[b, :, qa]).sum())
+    assert f"{only_fp32} items only fp32 gets right, {only_int4} only int4" in tour
+    report = build_report(cube, pairs=[(fp32, int4)])
+    decision = next(d for d in report["decisions"] if (d["a"], d["b"]) == (fp32, int4)
+                    and d["target"] == "observed")
+    assert decision["label"] == "harness-sensitive" and "underpowered" in decision["flags"]
+    assert decision["harness_configs"] == ["cloze_qa"]
+    low, high = (100 * x for x in decision["ci"])
+    assert f"95% interval {low:.1f} to +{high:.1f}".replace("-", "−") in tour

@@ -51,21 +51,14 @@ def _points(x):
     return None if x is None else 100 * x
 
 
-def run_cost(runs: list[dict], model: str) -> str:
-    """Seconds and tokens per item over the model's runs (shown beside accuracy, never
-    folded into it). Items = cells done / configs per item of the run."""
-    seconds = tokens = items = 0.0
-    for r in runs:
-        if r.get("model") != model or not r.get("cells_done"):
-            continue
-        configs = (r.get("spec") or {}).get("configs") or 26
-        per_item = len(configs) if isinstance(configs, (list, tuple)) else 26
-        seconds += float(r.get("seconds") or 0)
-        tokens += float(r.get("tokens") or 0)
-        items += float(r["cells_done"]) / per_item
-    if not items:
+def cost_text(costs: dict[str, dict], model: str) -> str:
+    """Seconds and tokens per item from the model's cells (Store.model_costs, the same
+    figures as `report`), shown beside accuracy, never folded into it."""
+    cost = costs.get(model) or {}
+    seconds, tokens = cost.get("seconds_per_item"), cost.get("tokens_per_item")
+    if seconds is None or tokens is None:
         return "no run recorded (imported or synthetic cells)"
-    return f"{seconds / items:.2f} s/item · {tokens / items:,.0f} tokens/item"
+    return f"{seconds:.2f} s/item · {tokens:,.0f} tokens/item"
 
 
 class ComparePane(Pane):
@@ -120,8 +113,8 @@ class ComparePane(Pane):
     def _compare(self, view, a: str, b: str) -> None:
         try:
             decisions = decisions_for(view, a, b)
-            runs = self.app.store_call("list_runs", view.grid)
-            cost = {a: run_cost(runs, a), b: run_cost(runs, b)}
+            costs = self.app.store_call("model_costs", view.grid)
+            cost = {a: cost_text(costs, a), b: cost_text(costs, b)}
             result = CompareResult(a, b, decisions, cost)
         except Exception as exc:
             from fragility_tui.tui.app import WorkFailed
