@@ -16,12 +16,13 @@ import errno
 import os
 import platform
 import signal
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 
-from fragility_tui import SPEC_VERSION
+from fragility_tui import SPEC_VERSION, __version__
 from fragility_tui.errors import InputError
 from fragility_tui.grid.configs import CONFIG_IDS
 from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash
@@ -99,6 +100,22 @@ class Stopper:
         if run and run.get("status") == "cancelling":
             self.requested = "runs cancel"
         return bool(self.requested)
+
+
+def code_revision() -> str | None:
+    """The checkout's commit (+ "-dirty" with uncommitted changes) the runner ran from, so
+    a grid records which scorer made it; None outside a git checkout."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -263,6 +280,7 @@ class Run:
             "decoding": "greedy; stop at EOS, max_new_tokens, or once the parse is decided",
             "likelihood": "lm-eval loglikelihood; acc_norm = ll / option length in characters",
             "host": platform.node(), "python": platform.python_version(),
+            "fragility_tui": {"version": __version__, "git": code_revision()},
             "libraries": library_versions(),
             "started_at": self.provenance.get("started_at") or _now().isoformat(),
             "models": dict(self.provenance.get("models") or {}),

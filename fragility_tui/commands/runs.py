@@ -144,6 +144,8 @@ def provenance_card(row: dict) -> str:
         lines.append("  quantisation     " + (f"{quant['weights']} weights, {quant['library']} "
                                               f"{quant['version']} (base: {m.get('base_model')})"
                                               if quant else "none"))
+        if quant and quant.get("execution"):
+            lines.append(f"  executed as      {quant['execution']}")
         lines.append(f"  tokenizer sha256 {m.get('tokenizer_sha256')}")
         lines.append(f"  chat template    {m.get('chat_template_sha256') or 'none'}")
     libs = p.get("libraries") or {}
@@ -153,6 +155,9 @@ def provenance_card(row: dict) -> str:
     lines.append(f"  padding          {p.get('padding')}")
     lines.append("  libraries        " + ", ".join(f"{k} {v}" for k, v in libs.items() if v))
     lines.append(f"  host {_safe(p.get('host'))}, python {p.get('python')}")
+    code = p.get("fragility_tui") or {}
+    if code:  # runs before this field was recorded have none
+        lines.append(f"  fragility-tui    {code.get('version')}, commit {code.get('git') or 'unknown'}")
     lines.append(f"  started {row.get('started_at')}, ended {row.get('ended_at')}")
     lines.append(f"  cells {row.get('cells_done')}/{row.get('cells_total')}, tokens "
                  f"{row.get('tokens')}, seconds {row.get('seconds') or 0:.1f}")

@@ -91,6 +91,8 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     for key in ("spec_version", "parser_version", "max_new_tokens", "item_set_hash", "seed",
                 "libraries", "device"):
         assert prov[key] is not None, key
+    assert prov["fragility_tui"]["version"]
+    assert len((prov["fragility_tui"]["git"] or "x" * 40).split("-")[0]) == 40  # sha, or no git
     model = prov["models"]["tiny-llama"]
     assert len(model["weights_sha256"]) == 64 and model["chat_template_sha256"]
     assert model["add_bos"] is False and model["prompt_mode"] == "chat template"
@@ -116,6 +118,11 @@ def test_a_quantised_run_is_listed_under_its_grid_model_name(tiny_folder, tmp_pa
     quantization = model["provenance"]["quantization"]
     assert quantization["weights"] == "qint8" and "de-quantised once" in quantization["execution"]
     assert len(cells_of(store, "g")) == 26
+    from fragility_tui.commands.runs import provenance_card
+
+    card = provenance_card(store.get_run(run.run_id))
+    assert "executed as      quantised weights de-quantised once" in card
+    assert "fragility-tui    0." in card
 
 
 def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path, monkeypatch):
