@@ -57,9 +57,13 @@ def main(argv=None) -> int:
     gen, lik = [], []
     for item in items[:args.items]:
         plan_item(encoder, item, list(CONFIG_IDS), 0, gen, lik)
+    try:
+        baseline = load_scorer_at(args.baseline_rev)
+    except subprocess.CalledProcessError:  # a shallow clone or an exported tree
+        print(f"skipped: revision {args.baseline_rev} is not in this checkout")
+        return 0
     scorers = {"current": Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids),
-               args.baseline_rev: load_scorer_at(args.baseline_rev)(
-                   loaded.model, loaded.tokenizer, loaded.eos_ids)}
+               args.baseline_rev: baseline(loaded.model, loaded.tokenizer, loaded.eos_ids)}
     seconds = {name: 0.0 for name in scorers}
     for _ in range(2):
         for name, scorer in scorers.items():
