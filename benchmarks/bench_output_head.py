@@ -50,6 +50,11 @@ def main(argv=None) -> int:
     from runners.requests import Encoder, plan_item
     from runners.scoring import Scorer
 
+    try:  # before loading the model: nothing to compare without the baseline
+        baseline = load_scorer_at(args.baseline_rev)
+    except subprocess.CalledProcessError:  # a shallow clone or an exported tree
+        print(f"skipped: revision {args.baseline_rev} is not in this checkout")
+        return 0
     torch.set_num_threads(args.threads)
     loaded = load_model(args.model, dtype="fp32", device="cpu")
     items, _ = load_items(REPO / "sample_grids" / "starter_items.jsonl", per_benchmark=None, seed=0)
@@ -57,11 +62,6 @@ def main(argv=None) -> int:
     gen, lik = [], []
     for item in items[:args.items]:
         plan_item(encoder, item, list(CONFIG_IDS), 0, gen, lik)
-    try:
-        baseline = load_scorer_at(args.baseline_rev)
-    except subprocess.CalledProcessError:  # a shallow clone or an exported tree
-        print(f"skipped: revision {args.baseline_rev} is not in this checkout")
-        return 0
     scorers = {"current": Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids),
                args.baseline_rev: baseline(loaded.model, loaded.tokenizer, loaded.eos_ids)}
     seconds = {name: 0.0 for name in scorers}
