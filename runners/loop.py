@@ -30,8 +30,6 @@ from fragility_tui.grid.parser import PARSER_VERSION
 from fragility_tui.grid.render import PROMPT_VERSION
 from runners.events import Display, EventLog, default_events_path
 
-AUTO_BATCH_CPU = 4  # items per batch on CPU: ~100 decoding rows, small loss on a kill
-AUTO_BATCH_GPU = 16
 
 
 @dataclass
@@ -47,7 +45,8 @@ class RunSpec:
     quantize: str | None = None
     dtype: str = "auto"
     device: str = "auto"
-    batch_size: int | None = None  # items per batch; None = auto
+    batch_size: int | None = None  # at most this many items per batch; None = no cap
+    batch_tokens: int | None = None  # token budget (runners.batching); None = from memory
     max_new_tokens: int = 16
     trust_remote_code: bool = False
     threads: int = 2
@@ -274,9 +273,12 @@ class Run:
             "seed": spec.seed, "item_set_hash": set_hash, "items": len(items),
             "per_benchmark": spec.per_benchmark, "item_sources": spec.items,
             "load_report": report.to_dict(), "configs": spec.configs,
-            "batch_size": spec.batch_size or "auto", "threads": spec.threads,
+            "batch_size": spec.batch_size or "auto",
+            "batch_tokens": spec.batch_tokens or "auto", "threads": spec.threads,
             "prefix_reuse": spec.prefix_reuse,
-            "padding": "prefill: none (one row per prefix-tree node); decoding: left, masked",
+            "padding": "prefill: a row per prefix-tree fragment, its prefix gathered and "
+                       "left-padded, its tokens right-padded, masked; decoding: a row per "
+                       "group of prompts, left-padded, masked (batching.*.layout)",
             "decoding": "greedy; stop at EOS, max_new_tokens, or once the parse is decided",
             "likelihood": "lm-eval loglikelihood; acc_norm = ll / option length in characters",
             "host": platform.node(), "python": platform.python_version(),
@@ -290,38 +292,47 @@ class Run:
 
     def _evaluate_model(self, model_spec: str, name: str, items: list[Item], done: set,
                         stopper: Stopper) -> str:
+        from runners.batching import initial_budget
+
         spec = self.spec
         todo = [(it, [c for c in spec.configs if (it.item_uid, c) not in done]) for it in items]
         todo = [(it, configs) for it, configs in todo if configs]
         if not todo:
             return "finished"
         loaded, scorer = self._load(model_spec, name)
-        # Length bucketing: similar-length items share a batch (less decode padding).
-        todo.sort(key=lambda pair: len(pair[0].question) + sum(map(len, pair[0].choices)))
-        batch = spec.batch_size or (AUTO_BATCH_CPU if loaded.device == "cpu" else AUTO_BATCH_GPU)
-        start = 0
-        while start < len(todo):
+        # Longest items first: the biggest batches run first, so an out-of-memory shows up
+        # at once; neighbours in length share batches (little padding).
+        todo.sort(key=lambda pair: -(len(pair[0].question) + sum(map(len, pair[0].choices))))
+        budget = initial_budget(scorer.kv_bytes_per_token, loaded.device, loaded.model.config,
+                                _dtype_bytes(loaded.dtype), tokens=spec.batch_tokens,
+                                item_cap=spec.batch_size)
+        batching = self.provenance.setdefault("batching", {})
+        planned = _Planner(self, loaded, todo)
+        while planned:
             if stopper.should_stop():  # also catches a cancel that came during loading
                 return "cancelled"
-            chunk = todo[start:start + batch]
+            chunk = planned.batch(budget)
             t0 = time.monotonic()
             try:
-                rows, tokens = self._score_chunk(loaded, scorer, chunk)
+                rows, tokens = self._score_chunk(loaded, scorer, chunk, budget.tokens)
             except Exception as exc:
                 if not _is_oom(exc):
                     raise
-                if batch == 1:
+                _free_memory()
+                if not budget.shrink(len(chunk)):
                     raise RunFailed(f"out of memory on {name} even with one item per batch "
+                                    f"and a budget of {budget.tokens} tokens "
                                     f"({loaded.device}); try --dtype bf16, --quantize int8 "
                                     "or a smaller model") from None
-                batch = max(1, batch // 2)
-                self.emit("oom_retry", model=name, batch_size=batch)
-                _free_memory()
+                self.emit("oom_retry", model=name, batch_size=budget.item_limit,
+                          batch_tokens=budget.tokens)
+                planned.put_back(chunk)
                 continue
             self.cells_done += self.store.write_cells(spec.grid, rows)
             self.tokens += tokens
             self.scoring_seconds += time.monotonic() - t0
-            start += len(chunk)
+            budget.succeeded(len(chunk))
+            batching[name] = dict(budget.record(), layout=scorer.layout)
             self._progress(name, len(rows), tokens)
         return "finished"
 
@@ -352,19 +363,17 @@ class Run:
                         prefix_reuse=self.spec.prefix_reuse)
         return loaded, scorer
 
-    def _score_chunk(self, loaded, scorer, chunk):
-        from runners.requests import Encoder, cells_for, plan_item
+    def _score_chunk(self, loaded, scorer, chunk: list["_Planned"], max_slots: int):
+        from runners.requests import cells_for
 
-        encoder = Encoder(loaded.tokenizer, loaded.is_instruct)
-        gen, lik = [], []
-        plans = [plan_item(encoder, item, configs, self.spec.seed, gen, lik)
-                 for item, configs in chunk]
-        result = scorer.score(gen, lik)
+        gen = [r for planned in chunk for r in planned.gen]
+        lik = [r for planned in chunk for r in planned.lik]
+        result = scorer.score(gen, lik, max_slots=max_slots)
         tokens = result.stats.forwarded
         ms_per_token = 1000.0 * result.stats.seconds / max(
-            1, sum(sum(p.prompt_tokens.values()) for p in plans))
-        rows = [row for plan in plans
-                for row in cells_for(plan, result, loaded.name, self.run_id, ms_per_token)]
+            1, sum(sum(p.plan.prompt_tokens.values()) for p in chunk))
+        rows = [row for planned in chunk
+                for row in cells_for(planned.plan, result, loaded.name, self.run_id, ms_per_token)]
         return rows, tokens
 
     def _progress(self, model: str, batch_cells: int, batch_tokens: int) -> None:
@@ -375,11 +384,63 @@ class Run:
         per_cell = self.scoring_seconds / max(1, self.session_cells)
         eta = per_cell * remaining if remaining > 0 else 0.0
         self.store.update_run(self.run_id, cells_done=self.cells_done, tokens=self.tokens,
-                              seconds=self.seconds())
+                              seconds=self.seconds(), provenance=self.provenance)
         self.emit("batch", model=model, cells_done=self.cells_done,
                   cells_total=self.cells_total, batch_cells=batch_cells, tokens=self.tokens,
                   tokens_per_s=self.session_tokens / max(self.scoring_seconds, 1e-9),
                   elapsed_s=elapsed, eta_s=eta)
+
+
+@dataclass
+class _Planned:
+    """One item's prompts, rendered and tokenised, with the size of its prompt tree."""
+
+    plan: object  # runners.requests.ItemPlan
+    gen: list
+    lik: list
+    unique_tokens: int
+
+
+class _Planner:
+    """Items turned into scorer requests as batches need them (tokenising a whole large
+    item set up front would hold every token list in memory at once)."""
+
+    def __init__(self, run: Run, loaded, todo: list):
+        from runners.requests import Encoder
+
+        self.run, self.todo, self.next = run, todo, 0
+        self.encoder = Encoder(loaded.tokenizer, loaded.is_instruct)
+        self.ready: list[_Planned] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.ready) or self.next < len(self.todo)
+
+    def batch(self, budget) -> list[_Planned]:
+        """The next items, while the batch's unique prompt tokens fit the budget."""
+        chunk, tokens = [], 0
+        while self and budget.fits(len(chunk), tokens):
+            planned = self.ready.pop(0) if self.ready else self._plan()
+            chunk.append(planned)
+            tokens += planned.unique_tokens
+        return chunk
+
+    def put_back(self, chunk: list[_Planned]) -> None:
+        self.ready[:0] = chunk
+
+    def _plan(self) -> _Planned:
+        from runners.prefix_tree import build_tree, count_tokens
+        from runners.requests import plan_item
+
+        item, configs = self.todo[self.next]
+        self.next += 1
+        gen, lik = [], []
+        plan = plan_item(self.encoder, item, configs, self.run.spec.seed, gen, lik)
+        unique = count_tokens(build_tree([r.tokens for r in gen] + [r.tokens for r in lik]))
+        return _Planned(plan, gen, lik, unique)
+
+
+def _dtype_bytes(dtype: str) -> int:
+    return {"fp32": 4, "fp16": 2, "bf16": 2}.get(dtype, 4)
 
 
 def _free_memory() -> None:

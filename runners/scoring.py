@@ -1,30 +1,47 @@
-"""Scoring core: log-likelihoods and greedy generation over a prefix tree of prompts.
+"""Scoring core: log-likelihoods and greedy generation over a prefix tree of prompts, in
+batched forwards.
 
-Prefill walks the batch's token radix tree (runners.prefix_tree) depth first: each node's
-segment is forwarded once, on top of its parent's KV cache, so a prefix shared by many
-prompts (chat header, question stem, cloze context) costs its tokens once. On a CPU a
-single row of a few dozen tokens already fills the matrix units, so prefill needs no
-padding at all; the batching that matters is decoding, where the leaves of every prompt in
-the batch advance together one token per step (caches left-padded to a common length,
-masked, with explicit position ids) and a row leaves the batch as soon as its answer is
-decided (parser.is_decided), it emits EOS, or it reaches max_new_tokens.
+Prefill goes level by level. Every token sequence of a batch (24 generation prompts and
+2 x 4 cloze sequences per item, many items) is a path in one token radix tree
+(runners.prefix_tree). The tree is forwarded one depth at a time: all nodes of a depth
+(the chat headers, then every item's question stem, then every option block, then the cloze
+continuations) go through the decoder together, one row per node, right-padded. Each row
+attends to its parent's prefix, whose keys and values are gathered from a pool that holds
+every forwarded token of the batch once. So each unique token is forwarded once, the KV
+memory of a batch grows with its unique tokens (not with the sum of prompt lengths), and a
+forward carries many rows: a forward reads every weight once, so rows are what fill a
+CPU's or a GPU's matrix units (batch-1 forwards of a few tokens ran at ~15% of the dense
+rate on this project's CPU).
+
+A row's cache is [its prefix, left-padded][its segment, right-padded]: real tokens stay
+contiguous, so causal masks and sliding windows see true distances; position ids are
+explicit, and only standard 2D attention masks are used, so any transformers decoder works.
+
+Decoding: the generation leaves decode together in chunks bounded by the KV budget: each
+chunk's prompts are gathered from the pool into one left-padded cache, rows advance one
+token per step, and a row leaves as soon as its answer is decided (parser.is_decided), it
+emits EOS, or it reaches max_new_tokens. The pool is released once the last chunk has its
+cache.
+
+The budget (`max_slots`): no forward holds more than that many KV positions (rows x padded
+length); the run loop (runners.batching) sizes batches with the same number and halves it
+on out-of-memory.
 
 The output head (vocabulary projection) runs apart from the decoder: prefill keeps hidden
 states, and the head is applied once per batch to the rows that need logits (scored cloze
-positions, the last position of each generation prompt). A per-node head call re-reads the
-whole vocabulary matrix for a handful of rows (670 MB for Gemma 3's 262k vocabulary); one
-batched call reads it once. Models whose head cannot be split off this way (checked on a
-probe at construction) fall back to full-model logits per node.
+positions, the last position of each generation prompt). Models whose head cannot be split
+off this way (checked on a probe at construction) get full-model logits instead.
 
 Likelihood requests follow lm-evaluation-harness: the request's tokens are the encoding of
 context + continuation; scored tokens are those after the context's own encoding length; the
-score is the sum of their log-softmax. Results do not depend on batch composition or on
-prefix reuse beyond float rounding (tests/runners check both).
+score is the sum of their log-softmax. Results do not depend on batch composition, budget or
+prefix reuse beyond float rounding (tests/runners check all three).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
@@ -32,6 +49,12 @@ from typing import Callable, Hashable
 import torch
 
 from runners.prefix_tree import Node, build_tree, count_tokens, mark_logprob_nodes
+
+DEFAULT_MAX_SLOTS = 16384  # KV positions one decoder call may hold (runners.batching sets it)
+DEFAULT_PACK_TOKENS = 256  # tokens of one packed prefill row (a fragment of the tree)
+FORWARD_OVERHEAD_TOKENS = 64  # a call's fixed cost in padded tokens (reading the weights)
+DECODE_GROUP_LEAVES = 16  # generation leaves sharing one decoding row (tree masks only)
+DECODE_GROUP_KEYS = 768  # prompt tokens of a decoding row before a new one starts
 
 
 @dataclass
@@ -60,8 +83,11 @@ class ScoreStats:
     prompt_tokens: int = 0  # prompt tokens forwarded in prefill
     unique_prompt_tokens: int = 0  # tokens of the batch's prompt tree
     total_prompt_tokens: int = 0  # sum of all prompt lengths (what no reuse would forward)
+    prompt_padding: int = 0  # padded positions run through the decoder in prefill
     decode_tokens: int = 0  # generated tokens fed back through the model
-    decode_padding: int = 0  # masked cache slots attended over during decoding
+    decode_padding: int = 0  # padded query positions run through the model in decoding
+    prefill_calls: int = 0  # decoder calls in prefill
+    decode_calls: int = 0  # model calls in decoding (one per step and call)
     seconds: float = 0.0
 
     def add(self, other: "ScoreStats") -> None:
@@ -71,13 +97,6 @@ class ScoreStats:
     @property
     def forwarded(self) -> int:
         return self.prompt_tokens + self.decode_tokens
-
-
-@dataclass
-class _Leaf:
-    kv: list[tuple[torch.Tensor, torch.Tensor]]
-    last: torch.Tensor  # features of the prompt's last position (see Scorer._forward)
-    length: int
 
 
 class _PendingLogprobs:
@@ -120,22 +139,222 @@ class BatchResult:
     stats: ScoreStats = field(default_factory=ScoreStats)
 
 
+class KVPool:
+    """Keys and values of every token forwarded in a batch, each once.
+
+    Per layer a tensor [slots, kv heads, head dim] on that layer's device (so a model
+    sharded across GPUs keeps each layer's pool beside it). Slot 0 stays zero: it is what
+    padding gathers. Layers that keep no cache of their own (KV sharing) stay None."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity + 1
+        self.used = 1
+        self.keys: list[torch.Tensor | None] = []
+        self.values: list[torch.Tensor | None] = []
+        self.positions = torch.zeros(self.capacity, dtype=torch.long)  # logical, per slot
+
+    def allocate(self, count: int, start: int) -> torch.Tensor:
+        """`count` fresh slots for tokens at logical positions start, start + 1, ..."""
+        if self.used + count > self.capacity:
+            raise RuntimeError("KV pool overflow: more tokens than the tree holds")
+        slots = torch.arange(self.used, self.used + count)
+        self.positions[slots] = torch.arange(start, start + count)
+        self.used += count
+        return slots
+
+    def release(self) -> None:
+        self.keys.clear()
+        self.values.clear()
+
+    def gather(self, index: torch.Tensor, room: int):
+        """A cache whose row r holds the slots index[r] (shape [rows, length]), with room
+        for `room` more positions per row before it has to grow."""
+        from transformers import DynamicCache
+        from transformers.cache_utils import DynamicLayer
+
+        rows, length = index.shape
+        flat = index.reshape(-1)
+        layers = []
+        for keys, values in zip(self.keys, self.values):
+            if keys is None:  # a layer that reads another layer's cache
+                layers.append(DynamicLayer())
+                continue
+            at = flat.to(keys.device)
+            layers.append(_RoomyLayer(*(t.index_select(0, at).view(rows, length, *t.shape[1:])
+                                        .transpose(1, 2) for t in (keys, values)), room))
+        cache = DynamicCache()
+        cache.layers = layers
+        return cache
+
+    def store(self, cache, offset: int, rows: torch.Tensor, cols: torch.Tensor,
+              slots: torch.Tensor) -> None:
+        """Copy cache positions (rows[i], offset + cols[i]) into pool slots[i]."""
+        if not self.keys:
+            self._allocate_like(cache)
+        for layer, keys, values in zip(cache.layers, self.keys, self.values):
+            if keys is None:
+                continue
+            r, c, s = (t.to(keys.device) for t in (rows, cols + offset, slots))
+            keys[s] = layer.keys[r, :, c]
+            values[s] = layer.values[r, :, c]
+
+    def _allocate_like(self, cache) -> None:
+        for layer in cache.layers:
+            if getattr(layer, "keys", None) is None or layer.keys.numel() == 0:
+                self.keys.append(None)
+                self.values.append(None)
+                continue
+            for source, pool in ((layer.keys, self.keys), (layer.values, self.values)):
+                _, heads, _, dim = source.shape
+                pool.append(torch.zeros(self.capacity, heads, dim, dtype=source.dtype,
+                                        device=source.device))
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values
+                   if t is not None)
+
+
+def _roomy_layer_class():
+    from transformers.cache_utils import DynamicLayer
+
+    class RoomyLayer(DynamicLayer):
+        """A DynamicLayer that appends in place into a buffer with spare room (doubling when
+        full): DynamicLayer concatenates, copying a row's whole cache at every decoding
+        step, which dominated decoding on a CPU."""
+
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int):
+            super().__init__()
+            self.is_initialized, self.device = True, keys.device
+            self.length = keys.shape[-2]
+            self._keys = self._buffer(keys, self.length + max(room, 1))
+            self._values = self._buffer(values, self.length + max(room, 1))
+            self._views()
+
+        @staticmethod
+        def _buffer(states: torch.Tensor, capacity: int) -> torch.Tensor:
+            buffer = states.new_zeros(*states.shape[:-2], capacity, states.shape[-1])
+            buffer[..., :states.shape[-2], :] = states
+            return buffer
+
+        def _views(self) -> None:
+            self.keys = self._keys[..., :self.length, :]
+            self.values = self._values[..., :self.length, :]
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            count = key_states.shape[-2]
+            if self.length + count > self._keys.shape[-2]:
+                capacity = 2 * (self.length + count)
+                self._keys = self._buffer(self.keys, capacity)
+                self._values = self._buffer(self.values, capacity)
+            self._keys[..., self.length:self.length + count, :] = key_states
+            self._values[..., self.length:self.length + count, :] = value_states
+            self.length += count
+            self._views()
+            return self.keys, self.values
+
+        def get_seq_length(self) -> int:
+            return self.length
+
+        def batch_select_indices(self, indices: torch.Tensor) -> None:
+            self._keys, self._values = self._keys[indices], self._values[indices]
+            self._views()
+
+    return RoomyLayer
+
+
+def _RoomyLayer(keys: torch.Tensor, values: torch.Tensor, room: int):
+    """Built lazily: transformers is imported only when a model scores."""
+    global _ROOMY_LAYER
+    if _ROOMY_LAYER is None:
+        _ROOMY_LAYER = _roomy_layer_class()
+    return _ROOMY_LAYER(keys, values, room)
+
+
+_ROOMY_LAYER = None
+
+
+@dataclass
+class _State:
+    """What prefill leaves at a node: its path's pool slots, the features of its last
+    position, and its path's logprob parts (NaN tensors, or spans in the pending head
+    batch)."""
+
+    slots: torch.Tensor
+    last: torch.Tensor | None
+    parts: list
+
+
+@dataclass
+class _Fragment:
+    """A row of a prefill call: a node and part of its subtree, on its parent's prefix."""
+
+    prefix: _State  # the state of the root's parent (empty for a tree root)
+    members: list  # (node, parent node or None for the root), depth first
+    size: int  # tokens of the members
+    deferred: list  # (node, parent node): children left for the next round
+
+
 class Scorer:
     def __init__(self, model, tokenizer, eos_ids, *, max_new_tokens: int = 16,
-                 prefix_reuse: bool = True):
+                 prefix_reuse: bool = True, pack_tokens: int = DEFAULT_PACK_TOKENS):
         self.model = model
         self.tokenizer = tokenizer
         self.eos_ids = frozenset(eos_ids)
         self.max_new_tokens = max_new_tokens
         self.prefix_reuse = prefix_reuse
+        self.pack_tokens = pack_tokens
         self.device = next(model.parameters()).device
+        if self.device.type == "cpu":
+            # Masked attention on a CPU: let SDPA read the shared KV heads itself rather than
+            # have transformers copy them once per query head (a third of decoding time for
+            # SmolLM2). On CUDA a mask with GQA would fall back to the math kernel: not there.
+            os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
+        dtype = getattr(model, "dtype", torch.float32)
+        self._mask_dtype = dtype if dtype.is_floating_point else torch.float32
         self._cache_kw = _cache_keyword(model)
         self._backbone, self._head = _split_output_head(model, self._cache_kw, self.device)
+        self.kv_bytes_per_token = _kv_bytes_per_token(model, self._cache_kw, self.device)
+        self._layer_types, self._sliding_window, self.packing = _attention_layout(model.config)
+        if self.packing and pack_tokens > 0:
+            self.packing = self._tree_masks_work()
+        self.packing = self.packing and pack_tokens > 0
+
+    @property
+    def layout(self) -> str:
+        """How prefill rows are built, for provenance."""
+        if self.packing:
+            return (f"prefix-tree fragments of up to {self.pack_tokens} tokens per row, 4D "
+                    "tree attention mask, prefix gathered and left-padded")
+        return "one prefix-tree node per row, prefix gathered and left-padded, 2D mask"
+
+    @torch.no_grad()
+    def _tree_masks_work(self) -> bool:
+        """Whether the model honours a 4D tree mask: a probe tree scored packed must give
+        the log-likelihoods of plain whole-sequence forwards."""
+        vocab = self.model.config.vocab_size
+        probe = [[1, 2, 3, 4, 5], [1, 2, 6, 7], [1, 8, 9], [1, 2, 3, 10, 11]]
+        requests = [LikelihoodRequest(i, [t % vocab for t in seq], 1)
+                    for i, seq in enumerate(probe)]
+        try:
+            got = self.score([], requests).loglikelihoods
+        except Exception:  # an attention implementation that rejects custom masks
+            return False
+        for request in requests:
+            ids = torch.tensor([request.tokens], device=self.device)
+            logprobs = torch.log_softmax(self.model(input_ids=ids).logits[0].float(), dim=-1)
+            expected = float(logprobs[torch.arange(len(request.tokens) - 1),
+                                      ids[0, 1:]].sum())
+            if abs(got[request.key][0] - expected) > 1e-3 * max(1.0, abs(expected)):
+                return False
+        return True
 
     # -- public -------------------------------------------------------------------------
 
     @torch.no_grad()  # not inference_mode: optimum-quanto tensors refuse it
-    def score(self, gen: list[GenRequest], lik: list[LikelihoodRequest]) -> BatchResult:
+    def score(self, gen: list[GenRequest], lik: list[LikelihoodRequest], *,
+              max_slots: int = DEFAULT_MAX_SLOTS) -> BatchResult:
+        """Score a batch; no forward holds more than `max_slots` KV positions (one row is
+        always allowed, however long)."""
         started = time.perf_counter()
         sequences = [r.tokens for r in gen] + [r.tokens for r in lik]
         if any(len(s) == 0 for s in sequences):
@@ -146,11 +365,11 @@ class Scorer:
         result = BatchResult()
         result.stats.unique_prompt_tokens = count_tokens(build_tree(sequences, share=True))
         result.stats.total_prompt_tokens = sum(map(len, sequences))
-        leaves: dict[int, _Leaf] = {}
-        paths: dict[int, list] = {}  # likelihood request index -> its path's logprob parts
+        pool = KVPool(count_tokens(roots))
         pending = _PendingLogprobs()
-        for root in roots:
-            self._prefill(root, [], None, [], len(gen), leaves, paths, pending, result)
+        leaves: dict[int, _State] = {}
+        paths: dict[int, list] = {}  # likelihood request index -> its path's logprob parts
+        self._prefill(roots, pool, pending, max_slots, len(gen), leaves, paths, result.stats)
         scored = pending.resolve(self._head)
         for index, path in paths.items():
             request = lik[index - len(gen)]
@@ -158,93 +377,185 @@ class Scorer:
             token_lp = torch.cat(parts)[request.scored_from:]
             result.loglikelihoods[request.key] = (float(token_lp.sum()), int(token_lp.numel()))
         if gen:
-            self._decode(gen, leaves, result)
+            self._decode(gen, leaves, pool, max_slots, result)
         result.stats.seconds = time.perf_counter() - started
         return result
 
     # -- prefill ------------------------------------------------------------------------
 
-    def _prefill(self, node: Node, kv, parent_last, path, n_gen, leaves, paths, pending, result):
-        """Forward `node` on its parent's cache `kv`, then its children (depth first).
+    def _prefill(self, roots, pool, pending, max_slots, n_gen, leaves, paths, stats):
+        """Forward the tree in rounds of fragments; record every request's end state."""
+        empty = _State(torch.zeros(0, dtype=torch.long), None, [])
+        states: dict[int, _State] = {}  # id(node) -> its state, once forwarded
+        starts = [(root, None) for root in roots]  # fragment roots with their parent node
+        while starts:
+            fragments = [self._fragment(node, states[id(parent)] if parent else empty)
+                         for node, parent in starts]
+            for group in _forward_groups(fragments, max_slots):
+                self._forward_fragments(group, pool, pending, states, stats)
+            for node, _ in (pair for fragment in fragments for pair in fragment.members):
+                state = states[id(node)]
+                for index in node.requests:
+                    if index < n_gen:
+                        leaves[index] = _State(state.slots, state.last, [])
+                    else:
+                        paths[index] = state.parts
+            starts = [pair for fragment in fragments for pair in fragment.deferred]
 
-        `path` lists, per segment from the root, either a NaN tensor (nothing scored there)
-        or the index of its span in `pending` (resolved after the walk)."""
-        if node.segment:
-            features, kv = self._forward(node.segment, kv, node.start)
-            result.stats.prompt_tokens += len(node.segment)
-            last = features[-1]
-            if node.needs_logprobs:
-                if parent_last is None:  # a root's first token has no prediction; never scored
-                    path = path + [pending.add(features[:-1], node.segment[1:], lead_nan=True)]
-                else:
-                    rows = torch.cat([parent_last[None], features[:-1]])
-                    path = path + [pending.add(rows, node.segment, lead_nan=False)]
+    def _fragment(self, root: Node, prefix: "_State") -> "_Fragment":
+        """`root` and, when packing, as much of its subtree (depth first, each node after
+        its parent) as fits in pack_tokens; a node that does not fit starts a fragment of
+        the next round. Empty-segment nodes (a request ending where others go on) always
+        come along."""
+        members, size, deferred = [(root, None)], len(root.segment), []
+        stack = [(child, root) for child in reversed(root.children)]
+        while stack:
+            node, parent = stack.pop()
+            if not node.segment or (self.packing and size + len(node.segment) <= self.pack_tokens):
+                members.append((node, parent))
+                size += len(node.segment)
+                stack.extend((child, node) for child in reversed(node.children))
             else:
-                path = path + [torch.full((len(node.segment),), float("nan"))]
+                deferred.append((node, parent))
+        return _Fragment(prefix, members, size, deferred)
+
+    def _forward_fragments(self, fragments: list["_Fragment"], pool: KVPool,
+                           pending: _PendingLogprobs, states: dict, stats: ScoreStats):
+        """One decoder call, a row per fragment: [its prefix, gathered from the pool and
+        left-padded][its nodes' tokens, depth first, right-padded]."""
+        count = len(fragments)
+        prefix_len = max(len(f.prefix.slots) for f in fragments)
+        width = max(f.size for f in fragments)
+        ids = torch.zeros(count, width, dtype=torch.long)
+        positions = torch.zeros(count, width, dtype=torch.long)
+        gather = torch.zeros(count, prefix_len, dtype=torch.long)  # slot 0: zero padding
+        member_of = torch.full((count, width), -1, dtype=torch.long)  # -1: padding
+        visible_members = []  # per member (numbered across the call): itself + ancestors
+        placed = []  # per member: (row, offset, its pool slots)
+        for r, fragment in enumerate(fragments):
+            p = len(fragment.prefix.slots)
+            gather[r, prefix_len - p:] = fragment.prefix.slots
+            offset, number = 0, {}
+            for node, parent in fragment.members:
+                n, g = len(node.segment), len(placed)
+                number[id(node)] = g
+                visible_members.append((visible_members[number[id(parent)]] if parent else [])
+                                       + [g])
+                placed.append((r, offset, pool.allocate(n, node.start)))
+                ids[r, offset:offset + n] = torch.tensor(node.segment, dtype=torch.long)
+                positions[r, offset:offset + n] = torch.arange(node.start, node.start + n)
+                member_of[r, offset:offset + n] = g
+                offset += n
+            # Padding repeats the last real position: never past what the model supports.
+            positions[r, offset:] = positions[r, offset - 1]
+        prefix_real = torch.arange(prefix_len)[None] >= (prefix_len - torch.tensor(
+            [len(f.prefix.slots) for f in fragments]))[:, None]
+        mask = self._prefill_mask(member_of, visible_members, prefix_real,
+                                  pool.positions[gather], positions)
+        if prefix_len:
+            cache = pool.gather(gather, room=width)
         else:
-            last = parent_last
-        for index in node.requests:
-            if index < n_gen:
-                leaves[index] = _Leaf(kv, last, node.end)
-            else:
-                paths[index] = path
-        for child in node.children:
-            self._prefill(child, kv, last, path, n_gen, leaves, paths, pending, result)
+            from transformers import DynamicCache
 
-    def _forward(self, tokens: list[int], kv, start: int):
-        """Features of every position of `tokens` on cache `kv`, and the extended cache.
-        Features are hidden states for self._head, or logits when the head is not split."""
-        from transformers import DynamicCache
-
-        cache = DynamicCache(ddp_cache_data=kv) if kv else DynamicCache()
-        ids = torch.tensor([tokens], device=self.device)
-        positions = torch.arange(start, start + len(tokens), device=self.device)[None]
-        out = self._backbone(input_ids=ids, position_ids=positions, use_cache=True,
+            cache = DynamicCache()
+        out = self._backbone(input_ids=ids.to(self.device), attention_mask=mask,
+                             position_ids=positions.to(self.device), use_cache=True,
                              **{self._cache_kw: cache})
-        features = out.last_hidden_state if self._backbone is not self.model else out.logits
-        new_kv = [(layer.keys, layer.values) for layer in cache.layers]
-        return features[0], new_kv
+        features = self._features(out)
+        real = member_of >= 0
+        rows, cols = real.nonzero(as_tuple=True)  # row-major: members in placement order
+        pool.store(cache, prefix_len, rows, cols, torch.cat([s for _, _, s in placed]))
+        del cache, out
+        stats.prefill_calls += 1
+        stats.prompt_tokens += int(real.sum())
+        stats.prompt_padding += int((~real).sum())
+        g = 0
+        for fragment in fragments:
+            for node, parent in fragment.members:
+                r, offset, own_slots = placed[g]
+                parent_state = states[id(parent)] if parent else fragment.prefix
+                states[id(node)] = _node_state(node, parent_state, own_slots,
+                                               features[r, offset:offset + len(node.segment)],
+                                               pending)
+                g += 1
+
+    def _prefill_mask(self, member_of, visible_members, prefix_real, key_positions,
+                      positions):
+        """The attention mask of a prefill call: 2D (key padding) when every row is one
+        path, else a 4D tree mask: each token sees its row's prefix, its ancestors' tokens
+        and its own earlier tokens."""
+        real = member_of >= 0
+        if not self.packing:
+            return torch.cat([prefix_real, real], dim=1).long().to(self.device)
+        width = member_of.shape[1]
+        padding = len(visible_members)
+        allowed = torch.zeros(padding + 1, padding + 1, dtype=torch.bool)
+        for g, members in enumerate(visible_members):
+            allowed[g, members] = True
+        allowed[padding, padding] = True  # a padding position sees padding: never all-masked
+        index = torch.where(real, member_of, padding)
+        packed = allowed[index[:, :, None], index[:, None, :]] & torch.ones(
+            width, width, dtype=torch.bool).tril()
+        visible = torch.cat([prefix_real[:, None, :] & real[:, :, None], packed], dim=2)
+        return self._tree_mask(visible, positions, torch.cat([key_positions, positions], dim=1))
 
     # -- decoding -----------------------------------------------------------------------
 
-    def _decode(self, gen: list[GenRequest], leaves: dict[int, _Leaf], result: BatchResult):
-        """Greedy decoding of every generation leaf together, dropping rows as they finish."""
-        order = list(range(len(gen)))
-        lengths = torch.tensor([leaves[i].length for i in order], device=self.device)
-        width = int(lengths.max())
-        cache = self._stack_caches([leaves[i] for i in order], width)
-        mask = (torch.arange(width, device=self.device)[None] >= (width - lengths)[:, None]).long()
-        logits = self._head(torch.stack([leaves[i].last for i in order]))
-        generated: dict[int, list[int]] = {i: [] for i in order}
-        active = order
+    def _decode(self, gen: list[GenRequest], leaves: dict[int, _State], pool: KVPool,
+                max_slots: int, result: BatchResult):
+        """Greedy decoding of every generation leaf, in calls that fit the budget. With tree
+        masks, leaves are grouped (in tree order) into rows whose keys are the union of their
+        prompts, so a row holds a shared prefix once; otherwise a row is one prompt."""
+        groups = sorted(self._decode_groups(leaves), key=lambda group: -len(group[1]))
+        chunks = list(_chunks(groups, max_slots, lambda group: (
+            len(group[1]), len(group[0]) * self.max_new_tokens)))
+        for number, chunk in enumerate(chunks):
+            state = _Decoding(self, chunk, leaves, pool)
+            if number == len(chunks) - 1:
+                pool.release()  # every call has its cache: prefill's keys are no longer needed
+                leaves.clear()
+            self._decode_rows(gen, state, result)
+
+    def _decode_groups(self, leaves: dict[int, _State]) -> list[tuple[list[int], torch.Tensor]]:
+        """(leaf indices, their keys' pool slots, ascending) per decoding row: consecutive
+        leaves in tree order while their union of prompt tokens stays small."""
+        limit = DECODE_GROUP_LEAVES if self.packing else 1
+        groups, members, keys, previous = [], [], 0, None
+        for index in sorted(leaves, key=lambda i: leaves[i].slots.tolist()):
+            path = leaves[index].slots
+            grown = keys + len(path) - (_common_prefix(previous, path) if members else 0)
+            if members and (len(members) >= limit or grown > max(DECODE_GROUP_KEYS, len(path))):
+                groups.append(members)
+                members, grown = [], len(path)
+            members.append(index)
+            keys, previous = grown, path
+        if members:
+            groups.append(members)
+        return [(group, torch.unique(torch.cat([leaves[i].slots for i in group])))
+                for group in groups]
+
+    def _decode_rows(self, gen: list[GenRequest], state: "_Decoding", result: BatchResult):
+        logits = state.first_logits
+        generated = {i: [] for row in state.leaves for i in row}
         step = 0
-        while active:
-            next_tokens = logits.argmax(dim=-1).tolist()  # first maximum on ties
-            keep = []
-            for row, (index, token) in enumerate(zip(active, next_tokens)):
-                stop = self._stop_reason(gen[index], generated[index], token)
-                if stop is None:
-                    keep.append(row)
-                else:
-                    tokens = generated[index]
-                    result.generations[gen[index].key] = GenResult(
-                        self._text(tokens), len(tokens), stop)
-            if not keep:
-                break
-            if len(keep) < len(active):
-                index_tensor = torch.tensor(keep, device=self.device)
-                cache.batch_select_indices(index_tensor)
-                mask, lengths = mask[index_tensor], lengths[index_tensor]
-                next_tokens = [next_tokens[r] for r in keep]
-                active = [active[r] for r in keep]
-            mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-            positions = (lengths + step)[:, None]
-            out = self.model(input_ids=torch.tensor(next_tokens, device=self.device)[:, None],
-                             attention_mask=mask, position_ids=positions, use_cache=True,
-                             **{self._cache_kw: cache})
-            result.stats.decode_tokens += len(active)
-            result.stats.decode_padding += int((mask == 0).sum())
-            logits = out.logits[:, -1].float()
+        while True:
+            next_tokens = iter(logits.argmax(dim=-1).tolist())  # first maximum on ties
+            still = []  # per row: (leaf slot in the row, token) of leaves that go on
+            for row, active in zip(state.leaves, state.active):
+                going = []
+                for slot in active:
+                    index, token = row[slot], next(next_tokens)
+                    stop = self._stop_reason(gen[index], generated[index], token)
+                    if stop is None:
+                        going.append((slot, token))
+                    else:
+                        tokens = generated[index]
+                        result.generations[gen[index].key] = GenResult(
+                            self._text(tokens), len(tokens), stop)
+                still.append(going)
+            if not any(still):
+                return
+            logits = state.step(still, step, result.stats)
             step += 1
 
     def _stop_reason(self, request: GenRequest, tokens: list[int], token: int) -> str | None:
@@ -263,26 +574,205 @@ class Scorer:
     def _text(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True)
 
-    def _stack_caches(self, leaves: list[_Leaf], width: int):
-        """One batched cache from per-leaf caches, left-padded with zeros to `width`."""
-        from transformers import DynamicCache
+    # -- masks --------------------------------------------------------------------------
 
-        layers = []
-        for layer in range(len(leaves[0].kv)):
-            keys, values = [], []
-            for leaf in leaves:
-                k, v = leaf.kv[layer]
-                pad = width - k.shape[-2]
-                keys.append(torch.nn.functional.pad(k, (0, 0, pad, 0)))
-                values.append(torch.nn.functional.pad(v, (0, 0, pad, 0)))
-            layers.append((torch.cat(keys), torch.cat(values)))
-        return DynamicCache(ddp_cache_data=layers)
+    def _tree_mask(self, visible: torch.Tensor, query_positions: torch.Tensor,
+                   key_positions: torch.Tensor):
+        """The additive 4D mask for `visible` [rows, queries, keys]; per layer type when a
+        sliding window is shorter than these positions (windows count logical positions)."""
+        masks = {"full_attention": visible}
+        window = self._sliding_window
+        if window is not None and int(query_positions.max()) >= window:
+            near = query_positions[:, :, None] - key_positions[:, None, :] < window
+            masks["sliding_attention"] = visible & near
+        additive = {kind: self._additive(mask) for kind, mask in masks.items()}
+        if len(additive) == 1:
+            return additive["full_attention"]
+        if self._layer_types is None:  # every layer slides
+            return additive["sliding_attention"]
+        return additive
+
+    def _additive(self, visible: torch.Tensor) -> torch.Tensor:
+        """[rows, 1, queries, keys]: 0 where visible, the dtype's minimum elsewhere."""
+        dtype = self._mask_dtype
+        mask = torch.zeros(visible.shape, dtype=dtype, device=self.device)
+        mask.masked_fill_(~visible.to(self.device), torch.finfo(dtype).min)
+        return mask[:, None]
+
+    def _features(self, out) -> torch.Tensor:
+        return out.last_hidden_state if self._backbone is not self.model else out.logits
+
+
+class _Decoding:
+    """One decoding call's rows: a cache of the rows' keys (gathered from the pool,
+    left-padded), which of them each leaf sees, and the leaves still going."""
+
+    def __init__(self, scorer: Scorer, groups, leaves: dict[int, _State], pool: KVPool):
+        self.scorer = scorer
+        self.leaves = [group for group, _ in groups]  # per row: request indices
+        self.active = [list(range(len(group))) for group in self.leaves]
+        count, width = len(groups), max(len(keys) for _, keys in groups)
+        most = max(len(group) for group in self.leaves)
+        gather = torch.zeros(count, width, dtype=torch.long)
+        self.visible = torch.zeros(count, most, width, dtype=torch.bool)
+        self.lengths = torch.zeros(count, most, dtype=torch.long)
+        for r, (group, keys) in enumerate(groups):
+            pad = width - len(keys)
+            gather[r, pad:] = keys
+            for slot, index in enumerate(group):
+                path = leaves[index].slots
+                self.visible[r, slot, torch.searchsorted(keys, path) + pad] = True
+                self.lengths[r, slot] = len(path)
+        self.key_positions = pool.positions[gather]
+        # Room for a few tokens per leaf; the buffer doubles for rows that ramble on.
+        self.cache = pool.gather(gather, room=4 * most)
+        self.first_logits = scorer._head(torch.stack([leaves[i].last for group in self.leaves
+                                                      for i in group]))
+
+    def step(self, going: list[list[tuple[int, int]]], step: int, stats: ScoreStats):
+        """Feed each going leaf its token; the logits of the next, in row order."""
+        scorer = self.scorer
+        keep = [r for r, row in enumerate(going) if row]
+        if len(keep) < len(going):
+            kept = torch.tensor(keep)
+            self.cache.batch_select_indices(kept.to(scorer.device))
+            self.visible, self.lengths = self.visible[kept], self.lengths[kept]
+            self.key_positions = self.key_positions[kept]
+            self.leaves = [self.leaves[r] for r in keep]
+            going = [going[r] for r in keep]
+        count, width = len(going), max(len(row) for row in going)
+        ids = torch.zeros(count, width, dtype=torch.long)
+        query_leaf = torch.zeros(count, width, dtype=torch.long)
+        real = torch.zeros(count, width, dtype=torch.bool)
+        for r, row in enumerate(going):
+            for q, (slot, token) in enumerate(row):
+                ids[r, q], query_leaf[r, q], real[r, q] = token, slot, True
+        rows = torch.arange(count)[:, None]
+        positions = torch.where(real, self.lengths[rows, query_leaf] + step, 0)
+        seen = self.visible[rows, query_leaf] & real[:, :, None]  # [rows, queries, keys]
+        own = torch.eye(width, dtype=torch.bool).expand(count, width, width)
+        key_positions = torch.cat([self.key_positions, positions], dim=1)
+        if scorer.packing:
+            mask = scorer._tree_mask(torch.cat([seen, own], dim=2), positions, key_positions)
+        else:  # one leaf per row: a key-padding mask says it all
+            mask = torch.cat([seen[:, 0], real], dim=1).long().to(scorer.device)
+        out = scorer._backbone(input_ids=ids.to(scorer.device), attention_mask=mask,
+                               position_ids=positions.to(scorer.device), use_cache=True,
+                               **{scorer._cache_kw: self.cache})
+        features = scorer._features(out)[real.to(scorer.device)]
+        # Each leaf sees its own new token from now on.
+        added = torch.zeros(count, self.visible.shape[1], width, dtype=torch.bool)
+        added[rows.expand(count, width)[real], query_leaf[real], torch.arange(width).expand(
+            count, width)[real]] = True
+        self.visible = torch.cat([self.visible, added], dim=2)
+        self.key_positions = key_positions
+        self.active = [[slot for slot, _ in row] for row in going]
+        stats.decode_calls += 1
+        stats.decode_tokens += int(real.sum())
+        stats.decode_padding += int((~real).sum())
+        return scorer._head(features)
+
+
+def _node_state(node: Node, parent: _State, own_slots: torch.Tensor,
+                features: torch.Tensor, pending: _PendingLogprobs) -> _State:
+    """A node's state from its parent's and the features of its own tokens."""
+    n = len(node.segment)
+    if n == 0:  # a request ending where others go on: its parent's state exactly
+        return parent
+    if not node.needs_logprobs:
+        part = torch.full((n,), float("nan"))
+    elif parent.last is None:  # a root's first token has no prediction; never scored
+        part = pending.add(features[:-1].clone(), node.segment[1:], lead_nan=True)
+    else:
+        part = pending.add(torch.cat([parent.last[None], features[:-1]]), node.segment,
+                           lead_nan=False)
+    return _State(torch.cat([parent.slots, own_slots]), features[-1].clone(),
+                  parent.parts + [part])
+
+
+def _forward_groups(fragments: list[_Fragment], max_slots: int) -> list[list[_Fragment]]:
+    """Fragments split into decoder calls: longest first, cut where the padding saved
+    outweighs a call's fixed cost (an exact partition by dynamic programming), no call
+    above max_slots KV positions unless it holds a single row."""
+    order = sorted(fragments, key=lambda f: (-f.size, -len(f.prefix.slots)))
+    best = [0.0] + [float("inf")] * len(order)
+    cut = [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        prefix = 0
+        for start in range(end - 1, -1, -1):
+            prefix = max(prefix, len(order[start].prefix.slots))
+            rows = end - start
+            if rows > 1 and rows * (prefix + order[start].size) > max_slots:
+                break
+            cost = best[start] + FORWARD_OVERHEAD_TOKENS + rows * order[start].size
+            if cost < best[end]:
+                best[end], cut[end] = cost, start
+    groups, end = [], len(order)
+    while end:
+        groups.append(order[cut[end]:end])
+        end = cut[end]
+    return groups[::-1]
+
+
+def _common_prefix(a: torch.Tensor, b: torch.Tensor) -> int:
+    length = min(len(a), len(b))
+    differ = (a[:length] != b[:length]).nonzero()
+    return int(differ[0]) if len(differ) else length
+
+
+def _chunks(rows: list, max_slots: int, sizes: Callable):
+    """Consecutive runs of `rows` whose padded size, count x (max prefix + max new), stays
+    within max_slots; `sizes(row)` gives (prefix, new). A row too big alone goes alone."""
+    chunk, prefix, new = [], 0, 0
+    for row in rows:
+        p, n = sizes(row)
+        p, n = max(prefix, p), max(new, n)
+        if chunk and (len(chunk) + 1) * (p + n) > max_slots:
+            yield chunk
+            chunk, (p, n) = [], sizes(row)
+        chunk.append(row)
+        prefix, new = p, n
+    if chunk:
+        yield chunk
+
+
+def _attention_layout(config) -> tuple[list | None, int | None, bool]:
+    """(layer types when mixed, the sliding window, whether tree masks can express the
+    model's attention). Chunked or other attention kinds get one node per row instead."""
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    window = getattr(text, "sliding_window", None)
+    layer_types = getattr(text, "layer_types", None)
+    if layer_types:
+        kinds = set(layer_types)
+        if kinds - {"full_attention", "sliding_attention"}:
+            return None, None, False
+        if "sliding_attention" not in kinds:
+            return None, None, True
+        return (list(layer_types) if "full_attention" in kinds else None), window, True
+    if getattr(text, "use_sliding_window", True) is False:
+        window = None
+    return None, window, True
 
 
 def _cache_keyword(module) -> str:
     # transformers 5.x renames past_key_values to cache (the old name warns).
     params = inspect.signature(module.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
+
+
+def _kv_bytes_per_token(model, cache_kw: str, device) -> int:
+    """Bytes of keys and values one token adds to the cache, measured on a probe forward
+    (so grouped-query attention, shared KV layers and the dtype count as they are)."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    probe = torch.arange(1, 5, device=device)[None] % model.config.vocab_size
+    with torch.no_grad():
+        model(input_ids=probe, use_cache=True, **{cache_kw: cache})
+    total = sum(t.numel() * t.element_size() for layer in cache.layers
+                for t in (getattr(layer, "keys", None), getattr(layer, "values", None))
+                if t is not None)
+    return max(1, total // probe.shape[1])
 
 
 def _split_output_head(model, cache_kw: str, device):

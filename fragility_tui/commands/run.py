@@ -44,8 +44,13 @@ def register(sub) -> None:
     p.add_argument("--dtype", default="auto", choices=("auto", "bf16", "fp16", "fp32"))
     p.add_argument("--device", default="auto", metavar="DEV", help="auto, cpu or cuda:N")
     p.add_argument("--batch-size", default="auto", metavar="N",
-                   help="items per batch (each item is up to 24 decoding rows); default auto "
-                        "(4 on CPU, 16 on GPU); halved automatically on out-of-memory")
+                   help="at most N items per batch (a batch is one store transaction); "
+                        "default auto: as many as the token budget holds")
+    p.add_argument("--batch-tokens", default="auto", metavar="N",
+                   help="token budget: unique prompt tokens per batch and KV positions per "
+                        "decoder call; default auto: from the device's memory (1 GiB of KV "
+                        "on a CPU, half the free memory on a GPU); halved on out-of-memory "
+                        "and grown back")
     p.add_argument("--max-new-tokens", type=int, default=16, metavar="N")
     p.add_argument("--threads", type=int, default=2, metavar="N", help="torch CPU threads")
     p.add_argument("--trust-remote-code", action="store_true",
@@ -61,16 +66,16 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _batch_size(text: str) -> int | None:
+def _positive_or_auto(text: str, flag: str) -> int | None:
     if text == "auto":
         return None
     try:
         value = int(text)
     except ValueError:
-        raise InputError(f"--batch-size must be a positive integer or auto, got {text!r}",
-                         field="--batch-size") from None
+        raise InputError(f"{flag} must be a positive integer or auto, got {text!r}",
+                         field=flag) from None
     if value < 1:
-        raise InputError(f"--batch-size must be at least 1, got {value}", field="--batch-size")
+        raise InputError(f"{flag} must be at least 1, got {value}", field=flag)
     return value
 
 
@@ -97,7 +102,8 @@ def spec_from_args(args: argparse.Namespace):
     return RunSpec(models=list(args.model), items=list(args.items), grid=args.grid,
                    per_benchmark=args.per_benchmark or None, seed=args.seed, configs=configs,
                    quantize=args.quantize, dtype=args.dtype, device=args.device,
-                   batch_size=_batch_size(args.batch_size),
+                   batch_size=_positive_or_auto(args.batch_size, "--batch-size"),
+                   batch_tokens=_positive_or_auto(args.batch_tokens, "--batch-tokens"),
                    max_new_tokens=args.max_new_tokens,
                    trust_remote_code=args.trust_remote_code, threads=args.threads,
                    prefix_reuse=not args.no_prefix_reuse)

@@ -303,6 +303,9 @@ def test_cancel_stops_after_the_current_batch(tiny_folder, tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--model", "no/such/thing/here"], "not found"),
     (["--model", "missing-file.gguf"], "no such GGUF file"),
+    (["--model", "smollm2-135m-instruct", "--batch-tokens", "lots"],
+     "--batch-tokens must be a positive integer or auto, got 'lots'"),
+    (["--model", "smollm2-135m-instruct", "--batch-size", "0"], "--batch-size must be at least 1"),
 ])
 def test_bad_model_specs_fail_with_one_line(tmp_path, args, message):
     items = write_items(tmp_path / "items.jsonl", 1)
@@ -338,29 +341,38 @@ def test_model_needing_remote_code_is_refused(tmp_path, tiny_folder):
         load_model(str(folder))
 
 
-def test_out_of_memory_halves_the_batch_then_fails_clearly(tiny_folder, tmp_path, monkeypatch):
+def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folder, tmp_path,
+                                                                       monkeypatch):
     from runners.loop import RunFailed
 
-    items = write_items(tmp_path / "items.jsonl", 4)
+    items = write_items(tmp_path / "items.jsonl", 8)
     original = Run._score_chunk
-    sizes = []
+    calls = []
 
-    def oom_above_one(self, loaded, scorer, chunk):
-        sizes.append(len(chunk))
-        if len(chunk) > 1:
+    def oom_once(self, loaded, scorer, chunk, max_slots):
+        calls.append((len(chunk), max_slots))
+        if len(calls) == 1:
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
-        return original(self, loaded, scorer, chunk)
+        return original(self, loaded, scorer, chunk, max_slots)
 
-    monkeypatch.setattr(Run, "_score_chunk", oom_above_one)
+    monkeypatch.setattr(Run, "_score_chunk", oom_once)
     store = Store(tmp_path / "s.duckdb")
     events = tmp_path / "ev.jsonl"
     run = Run(spec_for(tiny_folder, items, configs=["o0.letter", "cloze_qa"]), store,
               display="none", events_path=str(events))
     assert run.execute() == "finished"
-    assert sizes[:2] == [2, 1] and len(cells_of(store, "g")) == 4 * 2
+    ceiling = calls[0][1]
+    # Halved (items and tokens), then after two good batches grown back to the ceiling.
+    assert calls == [(2, ceiling), (1, ceiling // 2), (1, ceiling // 2),
+                     (2, ceiling), (2, ceiling), (2, ceiling)]
+    assert len(cells_of(store, "g")) == 8 * 2
     assert '"oom_retry"' in events.read_text()
+    record = store.get_run(run.run_id)["provenance"]["batching"]["tiny-llama"]
+    assert record["oom_retries"] == 1 and record["token_budget"] == ceiling
+    assert record["budgets_used"] == {str(ceiling // 2): 2, str(ceiling): 3}
+    assert record["items_per_batch"] == {"min": 1, "max": 2, "mean": 1.6}
 
-    def always_oom(self, loaded, scorer, chunk):
+    def always_oom(self, loaded, scorer, chunk, max_slots):
         raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
     monkeypatch.setattr(Run, "_score_chunk", always_oom)

@@ -54,14 +54,13 @@ def _reference_loglikelihood(model, tokens, scored_from):
     return sum(float(lp[t - 1, tokens[t]]) for t in range(scored_from, len(tokens)))
 
 
-@pytest.mark.parametrize("instruct", [True, False], ids=["chat", "base"])
-def test_all_26_configs_match_a_plain_reference(tiny_model, tiny_tokenizer, instruct):
-    plans, gen, lik = _requests(tiny_tokenizer, ITEMS, instruct)
-    result = _scorer(tiny_model, tiny_tokenizer).score(gen, lik)
+def _assert_matches_reference(model, tokenizer, scorer, instruct, **score_kw):
+    plans, gen, lik = _requests(tokenizer, ITEMS, instruct)
+    result = scorer.score(gen, lik, **score_kw)
     with torch.inference_mode():
         for request in gen:
             ours = result.generations[request.key]
-            reference = _reference_generation(tiny_model, tiny_tokenizer, request.tokens)
+            reference = _reference_generation(model, tokenizer, request.tokens)
             # Early stop may cut the text once the parse is fixed: ours is a prefix.
             assert reference.startswith(ours.text), (request.key, ours, reference)
             prompt = plans[[p.item.item_uid for p in plans].index(request.key[0])].prompts[request.key[1]]
@@ -69,8 +68,16 @@ def test_all_26_configs_match_a_plain_reference(tiny_model, tiny_tokenizer, inst
                 parse_answer(reference, prompt.labels, prompt.options)
         for request in lik:
             ll, _ = result.loglikelihoods[request.key]
-            assert ll == pytest.approx(_reference_loglikelihood(tiny_model, request.tokens,
+            assert ll == pytest.approx(_reference_loglikelihood(model, request.tokens,
                                                                 request.scored_from), abs=1e-4)
+    return plans, result
+
+
+@pytest.mark.parametrize("instruct", [True, False], ids=["chat", "base"])
+def test_all_26_configs_match_a_plain_reference(tiny_model, tiny_tokenizer, instruct):
+    scorer = _scorer(tiny_model, tiny_tokenizer)
+    assert scorer.packing  # a Llama honours tree masks: fragments are packed
+    plans, result = _assert_matches_reference(tiny_model, tiny_tokenizer, scorer, instruct)
     rows = [row for plan in plans for row in cells_for(plan, result, "tiny", None, 0.0)]
     assert len(rows) == len(ITEMS) * 26
     assert {r.config_id for r in rows} == set(CONFIG_IDS)
@@ -81,6 +88,80 @@ def test_all_26_configs_match_a_plain_reference(tiny_model, tiny_tokenizer, inst
             assert len(row.scores) == 4 and row.permutation is None
         else:
             assert len(row.permutation) == 4 and row.raw_output is not None
+
+
+@pytest.mark.parametrize("pack_tokens", [0, 24, 256], ids=["node-rows", "small-fragments",
+                                                          "fragments"])
+@pytest.mark.parametrize("max_slots", [48, 16384], ids=["tight-budget", "roomy-budget"])
+def test_every_layout_and_budget_matches_the_reference(tiny_model, tiny_tokenizer, pack_tokens,
+                                                       max_slots):
+    """One node per row (2D masks), small and large packed fragments (4D tree masks), a
+    budget that forces a call per row or two, and one that fits the batch: same answers."""
+    scorer = _scorer(tiny_model, tiny_tokenizer, pack_tokens=pack_tokens)
+    assert scorer.packing == (pack_tokens > 0)
+    _assert_matches_reference(tiny_model, tiny_tokenizer, scorer, True, max_slots=max_slots)
+
+
+def _tiny_gemma3(tokenizer, layer_types):
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                              num_hidden_layers=len(layer_types), num_attention_heads=2,
+                              num_key_value_heads=1, head_dim=16, initializer_range=0.5,
+                              sliding_window=8, layer_types=layer_types,
+                              max_position_embeddings=1024,
+                              bos_token_id=tokenizer.bos_token_id,
+                              eos_token_id=tokenizer.eos_token_id,
+                              pad_token_id=tokenizer.pad_token_id)
+    model = Gemma3ForCausalLM(config).eval()
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+@pytest.mark.parametrize("layer_types", [["sliding_attention", "full_attention"],
+                                         ["sliding_attention", "sliding_attention"]],
+                         ids=["mixed", "all-sliding"])
+@pytest.mark.parametrize("pack_tokens", [0, 256], ids=["node-rows", "fragments"])
+def test_sliding_window_attention_matches_the_reference(tiny_tokenizer, layer_types, pack_tokens):
+    """Gemma 3 style layers with an 8-token window, prompts of 40-90 tokens: the tree masks
+    window by logical position, per layer type, as transformers' own masks do."""
+    model = _tiny_gemma3(tiny_tokenizer, layer_types)
+    scorer = _scorer(model, tiny_tokenizer, pack_tokens=pack_tokens)
+    assert scorer._sliding_window == 8
+    _assert_matches_reference(model, tiny_tokenizer, scorer, True, max_slots=512)
+
+
+def test_prefill_batches_rows_and_the_pool_holds_each_token_once(tiny_model, tiny_tokenizer):
+    """The batch's tree goes through the decoder in a handful of calls, not one per node,
+    and the KV pool is exactly the tree's unique tokens (plus the zero padding slot)."""
+    from runners import scoring
+
+    scorer = _scorer(tiny_model, tiny_tokenizer)
+    _, gen, lik = _requests(tiny_tokenizer, ITEMS)
+    pools = []
+    original = scoring.KVPool.__init__
+
+    def spy(self, capacity):
+        original(self, capacity)
+        pools.append(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(scoring.KVPool, "__init__", spy)
+        result = scorer.score(gen, lik)
+    nodes, stack = 0, build_tree([r.tokens for r in gen] + [r.tokens for r in lik])
+    while stack:
+        node = stack.pop()
+        nodes += bool(node.segment)
+        stack.extend(node.children)
+    assert pools[0].used == pools[0].capacity == result.stats.unique_prompt_tokens + 1
+    assert pools[0].keys == []  # released once decoding had its caches
+    assert result.stats.prefill_calls < nodes / 10  # not a call per node
+    assert result.stats.prompt_padding < 0.1 * result.stats.prompt_tokens
+    # Every leaf decodes in the same call per step; a last token is never fed back.
+    longest = max(g.new_tokens for g in result.generations.values())
+    assert result.stats.decode_calls == longest - 1
 
 
 def _flatten(result):

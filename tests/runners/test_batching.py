@@ -1,0 +1,75 @@
+"""Batch sizing: the token budget, its out-of-memory halving and growing back, and how the
+starting budget follows the memory a token costs."""
+
+from __future__ import annotations
+
+import pytest
+
+from runners.batching import MIN_TOKENS, TokenBudget, initial_budget
+
+
+def test_a_batch_takes_items_until_the_budget_is_reached():
+    budget = TokenBudget(1000, "test")
+    assert budget.fits(0, 5000)  # the first item always goes, however big
+    assert budget.fits(3, 999) and not budget.fits(3, 1000)
+    capped = TokenBudget(1000, "test", item_cap=2)
+    assert capped.fits(1, 10) and not capped.fits(2, 10)
+
+
+def test_out_of_memory_halves_tokens_and_items_then_two_good_batches_grow_it_back():
+    budget = TokenBudget(4096, "test")
+    assert budget.shrink(batch_items=8)
+    assert (budget.tokens, budget.item_limit) == (2048, 4)
+    assert budget.shrink(batch_items=4)
+    assert (budget.tokens, budget.item_limit) == (1024, 2)
+    budget.succeeded(2)
+    assert budget.tokens == 1024  # one good batch is not yet a trend
+    budget.succeeded(2)
+    assert (budget.tokens, budget.item_limit) == (2048, 4)
+    budget.succeeded(4)
+    budget.succeeded(4)
+    assert (budget.tokens, budget.item_limit) == (4096, None)  # whole again, no item limit
+    record = budget.record()
+    assert record["oom_retries"] == 2 and record["batches"] == 4
+    assert record["budgets_used"] == {"1024": 2, "2048": 2}
+    assert record["items_per_batch"] == {"min": 2, "max": 4, "mean": 3.0}
+
+
+def test_a_users_item_cap_is_restored_not_lifted():
+    budget = TokenBudget(4096, "test", item_cap=3)
+    budget.shrink(batch_items=3)
+    assert budget.item_limit == 1
+    for _ in range(4):
+        budget.succeeded(1)
+    assert (budget.tokens, budget.item_limit) == (4096, 3)
+
+
+def test_nothing_left_to_try_when_one_item_fails_at_the_smallest_budget():
+    budget = TokenBudget(MIN_TOKENS * 2, "test")
+    assert budget.shrink(batch_items=1)  # the budget can still halve
+    assert budget.tokens == MIN_TOKENS
+    assert not budget.shrink(batch_items=1)
+
+
+def test_the_cpu_budget_is_a_gigabyte_of_kv_over_the_bytes_a_token_costs(monkeypatch):
+    from runners import batching
+
+    monkeypatch.setattr(batching, "_available_ram", lambda: 64 << 30)
+    budget = initial_budget(46080, "cpu")  # SmolLM2-135M in fp32: 30 layers x 3 KV heads
+    assert budget.tokens == (1 << 30) // 46080 and "CPU" in budget.source
+    monkeypatch.setattr(batching, "_available_ram", lambda: 1 << 30)  # a small machine
+    assert initial_budget(46080, "cpu").tokens == (1 << 28) // 46080
+    assert initial_budget(46080, "cpu", tokens=999, item_cap=3).tokens == 999
+    assert initial_budget(1 << 30, "cpu").tokens == MIN_TOKENS  # never below the floor
+
+
+def test_the_gpu_budget_follows_free_memory_and_kv_plus_activation_bytes(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from transformers import LlamaConfig
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (40 << 30, 80 << 30))
+    config = LlamaConfig(hidden_size=4096, intermediate_size=14336)
+    budget = initial_budget(131072, "cuda:0", config, dtype_bytes=2)
+    per_token = 131072 + (4 * 4096 + 3 * 14336) * 2 + 4096
+    assert budget.tokens == int((40 << 30) * 0.5 // per_token)
+    assert "cuda:0" in budget.source
