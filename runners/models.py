@@ -279,32 +279,79 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
         folder = converted_gguf_folder(resolved.path, weights_sha)
     if not trust_remote_code:
         _refuse_remote_code(spec, folder)
+    placement = _placement(folder, device, torch_dtype, quantize)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch_dtype,
-                                                     trust_remote_code=trust_remote_code)
+        # sdpa (or eager): the scorer's 4D tree masks need an implementation that reads
+        # them; flash-attention kernels take no custom mask.
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, dtype=torch_dtype, trust_remote_code=trust_remote_code,
+            attn_implementation="sdpa", **placement)
     except ValueError as exc:
         if "trust_remote_code" in str(exc):
             raise InputError(f"{spec} needs remote code to load; pass --trust-remote-code "
                              "only if you trust its repository", field="--model") from None
-        raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
+        if "sdpa" in str(exc).lower():  # an architecture without an sdpa implementation
+            model = AutoModelForCausalLM.from_pretrained(
+                folder, dtype=torch_dtype, trust_remote_code=trust_remote_code,
+                attn_implementation="eager", **placement)
+        else:
+            raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
     except OSError as exc:
         raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
-    model.to(device)
     model.eval()
     if weights_sha is None:
         weights_sha = weights_hash(folder)
     name, base = resolved.name, None
     scheme = None
     if quantize:
+        # Quantised on the CPU, then moved: an int4 build occupies int4 memory on the GPU.
         scheme = quantize_model(model, quantize, device=device)
         base, name = name, f"{name}+{quantize}"
+    if not placement:  # loaded on the CPU to be quantised first
+        model.to(device)
     loaded = LoadedModel(
         name=name, base_model=base, model=model, tokenizer=tokenizer, device=device,
         dtype=dtype_name, quantization=quantize, is_instruct=bool(tokenizer.chat_template),
         add_bos=_adds_bos(tokenizer), eos_ids=_eos_ids(model, tokenizer))
     loaded.provenance = _provenance(resolved, loaded, weights_sha, scheme)
     return loaded
+
+
+def _placement(folder: Path, device: str, torch_dtype, quantize: str | None) -> dict:
+    """from_pretrained's placement: straight onto the GPU in the target dtype; across the
+    visible GPUs (device_map="auto", no CPU offload) when it does not fit one; on the CPU
+    first when it is to be quantised (or runs there)."""
+    if device == "cpu" or quantize:
+        return {}
+    import torch
+
+    index = torch.device(device).index or 0
+    need = _weights_bytes(folder, torch_dtype) * 1.1
+    free = torch.cuda.mem_get_info(index)[0]
+    if need <= free:
+        return {"device_map": {"": index}}
+    count = torch.cuda.device_count()
+    frees = {i: torch.cuda.mem_get_info(i)[0] for i in range(count)}
+    if count > 1 and need <= sum(frees.values()) * 0.9:
+        return {"device_map": "auto", "max_memory": {i: int(f * 0.9) for i, f in frees.items()}}
+    raise InputError(f"{folder.name} needs about {need / 2**30:.1f} GiB in this dtype; "
+                     f"{sum(frees.values()) / 2**30:.1f} GiB is free on {count} GPU(s): try "
+                     "--dtype bf16, --quantize int8 or more GPUs", field="--model")
+
+
+def _weights_bytes(folder: Path, torch_dtype) -> float:
+    """Bytes of the weights once loaded in `torch_dtype` (file sizes, rescaled from the
+    dtype config.json says they are stored in)."""
+    stored = {"float32": 4, "float16": 2, "bfloat16": 2}
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        config = {}
+    source = stored.get(str(config.get("torch_dtype") or config.get("dtype") or "float32"), 4)
+    size = sum(p.stat().st_size for p in folder.iterdir()
+               if p.suffix in WEIGHT_SUFFIXES and p.is_file())
+    return size * torch_dtype.itemsize / source
 
 
 def _refuse_remote_code(spec: str, folder: Path) -> None:
@@ -361,6 +408,14 @@ def _eos_ids(model, tokenizer) -> frozenset[int]:
     return frozenset(i for i in ids if i is not None)
 
 
+def _device_map(model) -> dict | None:
+    """Where the layers went when a model was sharded across GPUs (None: one device)."""
+    mapping = getattr(model, "hf_device_map", None)
+    if not mapping or len(set(mapping.values())) <= 1:
+        return None
+    return {name: str(where) for name, where in mapping.items()}
+
+
 def _provenance(resolved: ResolvedSpec, loaded: LoadedModel, weights_sha: str,
                 scheme: dict | None) -> dict:
     template = loaded.tokenizer.chat_template
@@ -380,5 +435,7 @@ def _provenance(resolved: ResolvedSpec, loaded: LoadedModel, weights_sha: str,
         "add_bos": loaded.add_bos,
         "eos_ids": sorted(loaded.eos_ids),
         "device": loaded.device,
+        "device_map": _device_map(loaded.model),
+        "attn_implementation": getattr(loaded.model.config, "_attn_implementation", None),
         "libraries": library_versions(),
     }

@@ -256,6 +256,7 @@ def _roomy_layer_class():
             return self.length
 
         def batch_select_indices(self, indices: torch.Tensor) -> None:
+            indices = indices.to(self._keys.device)  # layers of a sharded model differ
             self._keys, self._values = self._keys[indices], self._values[indices]
             self._views()
 

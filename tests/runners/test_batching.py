@@ -73,3 +73,42 @@ def test_the_gpu_budget_follows_free_memory_and_kv_plus_activation_bytes(monkeyp
     per_token = 131072 + (4 * 4096 + 3 * 14336) * 2 + 4096
     assert budget.tokens == int((40 << 30) * 0.5 // per_token)
     assert "cuda:0" in budget.source
+
+
+def _fake_gpus(monkeypatch, free_bytes: list[int]):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda i=0: (free_bytes[i], 80 << 30))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: len(free_bytes))
+    return torch
+
+
+def _model_folder(tmp_path, weight_bytes: int, stored: str):
+    (tmp_path / "config.json").write_text(f'{{"torch_dtype": "{stored}"}}')
+    with open(tmp_path / "model.safetensors", "wb") as fh:
+        fh.truncate(weight_bytes)
+    return tmp_path
+
+
+def test_a_model_goes_straight_onto_one_gpu_in_the_target_dtype(tmp_path, monkeypatch):
+    from runners.models import _placement
+
+    torch = _fake_gpus(monkeypatch, [20 << 30, 20 << 30])
+    folder = _model_folder(tmp_path, 16 << 30, "float32")  # 8 GiB once in bf16
+    assert _placement(folder, "cuda:1", torch.bfloat16, None) == {"device_map": {"": 1}}
+    assert _placement(folder, "cpu", torch.float32, None) == {}
+    # Quantised builds load on the CPU, are quantised there, then moved (int4 memory).
+    assert _placement(folder, "cuda:0", torch.bfloat16, "int4") == {}
+
+
+def test_a_model_too_big_for_one_gpu_is_sharded_across_them_or_refused(tmp_path, monkeypatch):
+    from fragility_tui.errors import InputError
+    from runners.models import _placement
+
+    torch = _fake_gpus(monkeypatch, [20 << 30, 20 << 30])
+    folder = _model_folder(tmp_path, 30 << 30, "bfloat16")
+    placement = _placement(folder, "cuda:0", torch.bfloat16, None)
+    assert placement["device_map"] == "auto"
+    assert set(placement["max_memory"]) == {0, 1}  # GPUs only: never offloaded to the CPU
+    _fake_gpus(monkeypatch, [20 << 30])
+    with pytest.raises(InputError, match="needs about 33.0 GiB.*--quantize int8"):
+        _placement(folder, "cuda:0", torch.bfloat16, None)

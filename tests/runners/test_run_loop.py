@@ -96,6 +96,10 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     model = prov["models"]["tiny-llama"]
     assert len(model["weights_sha256"]) == 64 and model["chat_template_sha256"]
     assert model["add_bos"] is False and model["prompt_mode"] == "chat template"
+    assert model["attn_implementation"] == "sdpa" and model["device_map"] is None
+    batching = prov["batching"]["tiny-llama"]  # the effective batch sizes
+    assert batching["batches"] == 2 and batching["items_per_batch"]["max"] == 2  # --batch-size 2
+    assert "tree attention mask" in batching["layout"] and batching["oom_retries"] == 0
     assert row["tokens"] > 0 and row["seconds"] > 0
     events = [json.loads(line) for line in (tmp_path / "ev.jsonl").read_text().splitlines()]
     kinds = [e["event"] for e in events]
