@@ -1,135 +1,309 @@
-"""Runner benchmark (`make bench`): SmolLM2-135M-Instruct x 40 real items x 26 configs.
+"""Runner benchmark (`make bench`): what a user would compare, measured in one run.
 
-Prints, for the runner's scorer (prefix tree + batched decoding) and the plain reference
-loop (runners.reference: one prompt at a time, model.generate / full forwards) measured in
-the same process on the same items:
-- wall time of each, and the speed-up (goal >= 3x);
-- prompt tokens forwarded vs the unique tokens of each item's prompt tree (goal <= 1.15x);
-  the runner's tree spans a whole batch, so the chat header shared across items can put
-  this below 1.0;
-- decode tokens, and how many cells agree.
-Ratios are the figures to quote: absolute times depend on the CPU and on its other load.
+(a) lm-evaluation-harness itself on `cloze_qa`: 300 four-option ARC-Easy test items, both as
+    whole commands, back to back (lm-eval 0.4.13, hf backend, batch 8, in a side venv made
+    as ../shared/PEERS.md shows; created on first use, skipped with a reason when it cannot
+    be): wall-time ratio and per-item agreement with lm-eval's acc_norm.
+(b) all 26 configs on 40 real items (10 per benchmark): the run's own tokens / its recorded
+    seconds against a dense batched forward of the same weights in this process (batch 8 x
+    40 and 8 x 160 tokens, decoder only: the machine's limit), and prompt tokens forwarded
+    against the unique tokens of the items' prompt trees.
+(c) peak memory (max RSS) of a 265-starter-item x 26-config run, and of the runner before
+    the batched scorer (--baseline-rev, run from a git worktree) on the --baseline-items
+    longest starter items: its batches held 4 items and went shortest first, so its peak is
+    its last batch, which those items reproduce (`--baseline-items 265` runs them all).
 
-usage: python benchmarks/bench_runner.py [--per-benchmark 10] [--threads 2] [--batch-size 4]
-       [--json PATH]
+SmolLM2-135M-Instruct in fp32 on the CPU throughout, `--threads` torch threads everywhere.
+Ratios are the figures to quote: absolute times depend on the CPU. Run with nothing else on
+the machine (two torch threads slow down ~10x while another process uses a core).
+
+usage: python benchmarks/bench_runner.py [--parts lmeval,grid,memory] [--threads 2]
+       [--baseline-rev c6c171a] [--baseline-items 16] [--json PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-BENCHMARK_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
+SHARED = REPO.parent / "shared" / "benchmarks"
+MODEL = "smollm2-135m-instruct"
+GRID_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
+LMEVAL_VERSION = "0.4.13"
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
-def load_real_items(per_benchmark: int):
+def run_command(argv: list[str], *, threads: int, cwd: Path = REPO, env: dict | None = None):
+    """(wall seconds, peak RSS in MiB) of a whole command; fails loudly on a non-zero exit."""
+    environment = {**os.environ, **OFFLINE, "OMP_NUM_THREADS": str(threads), **(env or {})}
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, cwd=cwd, env=environment, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    output = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} ... exited {process.returncode}:\n"
+                           f"{output[-3000:]}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def fragility_run(db: Path, grid: str, items: list[str], configs: str, threads: int,
+                  per_benchmark: int = 0, cli: list[str] | None = None, cwd: Path = REPO,
+                  env: dict | None = None):
+    argv = (cli or [sys.executable, "-m", "fragility_tui.cli"]) + [
+        "run", "--model", MODEL, "--grid", grid, "--db", str(db), "--configs", configs,
+        "--per-benchmark", str(per_benchmark), "--dtype", "fp32", "--device", "cpu",
+        "--threads", str(threads), "--display", "none"]
+    for path in items:
+        argv += ["--items", path]
+    return run_command(argv, threads=threads, cwd=cwd, env=env)
+
+
+def last_run(db: Path) -> dict:
+    from fragility_tui.grid.store import Store
+
+    return Store(db).list_runs()[0]
+
+
+# -- (a) lm-evaluation-harness ------------------------------------------------------------
+
+def lmeval_venv() -> Path | str:
+    """The side venv's python, created once (PEERS.md); a reason string when it cannot be."""
+    import platformdirs
+    import torch
+    import transformers
+
+    folder = Path(os.environ.get("FRAGILITY_LMEVAL_VENV") or
+                  Path(platformdirs.user_cache_dir("fragility-tui")) / f"venv-lmeval-{LMEVAL_VERSION}")
+    python = folder / "bin" / "python"
+    if (folder / "READY").is_file():
+        return python
+    torch_pin = f"torch=={torch.__version__.split('+')[0]}"  # the same build as ours
+    steps = [[sys.executable, "-m", "venv", str(folder)],
+             [str(python), "-m", "pip", "install", "-q", torch_pin],
+             [str(python), "-m", "pip", "install", "-q", f"lm_eval[hf]=={LMEVAL_VERSION}",
+              torch_pin, f"transformers=={transformers.__version__}", "gguf", "accelerate"]]
+    print(f"  creating the lm-eval venv in {folder} (once) ...", flush=True)
+    for step in steps:
+        done = subprocess.run(step, capture_output=True, text=True)
+        if done.returncode != 0:
+            shutil.rmtree(folder, ignore_errors=True)
+            return f"{' '.join(step[2:5])} failed: {(done.stderr or done.stdout).strip()[-300:]}"
+    (folder / "READY").write_text("ok")
+    return python
+
+
+def arc_easy_items(path: Path, count: int):
+    """`count` four-option ARC-Easy test items (seeded sample), written in the shared schema
+    so lm-eval and our runner read the very same docs."""
     from fragility_tui.grid.loaders import load_items
 
-    folder = REPO.parent / "shared" / "benchmarks"
-    if not folder.is_dir():
-        sys.exit(f"error: real benchmark data not found at {folder}")
-    items = []
-    for name in BENCHMARK_FILES:
-        part, _ = load_items(folder / f"{name}.jsonl", per_benchmark=per_benchmark, seed=0)
-        items += part
+    items, _ = load_items(SHARED / "arc_easy_test.jsonl", per_benchmark=count, seed=0)
+    with open(path, "w") as fh:
+        for item in items:
+            fh.write(json.dumps({"id": item.source_id, "benchmark": item.benchmark,
+                                 "subject": item.subject, "question": item.question,
+                                 "choices": list(item.choices), "gold": item.gold}) + "\n")
     return items
 
 
-def run_runner(loaded, items, configs, batch_size):
-    from runners.prefix_tree import build_tree, count_tokens
-    from runners.requests import Encoder, cells_for, plan_item
-    from runners.scoring import Scorer, ScoreStats
+def bench_lmeval(work: Path, threads: int, count: int) -> dict:
+    from fragility_tui.grid.lmeval import ItemMatcher, predict, read_samples
+    from runners.models import converted_gguf_folder, resolve_spec, sha256_file
 
-    scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids)
-    encoder = Encoder(loaded.tokenizer, loaded.is_instruct)
-    ordered = sorted(items, key=lambda it: len(it.question) + sum(map(len, it.choices)))
-    stats, preds, per_item_unique = ScoreStats(), {}, 0
-    t0 = time.perf_counter()
-    for start in range(0, len(ordered), batch_size):
-        gen, lik = [], []
-        plans = []
-        for item in ordered[start:start + batch_size]:
-            n_gen, n_lik = len(gen), len(lik)
-            plans.append(plan_item(encoder, item, configs, 0, gen, lik))
-            own = [r.tokens for r in gen[n_gen:]] + [r.tokens for r in lik[n_lik:]]
-            per_item_unique += count_tokens(build_tree(own))
-        result = scorer.score(gen, lik)
-        stats.add(result.stats)
-        for plan in plans:
-            for row in cells_for(plan, result, loaded.name, None, 0.0):
-                preds[(row.item_uid, row.config_id)] = row.pred
-    return time.perf_counter() - t0, stats, per_item_unique, preds
+    python = lmeval_venv()
+    if isinstance(python, str):
+        print(f"(a) skipped: cannot set up lm-evaluation-harness: {python}")
+        return {"skipped": python}
+    gguf = resolve_spec(MODEL).path
+    folder = converted_gguf_folder(gguf, sha256_file(gguf))  # the same fp32 weights
+    items_path = work / "arc_easy_300.jsonl"
+    items = arc_easy_items(items_path, count)
+    tasks = work / "tasks"
+    tasks.mkdir()
+    (tasks / "arc_easy_bench.yaml").write_text(
+        "task: arc_easy_bench\ndataset_path: json\n"
+        f"dataset_kwargs: {{data_files: {{test: {items_path}}}}}\n"
+        "output_type: multiple_choice\ntest_split: test\n"
+        'doc_to_text: "Question: {{question}}\\nAnswer:"\ndoc_to_choice: "{{choices}}"\n'
+        'doc_to_target: gold\ntarget_delimiter: " "\n'
+        "metric_list: [{metric: acc}, {metric: acc_norm}]\n")
+    lmeval_cli = Path(python).parent / "lm_eval"
+    lm_s, lm_rss = run_command(
+        [str(lmeval_cli), "run", "--model", "hf", "--model_args",
+         f"pretrained={folder},dtype=float32", "--device", "cpu", "--include_path", str(tasks),
+         "--tasks", "arc_easy_bench", "--batch_size", "8", "--seed", "0", "--log_samples",
+         "--output_path", str(work / "lmeval-out")], threads=threads)
+    db = work / "lmeval.duckdb"
+    ours_s, ours_rss = fragility_run(db, "arc-easy", [str(items_path)], "cloze_qa", threads)
+    samples = read_samples(next((work / "lmeval-out").rglob("samples_arc_easy_bench_*.jsonl")))
+    matcher = ItemMatcher(items)
+    theirs = {}
+    for sample in samples:
+        item = matcher.match(sample)
+        theirs[item.item_uid] = predict(item, sample, "acc_norm")
+    from fragility_tui.grid.store import Store
+
+    with Store(db).connect() as con:
+        ours = {uid: (pred, scores) for uid, pred, scores in con.execute(
+            "SELECT item_uid, pred, scores FROM cells WHERE grid = 'arc-easy'").fetchall()}
+    same = sum(ours[uid][0] == pred for uid, (pred, _) in theirs.items())
+    gap = max(abs(a - b) for uid, (_, lls) in theirs.items()
+              for a, b in zip(lls, ours[uid][1]))
+    figures = {"items": len(theirs), "lmeval_s": round(lm_s, 1), "ours_s": round(ours_s, 1),
+               "wall_ratio": round(ours_s / lm_s, 3), "same_prediction": same,
+               "agreement": round(same / len(theirs), 4), "max_loglikelihood_gap": gap,
+               "lmeval_peak_mib": round(lm_rss), "ours_peak_mib": round(ours_rss)}
+    print(f"(a) cloze_qa on {len(theirs)} ARC-Easy test items, whole commands: "
+          f"lm-eval {LMEVAL_VERSION} {lm_s:.1f} s, fragility-tui run {ours_s:.1f} s -> "
+          f"{ours_s / lm_s:.2f}x lm-eval's wall time (goal <= 0.5x)")
+    print(f"    same acc_norm prediction on {same}/{len(theirs)} items "
+          f"({same / len(theirs):.1%}, goal >= 99%); largest log-likelihood gap {gap:.1e}")
+    return figures
 
 
-def run_reference(loaded, items, configs):
-    from runners.reference import reference_cell
+# -- (b) all 26 configs against the machine's limit -----------------------------------------
 
-    preds, tokens = {}, 0
-    t0 = time.perf_counter()
-    for item in items:
-        for config_id in configs:
-            cell = reference_cell(loaded.model, loaded.tokenizer, item, config_id, 0)
-            preds[(item.item_uid, config_id)] = (cell.pred, cell.margin)
-            tokens += cell.tokens
-    return time.perf_counter() - t0, tokens, preds
+def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3) -> dict:
+    """Tokens per second of the decoder alone on random tokens (best of `repeats`)."""
+    import torch
+
+    from runners.models import load_model
+
+    torch.set_num_threads(threads)
+    decoder = load_model(MODEL, dtype="fp32", device="cpu").model.get_decoder()
+    rates = {}
+    with torch.no_grad():
+        for batch, length in shapes:
+            ids = torch.randint(0, 49000, (batch, length))
+            decoder(input_ids=ids)  # warm-up
+            best = float("inf")
+            for _ in range(repeats):
+                started = time.perf_counter()
+                decoder(input_ids=ids)
+                best = min(best, time.perf_counter() - started)
+            rates[f"{batch}x{length}"] = round(batch * length / best, 1)
+    return rates
+
+
+def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
+    files = [str(SHARED / f"{name}.jsonl") for name in GRID_FILES]
+    rates = dense_rate(threads)
+    db = work / "grid.duckdb"
+    wall, rss = fragility_run(db, "grid", files, "generate,likelihood", threads, per_benchmark)
+    run = last_run(db)
+    record = run["provenance"]["batching"][MODEL]
+    tokens = record["tokens"]
+    rate = run["tokens"] / run["seconds"]
+    reference = rates["8x40"]
+    figures = {"items": run["provenance"]["items"], "cells": run["cells_done"],
+               "run_tokens": run["tokens"], "run_seconds": round(run["seconds"], 1),
+               "command_s": round(wall, 1), "tokens_per_s": round(rate, 1),
+               "dense_tokens_per_s": rates, "vs_dense_8x40": round(rate / reference, 3),
+               "vs_dense_8x160": round(rate / rates["8x160"], 3),
+               "forwarded_vs_unique": round(tokens["prompt_forwarded"] / tokens["item_tree_tokens"], 3),
+               "tokens": tokens, "batching": {k: v for k, v in record.items() if k != "tokens"},
+               "peak_mib": round(rss)}
+    print(f"(b) all 26 configs, {figures['items']} real items ({figures['cells']} cells): "
+          f"{run['tokens']} tokens in {run['seconds']:.1f} s recorded = {rate:.0f} tokens/s")
+    print(f"    dense decoder forward here: {rates['8x40']:.0f} tokens/s at 8 x 40, "
+          f"{rates['8x160']:.0f} at 8 x 160 -> runner {rate / reference:.2f}x the 8 x 40 rate "
+          f"(goal >= 0.6x), {rate / rates['8x160']:.2f}x the 8 x 160 rate")
+    print(f"    prompt tokens forwarded {tokens['prompt_forwarded']} vs the items' prompt-tree "
+          f"tokens {tokens['item_tree_tokens']}: {figures['forwarded_vs_unique']:.3f}x "
+          f"(goal <= 1.15x; without reuse {tokens['prompt_without_reuse']}); padding "
+          f"{tokens['prompt_padding']} prefill, {tokens['decode_padding']} decoding; "
+          f"{tokens['prefill_calls']} prefill and {tokens['decode_calls']} decoding calls")
+    return figures
+
+
+# -- (c) peak memory --------------------------------------------------------------------------
+
+def longest_starter_items(path: Path, count: int) -> Path:
+    from fragility_tui.grid.loaders import load_items
+
+    items, _ = load_items(REPO / "sample_grids" / "starter_items.jsonl", per_benchmark=None)
+    chosen = {it.item_uid for it in sorted(
+        items, key=lambda it: -(len(it.question) + sum(map(len, it.choices))))[:count]}
+    with open(REPO / "sample_grids" / "starter_items.jsonl") as source, open(path, "w") as out:
+        for line in source:
+            record = json.loads(line)
+            if f"{record['benchmark']}/{record['id']}" in chosen:
+                out.write(line)
+    return path
+
+
+def bench_memory(work: Path, threads: int, baseline_rev: str, baseline_items: int) -> dict:
+    starter = str(REPO / "sample_grids" / "starter_items.jsonl")
+    wall, rss = fragility_run(work / "memory.duckdb", "starter", [starter], "generate,likelihood", threads)
+    run = last_run(work / "memory.duckdb")
+    figures = {"ours": {"items": run["provenance"]["items"], "peak_mib": round(rss),
+                        "command_s": round(wall, 1),
+                        "tokens_per_s": round(run["tokens"] / run["seconds"], 1)}}
+    print(f"(c) peak memory, {figures['ours']['items']} starter items x 26 configs: "
+          f"{rss:.0f} MiB ({wall:.0f} s, {figures['ours']['tokens_per_s']:.0f} tokens/s)")
+    baseline = work / "baseline"
+    made = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(baseline),
+                           baseline_rev], capture_output=True, text=True)
+    if made.returncode != 0:
+        print(f"    baseline skipped: revision {baseline_rev} is not in this checkout")
+        return figures
+    try:
+        items = (starter if baseline_items >= 265 else
+                 str(longest_starter_items(work / "longest.jsonl", baseline_items)))
+        env = {"PYTHONPATH": str(baseline)}  # its own fragility_tui and runners, our venv
+        wall, base_rss = fragility_run(work / "baseline.duckdb", "starter", [items], "generate,likelihood",
+                                       threads, cwd=baseline, env=env)
+        revision = last_run(work / "baseline.duckdb")["provenance"]["fragility_tui"]["git"]
+    finally:
+        subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(baseline)],
+                       capture_output=True)
+    figures["baseline"] = {"revision": revision, "items": min(baseline_items, 265),
+                           "peak_mib": round(base_rss), "command_s": round(wall, 1)}
+    print(f"    before the batched scorer ({(revision or baseline_rev)[:7]}), the "
+          f"{min(baseline_items, 265)} longest starter items: {base_rss:.0f} MiB "
+          f"-> ours {rss / base_rss:.2f}x its peak (goal <= 1x)")
+    return figures
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--per-benchmark", type=int, default=10)
+    parser.add_argument("--parts", default="lmeval,grid,memory")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=4, help="items per batch")
+    parser.add_argument("--per-benchmark", type=int, default=10, help="items per benchmark in (b)")
+    parser.add_argument("--lmeval-items", type=int, default=300)
+    parser.add_argument("--baseline-rev", default="c6c171a")
+    parser.add_argument("--baseline-items", type=int, default=16)
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
-
-    import torch
-
-    from fragility_tui.grid.configs import CONFIG_IDS
-    from runners.models import load_model
-
-    torch.set_num_threads(args.threads)
-    loaded = load_model("smollm2-135m-instruct", dtype="fp32", device="cpu")
-    items = load_real_items(args.per_benchmark)
-    configs = list(CONFIG_IDS)
-    fast_s, stats, per_item_unique, fast_preds = run_runner(loaded, items, configs, args.batch_size)
-    plain_s, plain_tokens, plain_preds = run_reference(loaded, items, configs)
-    agree = 0
-    for key, (pred, margin) in plain_preds.items():
-        if fast_preds[key] == pred:
-            agree += 1
-        else:
-            print(f"  differs: {key} runner {fast_preds[key]} reference {pred} "
-                  f"(reference top-two gap {margin:.2e})", flush=True)
-    figures = {
-        "model": loaded.name, "items": len(items), "configs": len(configs),
-        "cells": len(plain_preds), "threads": args.threads, "batch_size": args.batch_size,
-        "runner_s": round(fast_s, 2), "reference_s": round(plain_s, 2),
-        "speedup": round(plain_s / fast_s, 2),
-        "prompt_tokens_forwarded": stats.prompt_tokens,
-        "unique_tokens_per_item_trees": per_item_unique,
-        "forwarded_vs_unique": round(stats.prompt_tokens / per_item_unique, 3),
-        "prompt_tokens_without_reuse": stats.total_prompt_tokens,
-        "decode_tokens": stats.decode_tokens,
-        "runner_tokens_total": stats.forwarded, "reference_tokens_total": plain_tokens,
-        "cells_agreeing": agree,
-    }
-    print(f"SmolLM2-135M-Instruct x {len(items)} items x {len(configs)} configs "
-          f"({len(plain_preds)} cells), {args.threads} threads, {args.batch_size} items/batch")
-    print(f"  wall time: runner {fast_s:.1f} s, plain reference {plain_s:.1f} s -> "
-          f"speed-up {plain_s / fast_s:.2f}x (goal >= 3x)")
-    print(f"  prompt tokens forwarded {stats.prompt_tokens} vs unique tokens of the items' "
-          f"prompt trees {per_item_unique}: {stats.prompt_tokens / per_item_unique:.3f}x "
-          f"(goal <= 1.15x); without reuse {stats.total_prompt_tokens} "
-          f"({stats.total_prompt_tokens / per_item_unique:.2f}x)")
-    print(f"  decode tokens {stats.decode_tokens}; all tokens forwarded: runner "
-          f"{stats.forwarded}, reference {plain_tokens} "
-          f"({plain_tokens / max(stats.forwarded, 1):.2f}x fewer)")
-    print(f"  cells with the same prediction: {agree}/{len(plain_preds)}")
+    if not SHARED.is_dir():
+        print(f"skipped: real benchmark data not found at {SHARED}")
+        return 0
+    parts = set(args.parts.split(","))
+    figures = {"model": MODEL, "threads": args.threads}
+    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+        work = Path(tmp)
+        if "lmeval" in parts:
+            (work / "a").mkdir()
+            figures["lmeval"] = bench_lmeval(work / "a", args.threads, args.lmeval_items)
+        if "grid" in parts:
+            (work / "b").mkdir()
+            figures["grid"] = bench_grid(work / "b", args.threads, args.per_benchmark)
+        if "memory" in parts:
+            (work / "c").mkdir()
+            figures["memory"] = bench_memory(work / "c", args.threads, args.baseline_rev,
+                                             args.baseline_items)
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1))
     return 0

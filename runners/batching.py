@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-CPU_KV_BYTES = 1 << 30  # KV bytes one call may hold on a CPU (capped at a quarter of free RAM)
+CPU_KV_BYTES = 1 << 29  # KV bytes one call may hold on a CPU (capped at a quarter of free RAM)
 GPU_MEMORY_SHARE = 0.5  # share of a GPU's free memory (after loading) a batch may use
 MIN_TOKENS = 256
 MAX_TOKENS = 1 << 18

@@ -293,6 +293,7 @@ class Run:
     def _evaluate_model(self, model_spec: str, name: str, items: list[Item], done: set,
                         stopper: Stopper) -> str:
         from runners.batching import initial_budget
+        from runners.scoring import ScoreStats
 
         spec = self.spec
         todo = [(it, [c for c in spec.configs if (it.item_uid, c) not in done]) for it in items]
@@ -308,13 +309,14 @@ class Run:
                                 item_cap=spec.batch_size)
         batching = self.provenance.setdefault("batching", {})
         planned = _Planner(self, loaded, todo)
+        totals, item_trees = ScoreStats(), 0
         while planned:
             if stopper.should_stop():  # also catches a cancel that came during loading
                 return "cancelled"
             chunk = planned.batch(budget)
             t0 = time.monotonic()
             try:
-                rows, tokens = self._score_chunk(loaded, scorer, chunk, budget.tokens)
+                rows, stats = self._score_chunk(loaded, scorer, chunk, budget.tokens)
             except Exception as exc:
                 if not _is_oom(exc):
                     raise
@@ -329,11 +331,14 @@ class Run:
                 planned.put_back(chunk)
                 continue
             self.cells_done += self.store.write_cells(spec.grid, rows)
-            self.tokens += tokens
+            self.tokens += stats.forwarded
             self.scoring_seconds += time.monotonic() - t0
             budget.succeeded(len(chunk))
-            batching[name] = dict(budget.record(), layout=scorer.layout)
-            self._progress(name, len(rows), tokens)
+            totals.add(stats)
+            item_trees += sum(p.unique_tokens for p in chunk)
+            batching[name] = dict(budget.record(), layout=scorer.layout,
+                                  tokens=_token_record(totals, item_trees))
+            self._progress(name, len(rows), stats.forwarded)
         return "finished"
 
     def _load(self, model_spec: str, name: str):
@@ -369,12 +374,11 @@ class Run:
         gen = [r for planned in chunk for r in planned.gen]
         lik = [r for planned in chunk for r in planned.lik]
         result = scorer.score(gen, lik, max_slots=max_slots)
-        tokens = result.stats.forwarded
         ms_per_token = 1000.0 * result.stats.seconds / max(
             1, sum(sum(p.plan.prompt_tokens.values()) for p in chunk))
         rows = [row for planned in chunk
                 for row in cells_for(planned.plan, result, loaded.name, self.run_id, ms_per_token)]
-        return rows, tokens
+        return rows, result.stats
 
     def _progress(self, model: str, batch_cells: int, batch_tokens: int) -> None:
         elapsed = time.monotonic() - self.started
@@ -437,6 +441,15 @@ class _Planner:
         plan = plan_item(self.encoder, item, configs, self.run.spec.seed, gen, lik)
         unique = count_tokens(build_tree([r.tokens for r in gen] + [r.tokens for r in lik]))
         return _Planned(plan, gen, lik, unique)
+
+
+def _token_record(stats, item_trees: int) -> dict:
+    """Tokens forwarded against what the prompts hold (this session's batches)."""
+    return {"prompt_forwarded": stats.prompt_tokens, "item_tree_tokens": item_trees,
+            "prompt_without_reuse": stats.total_prompt_tokens,
+            "prompt_padding": stats.prompt_padding, "decode_forwarded": stats.decode_tokens,
+            "decode_padding": stats.decode_padding, "prefill_calls": stats.prefill_calls,
+            "decode_calls": stats.decode_calls}
 
 
 def _dtype_bytes(dtype: str) -> int:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import inspect
 import os
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable, Hashable
 
@@ -53,8 +54,8 @@ from runners.prefix_tree import Node, build_tree, count_tokens, mark_logprob_nod
 DEFAULT_MAX_SLOTS = 16384  # KV positions one decoder call may hold (runners.batching sets it)
 DEFAULT_PACK_TOKENS = 256  # tokens of one packed prefill row (a fragment of the tree)
 FORWARD_OVERHEAD_TOKENS = 64  # a call's fixed cost in padded tokens (reading the weights)
-DECODE_GROUP_LEAVES = 16  # generation leaves sharing one decoding row (tree masks only)
-DECODE_GROUP_KEYS = 768  # prompt tokens of a decoding row before a new one starts
+DECODE_GROUP_LEAVES = 4  # generation leaves sharing one decoding row (tree masks only)
+DECODE_GROUP_KEYS = 512  # prompt tokens of a decoding row before a new one starts
 
 
 @dataclass
@@ -218,8 +219,8 @@ def _roomy_layer_class():
     from transformers.cache_utils import DynamicLayer
 
     class RoomyLayer(DynamicLayer):
-        """A DynamicLayer that appends in place into a buffer with spare room (doubling when
-        full): DynamicLayer concatenates, copying a row's whole cache at every decoding
+        """A DynamicLayer that appends in place into a buffer with spare room (growing by a
+        quarter when full): DynamicLayer concatenates, copying a row's whole cache at every decoding
         step, which dominated decoding on a CPU."""
 
         def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int):
@@ -243,7 +244,7 @@ def _roomy_layer_class():
         def update(self, key_states, value_states, *args, **kwargs):
             count = key_states.shape[-2]
             if self.length + count > self._keys.shape[-2]:
-                capacity = 2 * (self.length + count)
+                capacity = self.length + count + max(64, self.length // 4)
                 self._keys = self._buffer(self.keys, capacity)
                 self._values = self._buffer(self.values, capacity)
             self._keys[..., self.length:self.length + count, :] = key_states
@@ -254,6 +255,11 @@ def _roomy_layer_class():
 
         def get_seq_length(self) -> int:
             return self.length
+
+        def replace_row(self, row: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+            """Row `row` becomes keys/values ([heads, length, dim], length = this layer's)."""
+            self._keys[row, :, :self.length] = keys
+            self._values[row, :, :self.length] = values
 
         def batch_select_indices(self, indices: torch.Tensor) -> None:
             indices = indices.to(self._keys.device)  # layers of a sharded model differ
@@ -504,18 +510,17 @@ class Scorer:
 
     def _decode(self, gen: list[GenRequest], leaves: dict[int, _State], pool: KVPool,
                 max_slots: int, result: BatchResult):
-        """Greedy decoding of every generation leaf, in calls that fit the budget. With tree
-        masks, leaves are grouped (in tree order) into rows whose keys are the union of their
-        prompts, so a row holds a shared prefix once; otherwise a row is one prompt."""
-        groups = sorted(self._decode_groups(leaves), key=lambda group: -len(group[1]))
-        chunks = list(_chunks(groups, max_slots, lambda group: (
-            len(group[1]), len(group[0]) * self.max_new_tokens)))
-        for number, chunk in enumerate(chunks):
-            state = _Decoding(self, chunk, leaves, pool)
-            if number == len(chunks) - 1:
-                pool.release()  # every call has its cache: prefill's keys are no longer needed
-                leaves.clear()
+        """Greedy decoding of every generation leaf. With tree masks, leaves are grouped (in
+        tree order) into rows whose keys are the union of their prompts, so a row holds a
+        shared prefix once, and a row whose leaves are all done takes the next waiting group
+        (continuous batching: one call per step for the whole batch, however many rows the
+        budget holds at once). Without tree masks a row is one prompt, decoded in chunks."""
+        queue = deque(sorted(self._decode_groups(leaves), key=lambda group: -len(group[1])))
+        while queue:
+            state = _Decoding(self, _take_rows(queue, max_slots, self.max_new_tokens), leaves,
+                              pool, queue if self.packing else None)
             self._decode_rows(gen, state, result)
+        pool.release()
 
     def _decode_groups(self, leaves: dict[int, _State]) -> list[tuple[list[int], torch.Tensor]]:
         """(leaf indices, their keys' pool slots, ascending) per decoding row: consecutive
@@ -536,28 +541,37 @@ class Scorer:
                 for group in groups]
 
     def _decode_rows(self, gen: list[GenRequest], state: "_Decoding", result: BatchResult):
-        logits = state.first_logits
         generated = {i: [] for row in state.leaves for i in row}
-        step = 0
+        logits = state.first_logits
         while True:
-            next_tokens = iter(logits.argmax(dim=-1).tolist())  # first maximum on ties
-            still = []  # per row: (leaf slot in the row, token) of leaves that go on
-            for row, active in zip(state.leaves, state.active):
-                going = []
-                for slot in active:
-                    index, token = row[slot], next(next_tokens)
-                    stop = self._stop_reason(gen[index], generated[index], token)
-                    if stop is None:
-                        going.append((slot, token))
-                    else:
-                        tokens = generated[index]
-                        result.generations[gen[index].key] = GenResult(
-                            self._text(tokens), len(tokens), stop)
-                still.append(going)
+            still = self._judge(gen, state.leaves, state.active, logits, generated, result)
+            for row in state.refillable(still):  # rows that are done take waiting groups
+                while not still[row] and state.refill(row):
+                    generated.update({i: [] for i in state.leaves[row]})
+                    still[row] = self._judge(gen, [state.leaves[row]], [state.active[row]],
+                                             state.first_logits, generated, result)[0]
             if not any(still):
                 return
-            logits = state.step(still, step, result.stats)
-            step += 1
+            logits = state.step(still, result.stats)
+
+    def _judge(self, gen, rows, active, logits, generated, result) -> list[list[tuple[int, int]]]:
+        """Take each active leaf's next token (first maximum on ties); per row, (leaf slot,
+        token) of the leaves that go on. Finished leaves get their result."""
+        next_tokens = iter(logits.argmax(dim=-1).tolist())
+        still = []
+        for row, slots in zip(rows, active):
+            going = []
+            for slot in slots:
+                index, token = row[slot], next(next_tokens)
+                stop = self._stop_reason(gen[index], generated[index], token)
+                if stop is None:
+                    going.append((slot, token))
+                else:
+                    tokens = generated.pop(index)
+                    result.generations[gen[index].key] = GenResult(
+                        self._text(tokens), len(tokens), stop)
+            still.append(going)
+        return still
 
     def _stop_reason(self, request: GenRequest, tokens: list[int], token: int) -> str | None:
         """Append `token` (unless EOS) and say why the sequence stops now, if it does."""
@@ -606,31 +620,73 @@ class Scorer:
 
 class _Decoding:
     """One decoding call's rows: a cache of the rows' keys (gathered from the pool,
-    left-padded), which of them each leaf sees, and the leaves still going."""
+    left-padded), which of them each leaf sees, and the leaves still going. With a queue of
+    waiting groups (tree masks only), a finished row is refilled in place."""
 
-    def __init__(self, scorer: Scorer, groups, leaves: dict[int, _State], pool: KVPool):
-        self.scorer = scorer
+    def __init__(self, scorer: Scorer, groups, leaves: dict[int, _State], pool: KVPool,
+                 queue: deque | None):
+        self.scorer, self.leaves_by_index, self.pool, self.queue = scorer, leaves, pool, queue
         self.leaves = [group for group, _ in groups]  # per row: request indices
         self.active = [list(range(len(group))) for group in self.leaves]
         count, width = len(groups), max(len(keys) for _, keys in groups)
-        most = max(len(group) for group in self.leaves)
+        most = DECODE_GROUP_LEAVES if queue is not None else max(map(len, self.leaves))
         gather = torch.zeros(count, width, dtype=torch.long)
         self.visible = torch.zeros(count, most, width, dtype=torch.bool)
         self.lengths = torch.zeros(count, most, dtype=torch.long)
+        self.fed = torch.zeros(count, most, dtype=torch.long)  # tokens fed back per leaf
         for r, (group, keys) in enumerate(groups):
             pad = width - len(keys)
             gather[r, pad:] = keys
-            for slot, index in enumerate(group):
-                path = leaves[index].slots
-                self.visible[r, slot, torch.searchsorted(keys, path) + pad] = True
-                self.lengths[r, slot] = len(path)
+            self._see(r, group, keys, pad)
         self.key_positions = pool.positions[gather]
-        # Room for a few tokens per leaf; the buffer doubles for rows that ramble on.
+        # Room for a few tokens per leaf; the buffer grows for rows that ramble on.
         self.cache = pool.gather(gather, room=4 * most)
-        self.first_logits = scorer._head(torch.stack([leaves[i].last for group in self.leaves
-                                                      for i in group]))
+        self.first_logits = self._first_logits(self.leaves)
+        self._forget(self.leaves)
 
-    def step(self, going: list[list[tuple[int, int]]], step: int, stats: ScoreStats):
+    def _see(self, r: int, group: list[int], keys: torch.Tensor, offset: int) -> None:
+        for slot, index in enumerate(group):
+            path = self.leaves_by_index[index].slots
+            self.visible[r, slot, torch.searchsorted(keys, path) + offset] = True
+            self.lengths[r, slot] = len(path)
+
+    def _first_logits(self, rows: list[list[int]]) -> torch.Tensor:
+        return self.scorer._head(torch.stack([self.leaves_by_index[i].last
+                                              for row in rows for i in row]))
+
+    def _forget(self, rows: list[list[int]]) -> None:
+        for row in rows:
+            for index in row:
+                del self.leaves_by_index[index]
+
+    def refillable(self, still: list[list]) -> list[int]:
+        return [r for r, going in enumerate(still) if not going] if self.queue else []
+
+    def refill(self, r: int) -> bool:
+        """Put the next waiting group into finished row r (its keys first, masked padding
+        after, its new tokens appended where every row's are); False when none waits or it
+        does not fit."""
+        if not self.queue or len(self.queue[0][1]) > self.cache.get_seq_length():
+            return False
+        group, keys = self.queue.popleft()
+        slots = torch.zeros(self.cache.get_seq_length(), dtype=torch.long)
+        slots[:len(keys)] = keys
+        fresh = self.pool.gather(slots[None], room=0)
+        for layer, new in zip(self.cache.layers, fresh.layers):
+            if hasattr(layer, "replace_row"):
+                layer.replace_row(r, new.keys[0], new.values[0])
+        self.visible[r] = False
+        self.fed[r] = 0
+        self.key_positions[r] = self.pool.positions[slots]
+        self._see(r, group, keys, 0)
+        self.leaves[r], self.active[r] = group, list(range(len(group)))
+        self.first_logits = self._first_logits([group])
+        self._forget([group])
+        if not self.queue:
+            self.pool.release()
+        return True
+
+    def step(self, going: list[list[tuple[int, int]]], stats: ScoreStats):
         """Feed each going leaf its token; the logits of the next, in row order."""
         scorer = self.scorer
         keep = [r for r, row in enumerate(going) if row]
@@ -638,7 +694,7 @@ class _Decoding:
             kept = torch.tensor(keep)
             self.cache.batch_select_indices(kept.to(scorer.device))
             self.visible, self.lengths = self.visible[kept], self.lengths[kept]
-            self.key_positions = self.key_positions[kept]
+            self.fed, self.key_positions = self.fed[kept], self.key_positions[kept]
             self.leaves = [self.leaves[r] for r in keep]
             going = [going[r] for r in keep]
         count, width = len(going), max(len(row) for row in going)
@@ -649,7 +705,7 @@ class _Decoding:
             for q, (slot, token) in enumerate(row):
                 ids[r, q], query_leaf[r, q], real[r, q] = token, slot, True
         rows = torch.arange(count)[:, None]
-        positions = torch.where(real, self.lengths[rows, query_leaf] + step, 0)
+        positions = torch.where(real, self.lengths[rows, query_leaf] + self.fed[rows, query_leaf], 0)
         seen = self.visible[rows, query_leaf] & real[:, :, None]  # [rows, queries, keys]
         own = torch.eye(width, dtype=torch.bool).expand(count, width, width)
         key_positions = torch.cat([self.key_positions, positions], dim=1)
@@ -662,10 +718,11 @@ class _Decoding:
                                **{scorer._cache_kw: self.cache})
         features = scorer._features(out)[real.to(scorer.device)]
         # Each leaf sees its own new token from now on.
+        row_index = rows.expand(count, width)[real]
         added = torch.zeros(count, self.visible.shape[1], width, dtype=torch.bool)
-        added[rows.expand(count, width)[real], query_leaf[real], torch.arange(width).expand(
-            count, width)[real]] = True
+        added[row_index, query_leaf[real], torch.arange(width).expand(count, width)[real]] = True
         self.visible = torch.cat([self.visible, added], dim=2)
+        self.fed[row_index, query_leaf[real]] += 1
         self.key_positions = key_positions
         self.active = [[slot for slot, _ in row] for row in going]
         stats.decode_calls += 1
@@ -715,26 +772,21 @@ def _forward_groups(fragments: list[_Fragment], max_slots: int) -> list[list[_Fr
     return groups[::-1]
 
 
+def _take_rows(queue: deque, max_slots: int, max_new_tokens: int) -> list:
+    """Groups off the front of `queue` (longest keys first) while the rows, padded to the
+    first one's keys plus room for new tokens (twice a row's worth: refilled rows add theirs
+    later), fit max_slots; at least one."""
+    width = len(queue[0][1]) + 2 * DECODE_GROUP_LEAVES * max_new_tokens
+    taken = [queue.popleft()]
+    while queue and (len(taken) + 1) * width <= max_slots:
+        taken.append(queue.popleft())
+    return taken
+
+
 def _common_prefix(a: torch.Tensor, b: torch.Tensor) -> int:
     length = min(len(a), len(b))
     differ = (a[:length] != b[:length]).nonzero()
     return int(differ[0]) if len(differ) else length
-
-
-def _chunks(rows: list, max_slots: int, sizes: Callable):
-    """Consecutive runs of `rows` whose padded size, count x (max prefix + max new), stays
-    within max_slots; `sizes(row)` gives (prefix, new). A row too big alone goes alone."""
-    chunk, prefix, new = [], 0, 0
-    for row in rows:
-        p, n = sizes(row)
-        p, n = max(prefix, p), max(new, n)
-        if chunk and (len(chunk) + 1) * (p + n) > max_slots:
-            yield chunk
-            chunk, (p, n) = [], sizes(row)
-        chunk.append(row)
-        prefix, new = p, n
-    if chunk:
-        yield chunk
 
 
 def _attention_layout(config) -> tuple[list | None, int | None, bool]:

@@ -48,7 +48,7 @@ def register(sub) -> None:
                         "default auto: as many as the token budget holds")
     p.add_argument("--batch-tokens", default="auto", metavar="N",
                    help="token budget: unique prompt tokens per batch and KV positions per "
-                        "decoder call; default auto: from the device's memory (1 GiB of KV "
+                        "decoder call; default auto: from the device's memory (512 MiB of KV "
                         "on a CPU, half the free memory on a GPU); halved on out-of-memory "
                         "and grown back")
     p.add_argument("--max-new-tokens", type=int, default=16, metavar="N")

@@ -51,12 +51,12 @@ def test_nothing_left_to_try_when_one_item_fails_at_the_smallest_budget():
     assert not budget.shrink(batch_items=1)
 
 
-def test_the_cpu_budget_is_a_gigabyte_of_kv_over_the_bytes_a_token_costs(monkeypatch):
+def test_the_cpu_budget_is_half_a_gigabyte_of_kv_over_the_bytes_a_token_costs(monkeypatch):
     from runners import batching
 
     monkeypatch.setattr(batching, "_available_ram", lambda: 64 << 30)
     budget = initial_budget(46080, "cpu")  # SmolLM2-135M in fp32: 30 layers x 3 KV heads
-    assert budget.tokens == (1 << 30) // 46080 and "CPU" in budget.source
+    assert budget.tokens == (1 << 29) // 46080 and "CPU" in budget.source
     monkeypatch.setattr(batching, "_available_ram", lambda: 1 << 30)  # a small machine
     assert initial_budget(46080, "cpu").tokens == (1 << 28) // 46080
     assert initial_budget(46080, "cpu", tokens=999, item_cap=3).tokens == 999
