@@ -25,12 +25,20 @@ def start_detached(argv: list[str], log_path: str | os.PathLike) -> int:
     return proc.pid
 
 
-def pid_alive(pid: int | None) -> bool:
-    """True when `pid` is a live process that looks like a fragility-tui run.
+def process_start(pid: int) -> str | None:
+    """When process `pid` started (Linux: clock ticks since boot, /proc/PID/stat field 22),
+    so that a later check can tell the run's process from another that reused its pid;
+    None where the system does not say."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
 
-    The command-line check guards against pid reuse after a crash (Linux /proc; elsewhere
-    only liveness is checked). A zombie (exited, not yet reaped) counts as dead.
-    """
+
+def pid_alive(pid: int | None, started: str | None = None) -> bool:
+    """True when `pid` is a live process and, when the run recorded its start time, the
+    same process (not another one that reused the pid after a crash). A zombie (exited,
+    not yet reaped) counts as dead."""
     if not pid:
         return False
     try:
@@ -38,18 +46,18 @@ def pid_alive(pid: int | None) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # alive, owned by someone else
-    proc = Path(f"/proc/{pid}")
-    if proc.is_dir():
-        try:
-            status = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
-            if status == "Z":
-                return False
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            return False
-        return b"fragility" in cmdline
-    return True
+        pass  # alive, owned by someone else
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.is_file():
+        return True  # no /proc here: liveness is all we can tell
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    if fields[0] == "Z":
+        return False
+    # A run recorded before start times were (store schema 1): liveness is all we know.
+    return started is None or fields[19] == started
 
 
 ACTIVE_STATUSES = ("running", "cancelling")
@@ -59,6 +67,6 @@ def effective_status(run: dict) -> str:
     """The run's status as a user should see it: a run recorded as running whose process
     is gone (kill -9, power loss, OOM killer) is `died`; resume it with --resume."""
     status = run.get("status") or "unknown"
-    if status in ACTIVE_STATUSES and not pid_alive(run.get("pid")):
+    if status in ACTIVE_STATUSES and not pid_alive(run.get("pid"), run.get("pid_started")):
         return "died"
     return status

@@ -29,6 +29,7 @@ from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash
 from fragility_tui.grid.parser import PARSER_VERSION
 from fragility_tui.grid.render import PROMPT_VERSION
 from runners.events import Display, EventLog, default_events_path
+from runners.launch import process_start
 
 
 
@@ -182,6 +183,7 @@ class Run:
         try:
             self.events = EventLog(self.events_path, self.run_id)
             self.store.update_run(self.run_id, status="running", pid=os.getpid(),
+                                  pid_started=process_start(os.getpid()),
                                   started_at=_now(), ended_at=None, error=None,
                                   events_path=self.events_path)
             status = self._execute(stopper)

@@ -95,6 +95,21 @@ def test_newer_schema_is_refused(tmp_path):
         Store(path)
 
 
+def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
+    path = tmp_path / "s.duckdb"
+    run_id = Store(path).create_run({"grid": "g", "status": "running", "pid": 12345})
+    con = duckdb.connect(str(path))  # make it what schema 1 wrote: no pid_started
+    con.execute("ALTER TABLE runs DROP COLUMN pid_started")
+    con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 2
+    run = store.get_run(run_id)
+    assert run["pid"] == 12345 and run["pid_started"] is None
+    store.update_run(run_id, pid_started="987")
+    assert store.get_run(run_id)["pid_started"] == "987"
+
+
 def test_lock_is_waited_for(tmp_path):
     """A connection held by another process (simulated: another DuckDB instance in a
     subprocess) is waited for rather than failing at once."""

@@ -120,7 +120,8 @@ def _resumed_spec(store, run_id: str, args):
     if given:
         raise InputError(f"--resume replays the run's recorded spec; drop {', '.join(given)}",
                          field="--resume")
-    if run["status"] in ("running", "cancelling") and pid_alive(run.get("pid")):
+    if run["status"] in ("running", "cancelling") and pid_alive(run.get("pid"),
+                                                                    run.get("pid_started")):
         raise InputError(f"run {run_id} is still running (pid {run['pid']})", field="--resume")
     return RunSpec.from_dict(run["spec"])
 

@@ -88,7 +88,7 @@ def cmd_cancel(store, args) -> int:
     # The loop polls the status between batches; SIGTERM sets the same stop flag.
     store.update_run(args.run_id, status="cancelling")
     pid = row.get("pid")
-    if pid_alive(pid):
+    if pid_alive(pid, row.get("pid_started")):
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:

@@ -33,7 +33,7 @@ from fragility_tui.errors import InputError, StoreBusyError
 from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.grid.items import Item
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APP_NAME = "fragility-tui"
 LOCK_WAIT_S = float(os.environ.get("FRAGILITY_LOCK_WAIT_S", "120"))
 
@@ -66,9 +66,12 @@ CREATE TABLE IF NOT EXISTS cells (
 """
 
 # Each entry upgrades the schema from version i+1 to i+2; append, never edit.
-_MIGRATIONS: list[str] = []
+_MIGRATIONS: list[str] = [
+    # 2: a run's process is identified by pid and start time (a reused pid is not the run)
+    "ALTER TABLE runs ADD COLUMN pid_started VARCHAR",
+]
 
-RUN_FIELDS = ("grid", "model", "status", "pid", "created_at", "started_at", "ended_at", "spec",
+RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
               "provenance", "events_path", "cells_total", "cells_done", "tokens", "seconds",
               "error")
 _JSON_RUN_FIELDS = ("spec", "provenance")
@@ -191,12 +194,14 @@ class Store:
             con.execute(_SCHEMA_V1)
             row = _first(con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
             version = int(row[0]) if row else None
-            if version is None:
-                con.execute("INSERT INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+            if version is None:  # a new store: version 1's tables, then the migrations
+                con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
                 con.executemany(
                     "INSERT OR IGNORE INTO configs VALUES (?, ?, ?, ?, ?, ?)",
                     [[c.config_id, i, c.order, c.format, c.scoring, c.is_reference]
                      for i, c in enumerate(CONFIGS)])
+                version = 1
+            if version == SCHEMA_VERSION:
                 return
             if version > SCHEMA_VERSION:
                 raise InputError(f"store schema version {version} is newer than this "

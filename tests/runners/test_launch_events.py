@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from runners.events import Display, EventLog, choose_display, read_events
-from runners.launch import effective_status, pid_alive, start_detached
+from runners.launch import effective_status, pid_alive, process_start, start_detached
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,10 +37,17 @@ def test_effective_status_marks_dead_running_runs():
     assert not pid_alive(dead.pid)
     assert effective_status({"status": "running", "pid": dead.pid}) == "died"
     assert effective_status({"status": "finished", "pid": dead.pid}) == "finished"
-    # A live process that is not a fragility-tui run (a reused pid) is not taken for one.
+    # A live process is the run only if it started when the run recorded: whatever the
+    # folder the project was cloned into, another process that reused the pid is not it.
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        assert not pid_alive(other.pid)
+        started = process_start(other.pid)
+        assert started is not None and pid_alive(other.pid, started)
+        assert not pid_alive(other.pid, str(int(started) - 1))  # the pid's earlier owner
+        assert effective_status({"status": "running", "pid": other.pid,
+                                 "pid_started": started}) == "running"
+        assert effective_status({"status": "running", "pid": other.pid,
+                                 "pid_started": "1"}) == "died"
     finally:
         other.kill()
         other.wait()
