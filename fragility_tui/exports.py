@@ -63,7 +63,7 @@ def provenance_document(store, grid: str) -> dict:
 
 
 def provenance_markdown(doc: dict) -> str:
-    from fragility_tui.commands.runs import provenance_card
+    from fragility_tui.provenance import provenance_card
 
     kind = "SYNTHETIC" if doc["synthetic"] else "real"
     lines = [f"# Provenance of grid {md_escape(doc['grid'])} ({kind})", "",

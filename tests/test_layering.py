@@ -11,7 +11,7 @@ from helpers import REPO
 
 HEADLESS = ["fragility_tui.grid.configs", "fragility_tui.grid.items", "fragility_tui.grid.store",
             "fragility_tui.grid.importer", "fragility_tui.grid.simulate",
-            "fragility_tui.grid.lmeval", "fragility_tui.analysis.cube", "fragility_tui.cli"]
+            "fragility_tui.grid.lmeval", "fragility_tui.grid.cube", "fragility_tui.cli"]
 OPTIONAL = ["fragility_tui.grid.render", "fragility_tui.grid.parser", "fragility_tui.grid.loaders",
             "fragility_tui.analysis.report"]
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 
 ROBUST_CORRECT, ROBUST_WRONG, FRAGILE, INCOMPLETE = 0, 1, 2, 3
 CLASS_NAMES = ("robust-correct", "robust-wrong", "fragile", "incomplete")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.decisions import decide
 from fragility_tui.grid.configs import REFERENCE
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fragility_tui.analysis.classify import Classification, classify
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.itemstats import STREAM_DECISIONS, resample_counts, rng_for
 from fragility_tui.analysis.pairs import mcnemar_exact_p
 from fragility_tui.grid.configs import REFERENCE

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fragility_tui.analysis.classify import Classification, classify
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.rankings import champion_count
 
 STREAM_CORRELATION, STREAM_TOP_K, STREAM_RANDOM_SUBSETS, STREAM_DECISIONS = 1, 2, 3, 4

@@ -12,7 +12,7 @@ import numpy as np
 
 from fragility_tui.analysis.classify import (Classification, ConfigAccuracy, classify,
                                              config_accuracy)
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 
 MANUFACTURED_ALPHA = 0.05
 

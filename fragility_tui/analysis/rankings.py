@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fragility_tui.analysis.classify import ConfigAccuracy, config_accuracy
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.pairs import ranks
 
 

@@ -14,13 +14,14 @@ import numpy as np
 from fragility_tui import SPEC_VERSION
 from fragility_tui.analysis.axes import AXES, preserved_fractions
 from fragility_tui.analysis.classify import bands, classify, config_accuracy
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.decisions import TARGETS, canonical, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
                                           reference_ranking)
 from fragility_tui.analysis.rankings import rankings
 from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.text import clean
 
 
 def _num(x) -> float | None:
@@ -161,9 +162,9 @@ def _axes_section(axes, cube, order) -> dict:
 TEXT_WIDTH = 100
 
 
-def _clean(text) -> str:
-    """Model names and ids are untrusted: drop control characters."""
-    return "".join(ch if ch.isprintable() else "?" for ch in str(text))
+def _one_line(text) -> str:
+    """Model names and ids are untrusted: nothing a terminal obeys, on one line."""
+    return clean(text, limit=500, one_line=True)
 
 
 def _pct(x, digits: int = 1) -> str:
@@ -293,7 +294,7 @@ def render_text(report: dict, width: int = TEXT_WIDTH) -> str:
         out.append(sec["title"])
         out.append("-" * min(len(sec["title"]), width))
         if "headers" in sec:
-            rows = [[_clean(v) for v in r] for r in sec["rows"]]
+            rows = [[_one_line(v) for v in r] for r in sec["rows"]]
             widths, sep = _fit_widths(sec["headers"], rows, width)
             gap = " " * sep
             head = [_cut(h, w).ljust(w) for h, w in zip(sec["headers"], widths)]
@@ -303,13 +304,13 @@ def render_text(report: dict, width: int = TEXT_WIDTH) -> str:
                          for v, w in zip(r, widths)]
                 out.append(gap.join(cells).rstrip())
         for note in sec.get("notes", []):
-            out.append(_cut(_clean(note), width))
+            out.append(_cut(_one_line(note), width))
         out.append("")
     return "\n".join(out)
 
 
 def _md_cell(value) -> str:
-    return _clean(value).replace("\\", "\\\\").replace("|", "\\|")
+    return _one_line(value).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def render_markdown(report: dict) -> str:

@@ -25,7 +25,7 @@ def register(sub) -> None:
 
 
 def cmd_import_lmeval(args) -> int:
-    from fragility_tui.commands.foundation import open_store
+    from fragility_tui.bootstrap import open_store
     from fragility_tui.grid.configs import CONFIG_BY_ID
     from fragility_tui.grid.lmeval import items_from_docs, read_samples, samples_to_cells
 

@@ -100,10 +100,10 @@ def _check_counts(args) -> None:
 
 def run(args) -> int:
     from fragility_tui.analysis.report import build_report, render_markdown, render_text
-    from fragility_tui.grid.store import Store
+    from fragility_tui.bootstrap import open_store
 
     _check_counts(args)
-    store = Store(args.db)
+    store = open_store(args.db)
     cube = select_view(store.load_cube(args.grid), args)
     if not cube.models or not cube.items:
         raise InputError("the selection holds no models or no items", field="--grid")

@@ -127,11 +127,11 @@ def _resumed_spec(store, run_id: str, args):
 
 
 def run(args: argparse.Namespace) -> int:
-    from fragility_tui.grid.store import Store
+    from fragility_tui.bootstrap import open_store
     from runners.events import choose_display
     from runners.loop import Run
 
-    store = Store(args.db)
+    store = open_store(args.db)
     if args.resume:
         spec = _resumed_spec(store, args.resume, args)
     else:

@@ -11,6 +11,8 @@ import os
 import signal
 
 from fragility_tui.errors import InputError
+from fragility_tui.provenance import provenance_card
+from fragility_tui.text import clean
 
 
 def register(sub) -> None:
@@ -32,9 +34,9 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fragility_tui.grid.store import Store
+    from fragility_tui.bootstrap import open_store
 
-    store = Store(args.db)
+    store = open_store(args.db)
     return {"list": cmd_list, "show": cmd_show, "cancel": cmd_cancel}[args.runs_action](store, args)
 
 
@@ -61,8 +63,8 @@ def cmd_list(store, args) -> int:
     print(header)
     for r in runs:
         cells = f"{r.get('cells_done') or 0}/{r.get('cells_total') or 0}"
-        print(f"{r['run_id']:<23} {r['status']:<10} {_safe(r['grid'])[:16]:<16} {cells:>13} "
-              f"{r.get('tokens') or 0:>10} {r.get('seconds') or 0:>8.0f}  {_safe(r['model'])}")
+        print(f"{r['run_id']:<23} {r['status']:<10} {_one_line(r['grid'])[:16]:<16} {cells:>13} "
+              f"{r.get('tokens') or 0:>10} {r.get('seconds') or 0:>8.0f}  {_one_line(r['model'])}")
     return 0
 
 
@@ -104,62 +106,5 @@ def _public(row: dict) -> dict:
     return {k: v for k, v in row.items()}
 
 
-def _safe(text) -> str:
-    """Untrusted names printed literally: control characters shown escaped."""
-    text = "" if text is None else str(text)
-    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
-
-
-def provenance_card(row: dict) -> str:
-    """The harness disclosure card of a run (SPEC §10), scoring first."""
-    p = row.get("provenance") or {}
-    spec = row.get("spec") or {}
-    models = p.get("models") or {}
-    lines = [f"Run {row['run_id']}  status {row['status']}  grid {_safe(row.get('grid'))}"]
-    if row.get("error"):
-        lines.append(f"  error: {_safe(row['error'])}")
-    lines += ["", "Scoring"]
-    configs = p.get("configs") or spec.get("configs") or []
-    lines.append(f"  configs          {len(configs)}: {', '.join(configs)}")
-    lines.append(f"  generation       {p.get('decoding', 'greedy')}; max_new_tokens "
-                 f"{p.get('max_new_tokens', spec.get('max_new_tokens'))}; parser "
-                 f"{p.get('parser_version', '?')}; prompts {p.get('prompt_version', '?')}")
-    lines.append(f"  likelihood       {p.get('likelihood', '?')}")
-    for name, m in models.items():
-        lines.append(f"  {_safe(name):<16} {m.get('prompt_mode')}; BOS "
-                     f"{'added' if m.get('add_bos') else 'not added'}; EOS ids {m.get('eos_ids')}")
-    lines.append(f"  spec version     {p.get('spec_version', '?')}")
-    lines += ["", "Items"]
-    lines.append(f"  {p.get('items', '?')} items from {', '.join(map(_safe, p.get('item_sources') or spec.get('items') or []))}")
-    lines.append(f"  per benchmark {p.get('per_benchmark')}, seed {p.get('seed')}, "
-                 f"item-set sha256 {p.get('item_set_hash')}")
-    for name, m in models.items():
-        quant = m.get("quantization")
-        lines += ["", f"Model {_safe(name)}"]
-        lines.append(f"  source           {_safe(m.get('source'))}")
-        if m.get("revision"):
-            lines.append(f"  revision         {m['revision']}")
-        lines.append(f"  weights sha256   {m.get('weights_sha256')}")
-        lines.append(f"  dtype            {m.get('dtype')}")
-        lines.append("  quantisation     " + (f"{quant['weights']} weights, {quant['library']} "
-                                              f"{quant['version']} (base: {m.get('base_model')})"
-                                              if quant else "none"))
-        if quant and quant.get("execution"):
-            lines.append(f"  executed as      {quant['execution']}")
-        lines.append(f"  tokenizer sha256 {m.get('tokenizer_sha256')}")
-        lines.append(f"  chat template    {m.get('chat_template_sha256') or 'none'}")
-    libs = p.get("libraries") or {}
-    lines += ["", "Runtime"]
-    lines.append(f"  device {p.get('device', '?')}, threads {p.get('threads')}, batch size "
-                 f"{p.get('batch_size')}, prefix reuse {p.get('prefix_reuse')}")
-    lines.append(f"  padding          {p.get('padding')}")
-    lines.append("  libraries        " + ", ".join(f"{k} {v}" for k, v in libs.items() if v))
-    lines.append(f"  host {_safe(p.get('host'))}, python {p.get('python')}")
-    code = p.get("fragility_tui") or {}
-    if code:  # runs before this field was recorded have none
-        lines.append(f"  fragility-tui    {code.get('version')}, commit {code.get('git') or 'unknown'}")
-    lines.append(f"  started {row.get('started_at')}, ended {row.get('ended_at')}")
-    lines.append(f"  cells {row.get('cells_done')}/{row.get('cells_total')}, tokens "
-                 f"{row.get('tokens')}, seconds {row.get('seconds') or 0:.1f}")
-    lines.append(f"  events           {row.get('events_path')}")
-    return "\n".join(lines)
+def _one_line(text) -> str:
+    return clean(text, limit=200, one_line=True)

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.grid.configs import CONFIGS, CONFIG_IDS
 from fragility_tui.grid.items import Item
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.errors import InputError, StoreBusyError
 from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.grid.items import Item

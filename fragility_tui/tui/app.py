@@ -133,7 +133,7 @@ class FragilityApp(App):
         with self._store_lock:
             if self._store is None:
                 # open_store loads the shipped sample grids into a fresh default store
-                from fragility_tui.commands.foundation import open_store
+                from fragility_tui.bootstrap import open_store
 
                 self._store = open_store(self.db_path)
             return getattr(self._store, method)(*args, **kwargs)

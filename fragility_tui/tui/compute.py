@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE, classify
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.itemstats import discrimination, fragility
 from fragility_tui.analysis.pairs import pair_sets
 from fragility_tui.grid.configs import REFERENCE

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 
 # canonical order: o0.letter (the reference), o0.paren, o1.letter, cloze_qa
 TINY_CONFIGS = ("o0.letter", "o0.paren", "o1.letter", "cloze_qa")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from analysis_grids import TINY, TINY_BENCHMARKS, make_cube
 
-from fragility_tui.analysis.cube import Cube
+from fragility_tui.grid.cube import Cube
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from fragility_tui.commands.foundation import ensure_sample_grids
+from fragility_tui.bootstrap import ensure_sample_grids
 from fragility_tui.grid import importer
 from fragility_tui.grid.configs import CONFIG_IDS
 from fragility_tui.grid.importer import import_long_grid, load_sample_grids

@@ -122,7 +122,7 @@ def test_a_quantised_run_is_listed_under_its_grid_model_name(tiny_folder, tmp_pa
     quantization = model["provenance"]["quantization"]
     assert quantization["weights"] == "qint8" and "de-quantised once" in quantization["execution"]
     assert len(cells_of(store, "g")) == 26
-    from fragility_tui.commands.runs import provenance_card
+    from fragility_tui.provenance import provenance_card
 
     card = provenance_card(store.get_run(run.run_id))
     assert "executed as      quantised weights de-quantised once" in card

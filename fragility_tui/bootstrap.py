@@ -1,0 +1,36 @@
+"""Opening the store: the one way the CLI and the app do it. The default store (no --db)
+gets the grids shipped in sample_grids/ on first use, and their newer versions after an
+upgrade, so a fresh machine starts with something to explore."""
+
+from __future__ import annotations
+
+import json
+
+
+def open_store(db: str | None, *, load_samples: bool | None = None):
+    """Open the store; the default store (no --db) gets the shipped sample grids (and their
+    updates, see ensure_sample_grids), so a fresh machine starts with something to explore."""
+    from fragility_tui.grid.store import Store
+
+    store = Store(db)
+    if load_samples is None:
+        load_samples = db is None
+    if load_samples:
+        ensure_sample_grids(store)
+    return store
+
+
+def ensure_sample_grids(store) -> list[str]:
+    """Load the shipped grids this store lacks or holds in an older shipped version. A
+    shipped grid the user deleted is not brought back (`load-samples` does that)."""
+    from fragility_tui.grid.importer import load_sample_grids
+
+    with store.connect() as con:
+        row = con.execute("SELECT value FROM meta WHERE key = 'sample_grids_loaded'").fetchall()
+    recorded = set(json.loads(row[0][0])) if row else set()
+    loaded = load_sample_grids(store, recorded)
+    if loaded or not row:
+        with store.connect(write=True) as con:
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('sample_grids_loaded', ?)",
+                        [json.dumps(sorted(recorded | set(loaded)))])
+    return loaded

@@ -1,0 +1,74 @@
+"""The harness disclosure card of a run (SPEC §10): what `runs show`, the app's run detail
+and `export --what provenance` print, scoring first."""
+
+from __future__ import annotations
+
+from fragility_tui.text import clean
+
+
+def _one_line(text) -> str:
+    return clean(text, limit=200, one_line=True)
+
+
+def provenance_card(row: dict) -> str:
+    """The harness disclosure card of a run (SPEC §10), scoring first."""
+    p = row.get("provenance") or {}
+    spec = row.get("spec") or {}
+    models = p.get("models") or {}
+    lines = [f"Run {row['run_id']}  status {row['status']}  grid {_one_line(row.get('grid'))}"]
+    if row.get("error"):
+        lines.append(f"  error: {_one_line(row['error'])}")
+    lines += ["", "Scoring"]
+    configs = p.get("configs") or spec.get("configs") or []
+    lines.append(f"  configs          {len(configs)}: {', '.join(configs)}")
+    lines.append(f"  generation       {p.get('decoding', 'greedy')}; max_new_tokens "
+                 f"{p.get('max_new_tokens', spec.get('max_new_tokens'))}; parser "
+                 f"{p.get('parser_version', '?')}; prompts {p.get('prompt_version', '?')}")
+    lines.append(f"  likelihood       {p.get('likelihood', '?')}")
+    for name, m in models.items():
+        lines.append(f"  {_one_line(name):<16} {m.get('prompt_mode')}; BOS "
+                     f"{'added' if m.get('add_bos') else 'not added'}; EOS ids {m.get('eos_ids')}")
+    lines.append(f"  spec version     {p.get('spec_version', '?')}")
+    lines += ["", "Items"]
+    lines.append(f"  {p.get('items', '?')} items from {', '.join(map(_one_line, p.get('item_sources') or spec.get('items') or []))}")
+    lines.append(f"  per benchmark {p.get('per_benchmark')}, seed {p.get('seed')}, "
+                 f"item-set sha256 {p.get('item_set_hash')}")
+    for name, m in models.items():
+        quant = m.get("quantization")
+        lines += ["", f"Model {_one_line(name)}"]
+        lines.append(f"  source           {_one_line(m.get('source'))}")
+        if m.get("revision"):
+            lines.append(f"  revision         {m['revision']}")
+        lines.append(f"  weights sha256   {m.get('weights_sha256')}")
+        lines.append(f"  dtype            {m.get('dtype')}")
+        lines.append("  quantisation     " + (f"{quant['weights']} weights, {quant['library']} "
+                                              f"{quant['version']} (base: {m.get('base_model')})"
+                                              if quant else "none"))
+        if quant and quant.get("execution"):
+            lines.append(f"  executed as      {quant['execution']}")
+        lines.append(f"  tokenizer sha256 {m.get('tokenizer_sha256')}")
+        lines.append(f"  chat template    {m.get('chat_template_sha256') or 'none'}")
+        if m.get("attn_implementation"):
+            lines.append(f"  attention        {m['attn_implementation']}"
+                         + (", sharded across GPUs" if m.get("device_map") else ""))
+    libs = p.get("libraries") or {}
+    lines += ["", "Runtime"]
+    lines.append(f"  device {p.get('device', '?')}, threads {p.get('threads')}, batch size "
+                 f"{p.get('batch_size')}, token budget {p.get('batch_tokens', 'auto')}, "
+                 f"prefix reuse {p.get('prefix_reuse')}")
+    lines.append(f"  padding          {p.get('padding')}")
+    for name, b in (p.get("batching") or {}).items():
+        items = b.get("items_per_batch") or {}
+        lines.append(f"  batches {_one_line(name)}: {b.get('batches')} of {items.get('min')}–"
+                     f"{items.get('max')} items, budgets {b.get('budgets_used')} tokens "
+                     f"({b.get('source')}), {b.get('oom_retries')} out-of-memory retries")
+    lines.append("  libraries        " + ", ".join(f"{k} {v}" for k, v in libs.items() if v))
+    lines.append(f"  host {_one_line(p.get('host'))}, python {p.get('python')}")
+    code = p.get("fragility_tui") or {}
+    if code:  # runs before this field was recorded have none
+        lines.append(f"  fragility-tui    {code.get('version')}, commit {code.get('git') or 'unknown'}")
+    lines.append(f"  started {row.get('started_at')}, ended {row.get('ended_at')}")
+    lines.append(f"  cells {row.get('cells_done')}/{row.get('cells_total')}, tokens "
+                 f"{row.get('tokens')}, seconds {row.get('seconds') or 0:.1f}")
+    lines.append(f"  events           {row.get('events_path')}")
+    return "\n".join(lines)

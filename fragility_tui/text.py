@@ -1,0 +1,57 @@
+"""The one sanitiser for untrusted text (item text, model output, names, errors), shared by
+the app, the report and the CLI.
+
+Grid text is untrusted: it may hold Rich markup (`[bold]`, `[link=x]`), terminal escape
+sequences (CSI, OSC), bidi overrides that reorder what the eye reads, NUL and other control
+characters, or megabytes of text. `clean()` returns a plain `str` in which every control
+character is a visible stand-in, bidi controls are `<U+202E>`-style tags, and long text is
+cut with a note saying how much was dropped. It is safe to print, and safe to wrap in
+`rich.text.Text` / `Content` / `Static(markup=False)`; never pass it through markup parsing.
+"""
+
+from __future__ import annotations
+
+import re
+
+DEFAULT_LIMIT = 20_000  # characters shown of one value; the rest is summarised
+
+# C0 controls (except newline and tab, handled per mode), DEL, and C1 controls.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
+# Bidi embeddings/overrides/isolates and marks, plus other invisible format characters.
+_INVISIBLE = re.compile(r"[\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\u061c]")
+
+
+def _visible_control(match: re.Match) -> str:
+    code = ord(match.group())
+    if code == 0x1B:
+        return "␛"
+    if code < 0x20:
+        return chr(0x2400 + code)  # the Control Pictures block: ␀ ␁ ... ␟
+    if code == 0x7F:
+        return "␡"
+    return f"<U+{code:04X}>"
+
+
+def _visible_format(match: re.Match) -> str:
+    return f"<U+{ord(match.group()):04X}>"
+
+
+def clean(value: object, *, limit: int = DEFAULT_LIMIT, one_line: bool = False) -> str:
+    """Untrusted value -> plain text with nothing hidden and nothing a terminal obeys.
+
+    one_line: newlines become '⏎' and tabs a space (for table cells and titles).
+    """
+    text = "" if value is None else str(value)
+    dropped = 0
+    if len(text) > limit:
+        dropped = len(text) - limit
+        text = text[:limit]
+    text = _CONTROL.sub(_visible_control, text.replace("\r\n", "\n"))
+    text = _INVISIBLE.sub(_visible_format, text)
+    if one_line:
+        text = text.replace("\n", "⏎").replace("\t", " ")
+    else:
+        text = text.replace("\t", "    ")
+    if dropped:
+        text += f" … [{dropped:,} more characters not shown]"
+    return text
