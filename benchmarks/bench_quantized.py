@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     from fragility_tui.grid.configs import CONFIG_IDS
     from fragility_tui.grid.loaders import load_items
     from runners import models
-    from runners.requests import Encoder, plan_item
+    from runners.item_requests import Encoder, plan_item
     from runners.scoring import Scorer
 
     torch.set_num_threads(args.threads)

@@ -120,7 +120,8 @@ def arc_easy_items(path: Path, count: int):
 
 def bench_lmeval(work: Path, threads: int, count: int) -> dict:
     from fragility_tui.grid.lmeval import ItemMatcher, predict, read_samples
-    from runners.models import converted_gguf_folder, resolve_spec, sha256_file
+    from fragility_tui.hashing import sha256_file
+    from runners.models import converted_gguf_folder, resolve_spec
 
     python = lmeval_venv()
     if isinstance(python, str):

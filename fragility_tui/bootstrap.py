@@ -23,7 +23,7 @@ def open_store(db: str | None, *, load_samples: bool | None = None):
 def ensure_sample_grids(store) -> list[str]:
     """Load the shipped grids this store lacks or holds in an older shipped version. A
     shipped grid the user deleted is not brought back (`load-samples` does that)."""
-    from fragility_tui.grid.importer import load_sample_grids
+    from fragility_tui.grid.sample_grids import load_sample_grids
 
     with store.connect() as con:
         row = con.execute("SELECT value FROM meta WHERE key = 'sample_grids_loaded'").fetchall()

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
 from fragility_tui import SPEC_VERSION, __version__
 from fragility_tui.errors import InputError
@@ -28,8 +28,12 @@ from fragility_tui.grid.configs import CONFIG_IDS
 from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash
 from fragility_tui.grid.parser import PARSER_VERSION
 from fragility_tui.grid.render import PROMPT_VERSION
+from fragility_tui.grid.store_schema import utc_now
 from runners.events import Display, EventLog, default_events_path
-from runners.launch import process_start
+from fragility_tui.jobs import RunStatus, process_start
+
+if TYPE_CHECKING:
+    from runners.item_requests import PlannedItem
 
 
 
@@ -66,10 +70,6 @@ class RunFailed(Exception):
     """A run stopped by an error that is not the user's input (OOM, disk full, ...)."""
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
 class Stopper:
     """Signal flag + the run row's `cancelling` status, checked between batches."""
 
@@ -97,7 +97,7 @@ class Stopper:
         if self.requested:
             return True
         run = self.store.get_run(self.run_id)
-        if run and run.get("status") == "cancelling":
+        if run and run.get("status") == RunStatus.CANCELLING:
             self.requested = "runs cancel"
         return bool(self.requested)
 
@@ -143,7 +143,7 @@ class Run:
         self.display = Display(display)
         self.resuming = run_id is not None
         self.run_id = run_id or store.create_run({
-            "grid": spec.grid, "model": ", ".join(spec.models), "status": "queued",
+            "grid": spec.grid, "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
             "spec": spec.to_dict()})
         previous = store.get_run(self.run_id) or {}
         self.events_path = events_path or previous.get("events_path") or str(
@@ -182,14 +182,15 @@ class Run:
         stopper.install()
         try:
             self.events = EventLog(self.events_path, self.run_id)
-            self.store.update_run(self.run_id, status="running", pid=os.getpid(),
+            self.store.update_run(self.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                                   pid_started=process_start(os.getpid()),
-                                  started_at=_now(), ended_at=None, error=None,
+                                  started_at=utc_now(), ended_at=None, error=None,
                                   events_path=self.events_path)
             status = self._execute(stopper)
         except BaseException as exc:
             reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else failure_reason(exc)
-            self._finish("failed" if not isinstance(exc, KeyboardInterrupt) else "cancelled",
+            self._finish(RunStatus.FAILED if not isinstance(exc, KeyboardInterrupt)
+                         else RunStatus.CANCELLED,
                          error=reason)
             if not isinstance(exc, KeyboardInterrupt):
                 self.emit("failed", reason=reason)
@@ -205,9 +206,9 @@ class Run:
 
     def _finish(self, status: str, error: str | None = None) -> None:
         self.provenance.update(tokens=self.tokens, seconds=self.seconds(),
-                               ended_at=_now().isoformat())
+                               ended_at=utc_now().isoformat())
         try:
-            self.store.update_run(self.run_id, status=status, ended_at=_now(), error=error,
+            self.store.update_run(self.run_id, status=status, ended_at=utc_now(), error=error,
                                   tokens=self.tokens, seconds=self.seconds(),
                                   cells_done=self.cells_done, provenance=self.provenance)
         except Exception:  # the store itself may be what failed (disk full); keep the cause
@@ -237,11 +238,12 @@ class Run:
                   cells_done=self.cells_done, events_path=self.events_path,
                   resumed=self.resuming)
         for model_spec, name in zip(spec.models, names):
-            if self._evaluate_model(model_spec, name, items, done[name], stopper) == "cancelled":
-                return "cancelled"
+            if self._evaluate_model(model_spec, name, items, done[name], stopper) == \
+                    RunStatus.CANCELLED:
+                return RunStatus.CANCELLED
             if stopper.should_stop():
-                return "cancelled"
-        return "finished"
+                return RunStatus.CANCELLED
+        return RunStatus.FINISHED
 
     def _model_name(self, model_spec: str) -> str:
         from runners.models import resolve_spec
@@ -286,7 +288,7 @@ class Run:
             "host": platform.node(), "python": platform.python_version(),
             "fragility_tui": {"version": __version__, "git": code_revision()},
             "libraries": library_versions(),
-            "started_at": self.provenance.get("started_at") or _now().isoformat(),
+            "started_at": self.provenance.get("started_at") or utc_now().isoformat(),
             "models": dict(self.provenance.get("models") or {}),
         }
 
@@ -295,13 +297,14 @@ class Run:
     def _evaluate_model(self, model_spec: str, name: str, items: list[Item], done: set,
                         stopper: Stopper) -> str:
         from runners.batching import initial_budget
+        from runners.item_requests import ItemPlanner
         from runners.scoring import ScoreStats
 
         spec = self.spec
         todo = [(it, [c for c in spec.configs if (it.item_uid, c) not in done]) for it in items]
         todo = [(it, configs) for it, configs in todo if configs]
         if not todo:
-            return "finished"
+            return RunStatus.FINISHED
         loaded, scorer = self._load(model_spec, name)
         # Longest items first: the biggest batches run first, so an out-of-memory shows up
         # at once; neighbours in length share batches (little padding).
@@ -310,11 +313,11 @@ class Run:
                                 _dtype_bytes(loaded.dtype), tokens=spec.batch_tokens,
                                 item_cap=spec.batch_size)
         batching = self.provenance.setdefault("batching", {})
-        planned = _Planner(self, loaded, todo)
+        planned = ItemPlanner(loaded, todo, spec.seed)
         totals, item_trees = ScoreStats(), 0
         while planned:
             if stopper.should_stop():  # also catches a cancel that came during loading
-                return "cancelled"
+                return RunStatus.CANCELLED
             chunk = planned.batch(budget)
             t0 = time.monotonic()
             try:
@@ -341,7 +344,7 @@ class Run:
             batching[name] = dict(budget.record(), layout=scorer.layout,
                                   tokens=_token_record(totals, item_trees))
             self._progress(name, len(rows), stats.forwarded)
-        return "finished"
+        return RunStatus.FINISHED
 
     def _load(self, model_spec: str, name: str):
         from runners.models import load_model
@@ -370,8 +373,8 @@ class Run:
                         prefix_reuse=self.spec.prefix_reuse)
         return loaded, scorer
 
-    def _score_chunk(self, loaded, scorer, chunk: list["_Planned"], max_slots: int):
-        from runners.requests import cells_for
+    def _score_chunk(self, loaded, scorer, chunk: list["PlannedItem"], max_slots: int):
+        from runners.item_requests import cells_for
 
         gen = [r for planned in chunk for r in planned.gen]
         lik = [r for planned in chunk for r in planned.lik]
@@ -395,54 +398,6 @@ class Run:
                   cells_total=self.cells_total, batch_cells=batch_cells, tokens=self.tokens,
                   tokens_per_s=self.session_tokens / max(self.scoring_seconds, 1e-9),
                   elapsed_s=elapsed, eta_s=eta)
-
-
-@dataclass
-class _Planned:
-    """One item's prompts, rendered and tokenised, with the size of its prompt tree."""
-
-    plan: object  # runners.requests.ItemPlan
-    gen: list
-    lik: list
-    unique_tokens: int
-
-
-class _Planner:
-    """Items turned into scorer requests as batches need them (tokenising a whole large
-    item set up front would hold every token list in memory at once)."""
-
-    def __init__(self, run: Run, loaded, todo: list):
-        from runners.requests import Encoder
-
-        self.run, self.todo, self.next = run, todo, 0
-        self.encoder = Encoder(loaded.tokenizer, loaded.is_instruct)
-        self.ready: list[_Planned] = []
-
-    def __bool__(self) -> bool:
-        return bool(self.ready) or self.next < len(self.todo)
-
-    def batch(self, budget) -> list[_Planned]:
-        """The next items, while the batch's unique prompt tokens fit the budget."""
-        chunk, tokens = [], 0
-        while self and budget.fits(len(chunk), tokens):
-            planned = self.ready.pop(0) if self.ready else self._plan()
-            chunk.append(planned)
-            tokens += planned.unique_tokens
-        return chunk
-
-    def put_back(self, chunk: list[_Planned]) -> None:
-        self.ready[:0] = chunk
-
-    def _plan(self) -> _Planned:
-        from runners.prefix_tree import build_tree, count_tokens
-        from runners.requests import plan_item
-
-        item, configs = self.todo[self.next]
-        self.next += 1
-        gen, lik = [], []
-        plan = plan_item(self.encoder, item, configs, self.run.spec.seed, gen, lik)
-        unique = count_tokens(build_tree([r.tokens for r in gen] + [r.tokens for r in lik]))
-        return _Planned(plan, gen, lik, unique)
 
 
 def _token_record(stats, item_trees: int) -> dict:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fragility_tui.errors import InputError
+from fragility_tui.hashing import sha256_file
 
 CACHE_FORMAT = "v1"  # bump when the conversion changes, so stale caches are not reused
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -161,14 +162,6 @@ def _resolve_hub(spec: str) -> ResolvedSpec:
 
 # -- hashing --------------------------------------------------------------------------------
 
-def sha256_file(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
-
-
 def weights_hash(folder: Path) -> str:
     """sha256 over (file name, sha256) of every weight file in a folder, sorted by name."""
     h = hashlib.sha256()
@@ -264,7 +257,6 @@ def converted_gguf_folder(gguf_path: Path, gguf_sha: str) -> Path:
 
 def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
                quantize: str | None = None, trust_remote_code: bool = False) -> LoadedModel:
-    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 

@@ -49,3 +49,18 @@ def test_no_module_level_torch_imports_inside_the_app_package(package):
                                 "from transformers", "import optimum", "from optimum")):
                 offenders.append(f"{path.relative_to(REPO)}: {line}")
     assert not offenders, offenders
+
+
+def test_import_contracts_hold():
+    """The layers and forbidden imports in pyproject.toml ([tool.importlinter])."""
+    lint = REPO / ".venv" / "bin" / "lint-imports"
+    command = [str(lint)] if lint.exists() else [sys.executable, "-m", "importlinter.cli"]
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and "0 broken" in proc.stdout, proc.stdout[-3000:]
+
+
+def test_no_module_over_450_lines():
+    long = {str(p.relative_to(REPO)): n for p in [*(REPO / "fragility_tui").rglob("*.py"),
+                                                  *(REPO / "runners").rglob("*.py")]
+            if (n := len(p.read_text().splitlines())) > 450}
+    assert not long, long

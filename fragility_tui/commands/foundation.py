@@ -112,7 +112,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_load_samples(args) -> int:
-    from fragility_tui.grid.importer import load_sample_grids
+    from fragility_tui.grid.sample_grids import load_sample_grids
 
     store = open_store(args.db, load_samples=False)
     loaded = load_sample_grids(store)

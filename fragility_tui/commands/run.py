@@ -11,6 +11,7 @@ import os
 import sys
 
 from fragility_tui.errors import InputError
+from fragility_tui.jobs import RunStatus, pid_alive
 from fragility_tui.grid.configs import parse_config_list
 from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK
 
@@ -83,7 +84,7 @@ def spec_from_args(args: argparse.Namespace):
     from runners.loop import RunSpec
 
     if not args.items:  # a first run needs no data of one's own: our starter items
-        from fragility_tui.grid.importer import SAMPLE_GRIDS_DIR
+        from fragility_tui.grid.sample_grids import SAMPLE_GRIDS_DIR
 
         args.items = [str(SAMPLE_GRIDS_DIR / "starter_items.jsonl")]
     missing = [f"--{flag}" for flag in SPEC_FLAGS if not getattr(args, flag)]
@@ -110,7 +111,6 @@ def spec_from_args(args: argparse.Namespace):
 
 
 def _resumed_spec(store, run_id: str, args):
-    from runners.launch import pid_alive
     from runners.loop import RunSpec
 
     run = store.get_run(run_id)
@@ -120,7 +120,7 @@ def _resumed_spec(store, run_id: str, args):
     if given:
         raise InputError(f"--resume replays the run's recorded spec; drop {', '.join(given)}",
                          field="--resume")
-    if run["status"] in ("running", "cancelling") and pid_alive(run.get("pid"),
+    if run["status"] in RunStatus.active() and pid_alive(run.get("pid"),
                                                                     run.get("pid_started")):
         raise InputError(f"run {run_id} is still running (pid {run['pid']})", field="--resume")
     return RunSpec.from_dict(run["spec"])
@@ -149,4 +149,4 @@ def run(args: argparse.Namespace) -> int:
 
         print(f"error: run {runner.run_id} failed: {failure_reason(exc)}", file=sys.stderr)
         return 1
-    return 0 if status == "finished" else 130
+    return 0 if status == RunStatus.FINISHED else 130

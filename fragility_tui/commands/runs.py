@@ -11,6 +11,7 @@ import os
 import signal
 
 from fragility_tui.errors import InputError
+from fragility_tui.jobs import RunStatus, effective_status, pid_alive
 from fragility_tui.provenance import provenance_card
 from fragility_tui.text import clean
 
@@ -48,7 +49,6 @@ def _get(store, run_id: str) -> dict:
 
 
 def cmd_list(store, args) -> int:
-    from runners.launch import effective_status
 
     runs = store.list_runs(args.grid)
     for r in runs:
@@ -69,7 +69,6 @@ def cmd_list(store, args) -> int:
 
 
 def cmd_show(store, args) -> int:
-    from runners.launch import effective_status
 
     row = _get(store, args.run_id)
     row["status"] = effective_status(row)
@@ -81,14 +80,13 @@ def cmd_show(store, args) -> int:
 
 
 def cmd_cancel(store, args) -> int:
-    from runners.launch import pid_alive
 
     row = _get(store, args.run_id)
-    if row["status"] not in ("running", "cancelling", "queued"):
+    if row["status"] not in (*RunStatus.active(), RunStatus.QUEUED):
         print(f"run {args.run_id} is {row['status']}; nothing to cancel")
         return 0
     # The loop polls the status between batches; SIGTERM sets the same stop flag.
-    store.update_run(args.run_id, status="cancelling")
+    store.update_run(args.run_id, status=RunStatus.CANCELLING)
     pid = row.get("pid")
     if pid_alive(pid, row.get("pid_started")):
         try:
@@ -97,7 +95,7 @@ def cmd_cancel(store, args) -> int:
             pass
         print(f"cancelling run {args.run_id} (pid {pid}): it stops after its current batch")
     else:
-        store.update_run(args.run_id, status="cancelled")
+        store.update_run(args.run_id, status=RunStatus.CANCELLED)
         print(f"run {args.run_id} had no live process; marked cancelled")
     return 0
 

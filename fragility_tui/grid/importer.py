@@ -1,4 +1,4 @@
-"""Import and export of long-format grids (one row per cell), and the shipped sample grids.
+"""Import and export of long-format grids (one row per cell).
 
 A long-format grid has the columns model, item, config, correct and optionally benchmark,
 subject, pred, raw_output. Everything is validated before the store is touched, and the
@@ -8,7 +8,6 @@ write is one transaction: a bad file leaves the store exactly as it was.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 from pathlib import Path
@@ -16,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from fragility_tui.errors import InputError
-from fragility_tui.grid.configs import CONFIG_BY_ID, CONFIG_IDS
+from fragility_tui.grid.configs import CONFIG_IDS
 from fragility_tui.grid.items import Item
 
 REQUIRED = ("model", "item", "config", "correct")
@@ -25,7 +24,6 @@ OPTIONAL = ("benchmark", "subject", "pred", "raw_output")
 DETAIL = ("permutation", "scores", "tokens", "ms", "run_id")
 _TRUE = {"true", "1", "t", "yes", "y"}
 _FALSE = {"false", "0", "f", "no", "n"}
-SAMPLE_GRIDS_DIR = Path(__file__).resolve().parents[2] / "sample_grids"
 
 
 def read_long_grid(path: str | Path):
@@ -313,7 +311,7 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
     """Validate then write a long-format grid as one transaction. Returns a summary."""
     import pyarrow as pa
 
-    from fragility_tui.grid.store import cell_schema
+    from fragility_tui.grid.store_schema import cell_schema
 
     grid = read_long_grid(path)
     grid_items = items_for_grid(grid, items, items_path or str(path))
@@ -350,7 +348,7 @@ def write_synthetic_grid(store, synthetic, grid_name: str, *, replace: bool = Fa
     """Write a simulate() result as a grid labelled synthetic, in one transaction."""
     import pyarrow as pa
 
-    from fragility_tui.grid.store import cell_schema
+    from fragility_tui.grid.store_schema import cell_schema
 
     cube = synthetic.cube
     if store.has_grid(grid_name) and not replace:
@@ -414,7 +412,7 @@ def _scores_as_json(table):
 def import_provenance(store, grid: str, doc: dict) -> None:
     """Models and runs of an `export --what provenance --format json` document, so a shipped
     real grid keeps its harness disclosure (SPEC §10)."""
-    from fragility_tui.grid.store import RUN_FIELDS
+    from fragility_tui.grid.store_schema import RUN_FIELDS
 
     for m in doc.get("models", []):
         store.upsert_model(grid, m["model"], source=m.get("source"), revision=m.get("revision"),
@@ -426,74 +424,3 @@ def import_provenance(store, grid: str, doc: dict) -> None:
             continue
         fields = {k: run.get(k) for k in RUN_FIELDS}
         store.create_run({**fields, "run_id": run["run_id"], "grid": grid, "pid": None})
-
-
-# -- shipped sample grids ----------------------------------------------------------------
-
-def sample_grid_files() -> list[tuple[Path, dict]]:
-    """(cells file, metadata) for each grid shipped in sample_grids/ (see its manifest)."""
-    manifest = SAMPLE_GRIDS_DIR / "manifest.json"
-    if not manifest.is_file():
-        return []
-    entries = json.loads(manifest.read_text())
-    return [(SAMPLE_GRIDS_DIR / e["cells"], e) for e in entries["grids"]]
-
-
-def load_sample_grids(store, recorded: set[str] | None = None) -> list[str]:
-    """Load each shipped grid the store lacks, and replace one that still holds an older
-    shipped version (a newer release updated its file); returns the names written.
-
-    A grid stays as it is when a local run has written into it, or when it is not the
-    shipped one (a user grid of the same name). `recorded` names the shipped grids loaded
-    into this store before: one of them missing now was deleted by the user, and stays so."""
-    loaded = []
-    for cells_path, meta in sample_grid_files():
-        name = meta["name"]
-        if not cells_path.is_file():
-            continue
-        digest = _sha256(cells_path)
-        if store.has_grid(name):
-            if not _holds_older_shipped_version(store, name, cells_path, digest):
-                continue
-            store.delete_imported_runs(name)  # the old version's provenance goes with it
-        elif recorded is not None and name in recorded:
-            continue
-        _load_sample_grid(store, cells_path, meta, digest)
-        loaded.append(name)
-    return loaded
-
-
-def _load_sample_grid(store, cells_path: Path, meta: dict, digest: str) -> None:
-    items = None
-    if meta.get("items"):
-        from fragility_tui.grid.loaders import load_items
-
-        items, _ = load_items(SAMPLE_GRIDS_DIR / meta["items"])
-    elif meta.get("simulate"):  # synthetic: the generator's placeholder items
-        from fragility_tui.grid.simulate import simulate
-
-        items = simulate(**meta["simulate"]).items
-    import_long_grid(store, cells_path, meta["name"], items=items,
-                     synthetic=meta.get("synthetic", False),
-                     description=meta.get("description", ""), replace=True,
-                     meta={"sample_sha256": digest})
-    if meta.get("provenance"):
-        doc = json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
-        import_provenance(store, meta["name"], doc)
-
-
-def _holds_older_shipped_version(store, name: str, cells_path: Path, digest: str) -> bool:
-    grid = store.grid_meta(name)
-    if grid.get("sample_sha256") == digest:
-        return False
-    # Loaded from sample_grids/: recorded since sample_sha256 exists, by its source before.
-    shipped = "sample_sha256" in grid or Path(grid.get("source") or "").name == cells_path.name
-    return shipped and not store.has_local_runs(name)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fragility_tui.errors import InputError
+from fragility_tui.grid.item_formats import read_shards
 from fragility_tui.grid.items import LoadReport, RawItem
 
 
@@ -22,7 +23,7 @@ from fragility_tui.grid.items import LoadReport, RawItem
 class NamedSource:
     name: str  # also the benchmark name of its items
     repo_id: str  # Hugging Face dataset repository
-    fmt: str  # loaders.FORMATS entry that reads its Parquet rows
+    fmt: str  # item_rows.FORMATS entry that reads its Parquet rows
     files: dict[str, str]  # split -> glob of its Parquet file(s) in the repository
     default_split: str
     local_example: str  # what to pass instead when offline
@@ -103,10 +104,8 @@ def fetch(source: NamedSource, split: str) -> list[Path]:
 
 def read_source(spec: str) -> tuple[list[RawItem], LoadReport]:
     """Raw items of a named source, read with the loader of its format."""
-    from fragility_tui.grid import loaders  # lazy: loaders imports this module lazily too
-
     source, split = parse_source_spec(spec)
-    raws, _ = loaders.read_shards(fetch(source, split), fmt=source.fmt, benchmark=source.name,
+    raws, _ = read_shards(fetch(source, split), fmt=source.fmt, benchmark=source.name,
                                   split=ID_SPLIT.get(split, split))
     return raws, LoadReport(f"{source.name}:{split} (hf://datasets/{source.repo_id}/"
                             f"{source.pattern(split)})", read=len(raws))

@@ -19,101 +19,22 @@ import os
 import random
 import threading
 import time
-import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 import duckdb
 import numpy as np
 
-from fragility_tui.grid.cube import Cube
 from fragility_tui.errors import InputError, StoreBusyError
 from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
+from fragility_tui.grid.cube import Cube
 from fragility_tui.grid.items import Item
+from fragility_tui.grid.run_records import RunRecords
+from fragility_tui.grid.store_schema import (CELL_COLUMNS, MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION,
+                                             CellRow, GridInfo, cell_schema, utc_now)
 
-SCHEMA_VERSION = 2
 APP_NAME = "fragility-tui"
 LOCK_WAIT_S = float(os.environ.get("FRAGILITY_LOCK_WAIT_S", "120"))
-
-_SCHEMA_V1 = """
-CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
-CREATE TABLE IF NOT EXISTS configs (
-    config_id VARCHAR PRIMARY KEY, position INTEGER, "order" VARCHAR, format VARCHAR,
-    scoring VARCHAR, is_reference BOOLEAN);
-CREATE TABLE IF NOT EXISTS grids (
-    name VARCHAR PRIMARY KEY, synthetic BOOLEAN NOT NULL, description VARCHAR,
-    created_at TIMESTAMP, seed BIGINT, item_set_hash VARCHAR, meta VARCHAR);
-CREATE TABLE IF NOT EXISTS items (
-    grid VARCHAR NOT NULL, item_uid VARCHAR NOT NULL, position INTEGER NOT NULL,
-    benchmark VARCHAR NOT NULL, subject VARCHAR, question VARCHAR, choices VARCHAR[],
-    gold INTEGER, PRIMARY KEY (grid, item_uid));
-CREATE TABLE IF NOT EXISTS models (
-    grid VARCHAR NOT NULL, model VARCHAR NOT NULL, source VARCHAR, revision VARCHAR,
-    dtype VARCHAR, quantization VARCHAR, base_model VARCHAR, provenance VARCHAR,
-    PRIMARY KEY (grid, model));
-CREATE TABLE IF NOT EXISTS runs (
-    run_id VARCHAR PRIMARY KEY, grid VARCHAR, model VARCHAR, status VARCHAR, pid INTEGER,
-    created_at TIMESTAMP, started_at TIMESTAMP, ended_at TIMESTAMP, spec VARCHAR,
-    provenance VARCHAR, events_path VARCHAR, cells_total BIGINT, cells_done BIGINT,
-    tokens BIGINT, seconds DOUBLE, error VARCHAR);
-CREATE TABLE IF NOT EXISTS cells (
-    grid VARCHAR NOT NULL, model VARCHAR NOT NULL, item_uid VARCHAR NOT NULL,
-    config_id VARCHAR NOT NULL, correct BOOLEAN NOT NULL, pred TINYINT,
-    permutation VARCHAR, raw_output VARCHAR, scores DOUBLE[], tokens INTEGER, ms REAL,
-    run_id VARCHAR);
-"""
-
-# Each entry upgrades the schema from version i+1 to i+2; append, never edit.
-_MIGRATIONS: list[str] = [
-    # 2: a run's process is identified by pid and start time (a reused pid is not the run)
-    "ALTER TABLE runs ADD COLUMN pid_started VARCHAR",
-]
-
-RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
-              "provenance", "events_path", "cells_total", "cells_done", "tokens", "seconds",
-              "error")
-_JSON_RUN_FIELDS = ("spec", "provenance")
-CELL_COLUMNS = ("model", "item_uid", "config_id", "correct", "pred", "permutation",
-                "raw_output", "scores", "tokens", "ms", "run_id")
-
-
-@dataclass(frozen=True)
-class CellRow:
-    model: str
-    item_uid: str
-    config_id: str
-    correct: bool
-    pred: int | None = None  # native option index; -1 = unparsed
-    permutation: str | None = None  # e.g. "2013": display position j shows choice int(p[j])
-    raw_output: str | None = None
-    scores: list[float] | None = None  # raw log-likelihoods, native order (likelihood configs)
-    tokens: int | None = None
-    ms: float | None = None
-    run_id: str | None = None
-
-
-@dataclass(frozen=True)
-class GridInfo:
-    name: str
-    synthetic: bool
-    description: str
-    models: int
-    items: int
-    configs: int
-    cells: int
-    created_at: str | None
-
-    @property
-    def complete(self) -> bool:
-        return self.cells > 0 and self.cells == self.models * self.items * self.configs
-
-    def to_json(self) -> dict:
-        return {"name": self.name, "models": self.models, "items": self.items,
-                "configs": self.configs, "cells": self.cells, "complete": self.complete,
-                "synthetic": self.synthetic, "description": self.description,
-                "created_at": self.created_at}
 
 
 def default_db_path() -> Path:
@@ -122,16 +43,12 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME)) / "fragility.duckdb"
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
 def _is_lock_error(exc: Exception) -> bool:
     text = str(exc).lower()
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
-class Store:
+class Store(RunRecords):
     """A DuckDB file opened per operation (see the module docstring for why)."""
 
     # One DuckDB database may be open only once per process with one configuration;
@@ -191,7 +108,7 @@ class Store:
     def _ensure_schema(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.connect(write=True) as con:
-            con.execute(_SCHEMA_V1)
+            con.execute(SCHEMA_V1)
             row = _first(con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
             version = int(row[0]) if row else None
             if version is None:  # a new store: version 1's tables, then the migrations
@@ -207,7 +124,7 @@ class Store:
                 raise InputError(f"store schema version {version} is newer than this "
                                  f"fragility-tui ({SCHEMA_VERSION}); upgrade fragility-tui",
                                  path=str(self.path))
-            for step in _MIGRATIONS[version - 1:]:
+            for step in MIGRATIONS[version - 1:]:
                 con.execute(step)
             con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                         [str(SCHEMA_VERSION)])
@@ -265,7 +182,7 @@ class Store:
         """Create a grid row if absent (an existing grid keeps its settings)."""
         if not name or not name.strip():
             raise InputError("a grid name must not be empty", field="--grid")
-        args = [name, synthetic, description, _now(), seed, item_set_hash,
+        args = [name, synthetic, description, utc_now(), seed, item_set_hash,
                 json.dumps(meta or {})]
         self._in_transaction(con, lambda c: c.execute(
             "INSERT OR IGNORE INTO grids VALUES (?, ?, ?, ?, ?, ?, ?)", args))
@@ -477,86 +394,8 @@ class Store:
             subjects=np.array([r[2] for r in item_rows], dtype=object),
         )
 
-    # -- runs ----------------------------------------------------------------------------
-
-    def create_run(self, run: dict) -> str:
-        run_id = run.get("run_id") or _new_run_id()
-        fields = {k: run.get(k) for k in RUN_FIELDS}
-        fields["created_at"] = fields["created_at"] or _now()
-        fields["status"] = fields["status"] or "queued"
-        for k in _JSON_RUN_FIELDS:
-            if fields[k] is not None and not isinstance(fields[k], str):
-                fields[k] = json.dumps(fields[k], sort_keys=True, default=str)
-        with self.connect(write=True) as con:
-            con.execute(f"INSERT INTO runs (run_id, {', '.join(RUN_FIELDS)}) VALUES "
-                        f"({', '.join('?' * (len(RUN_FIELDS) + 1))})",
-                        [run_id] + [fields[k] for k in RUN_FIELDS])
-        return run_id
-
-    def update_run(self, run_id: str, **fields) -> None:
-        unknown = set(fields) - set(RUN_FIELDS)
-        if unknown:
-            raise ValueError(f"unknown run field(s): {', '.join(sorted(unknown))}")
-        if not fields:
-            return
-        values = [json.dumps(v, sort_keys=True, default=str)
-                  if k in _JSON_RUN_FIELDS and v is not None and not isinstance(v, str) else v
-                  for k, v in fields.items()]
-        assignments = ", ".join(f"{k} = ?" for k in fields)
-        with self.connect(write=True) as con:
-            con.execute(f"UPDATE runs SET {assignments} WHERE run_id = ?", values + [run_id])
-
-    def has_local_runs(self, grid: str) -> bool:
-        """Whether a run of this machine wrote into the grid (imported runs have no pid)."""
-        with self.connect() as con:
-            return con.execute("SELECT 1 FROM runs WHERE grid = ? AND pid IS NOT NULL LIMIT 1",
-                               [grid]).fetchall() != []
-
-    def delete_imported_runs(self, grid: str) -> None:
-        """Drop the run rows imported with a grid's provenance (no pid), e.g. on replacing it."""
-        with self.connect(write=True) as con:
-            con.execute("DELETE FROM runs WHERE grid = ? AND pid IS NULL", [grid])
-
-    def get_run(self, run_id: str) -> dict | None:
-        runs = self._select_runs("WHERE run_id = ?", [run_id])
-        return runs[0] if runs else None
-
-    def list_runs(self, grid: str | None = None) -> list[dict]:
-        if grid is None:
-            return self._select_runs("", [])
-        return self._select_runs("WHERE grid = ?", [grid])
-
-    def _select_runs(self, where: str, args: list) -> list[dict]:
-        with self.connect() as con:
-            cur = con.execute(f"SELECT run_id, {', '.join(RUN_FIELDS)} FROM runs {where} "
-                              "ORDER BY created_at DESC, run_id", args)
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, r)) for r in cur.fetchall()]
-        for row in rows:
-            for k in _JSON_RUN_FIELDS:
-                row[k] = json.loads(row[k]) if row[k] else {}
-        return rows
-
-
 def _first(con: duckdb.DuckDBPyConnection):
     """The first row of a result, consuming it (DuckDB 2 refuses new work on a connection
     with a partly fetched result)."""
     rows = con.fetchall()
     return rows[0] if rows else None
-
-
-def _new_run_id() -> str:
-    return _now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
-
-
-def cell_schema():
-    """The Arrow schema of a cells batch (grid + CELL_COLUMNS)."""
-    import pyarrow as pa
-
-    return pa.schema([
-        ("grid", pa.string()), ("model", pa.string()), ("item_uid", pa.string()),
-        ("config_id", pa.string()), ("correct", pa.bool_()), ("pred", pa.int8()),
-        ("permutation", pa.string()), ("raw_output", pa.string()),
-        ("scores", pa.list_(pa.float64())), ("tokens", pa.int32()), ("ms", pa.float32()),
-        ("run_id", pa.string()),
-    ])

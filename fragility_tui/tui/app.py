@@ -8,42 +8,26 @@ one lock (a DuckDB connection is not thread-safe).
 from __future__ import annotations
 
 import os
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
-from textual.message import Message
+from textual.reactive import var
 from textual.screen import ModalScreen, Screen
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
 
-from fragility_tui.tui.compute import GridView, Selection, build_view
+from fragility_tui.tui.bindings import APP_BINDINGS, binding_ids, help_rows
+from fragility_tui.tui.gateway import StoreGateway
+from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, RunsWrote,
+                                        ShowItem, ShowModel, ShowPair, ShowRun, ViewReady,
+                                        WorkFailed)
 from fragility_tui.tui.panes import PANES, Pane
+from fragility_tui.tui.view_model import GridView, Selection, build_view
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import ReportTable
-
-
-# ---------------------------------------------------------------- messages from workers
-@dataclass
-class GridsListed(Message):
-    grids: list
-
-
-@dataclass
-class ViewReady(Message):
-    view: GridView
-    seconds: float
-
-
-@dataclass
-class WorkFailed(Message):
-    what: str
-    error: str
 
 
 class PaneTabs(Tabs):
@@ -76,34 +60,23 @@ class FragilityApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "fragility-tui"
     ENABLE_COMMAND_PALETTE = True
-    BINDINGS = [
-        *(Binding(str(k + 1), f"pane('{p.pane_id}')", p.title, show=False,
-                  tooltip=f"Show the {p.title} pane") for k, p in enumerate(PANES)),
-        Binding("f1", "help", "Help", tooltip="List every binding"),
-        Binding("question_mark", "help", "Help", show=False, tooltip="List every binding (as F1)"),
-        Binding("slash", "filter", "Filter", tooltip="Filter the current table"),
-        Binding("s", "selection", "Selection", tooltip="Choose configs / models / benchmarks"),
-        Binding("c", "copy_row", "Copy row", tooltip="Copy the current row (OSC 52)"),
-        Binding("C", "copy_table", "Copy table", show=False, tooltip="Copy the whole table"),
-        Binding("x", "export", "Export", tooltip="Export the table: CSV, Parquet, Markdown"),
-        Binding("P", "svg_screenshot", "Screenshot", show=False, tooltip="Save an SVG screenshot"),
-        Binding("escape", "back", "Back", show=False, tooltip="Go back / close the filter"),
-        Binding("q", "quit", "Quit", tooltip="Quit (runs keep going)"),
-    ]
+    BINDINGS = APP_BINDINGS
+
+    # Handed down to every pane (data_bind): panes watch them and re-render when shown.
+    grids: var[list | None] = var(None, always_update=True)  # None until the store is read
+    grid_name: var[str | None] = var(None)
+    view: var[GridView | None] = var(None, always_update=True)
 
     def __init__(self, db_path: str | None = None, *, store=None):
         super().__init__()
         self.db_path = db_path
-        self._store = store
-        self._store_lock = threading.Lock()
-        self.grids: list | None = None  # None until the store has been read
-        self.grid_name: str | None = None
+        self.gateway = StoreGateway(db_path, store)
         self._grid_meta: dict = {}
         self._force_reload = False
-        self.view: GridView | None = None
         self.selection = Selection()
         self.computing = False
         self.started_at = time.perf_counter()
+        self.keymap: dict[str, str] = {}  # binding id -> keys, from the user's keymap.toml
         self.first_view_seconds: float | None = None  # start → first statistics on screen
         self.last_compute_seconds: float | None = None  # the last worker computation
         if "TEXTUAL_ANIMATIONS" not in os.environ:
@@ -116,36 +89,35 @@ class FragilityApp(App):
                          for k, p in enumerate(PANES)), id="pane-tabs")
         with ContentSwitcher(initial="grids", id="panes"):
             for pane_cls in PANES:
-                yield pane_cls(id=pane_cls.pane_id)
+                pane = pane_cls(id=pane_cls.pane_id, gateway=self.gateway)
+                yield pane.data_bind(FragilityApp.grids, FragilityApp.grid_name,
+                                     FragilityApp.view)
         yield Input(placeholder="filter (Enter to keep, Esc to close)", id="filter")
         yield Static("", id="status")
         yield Footer()
 
     def on_mount(self) -> None:
+        from fragility_tui.tui.keymap import load_keymap
+
+        self.keymap, problems = load_keymap(binding_ids())
+        self.set_keymap(self.keymap)
+        for problem in problems:
+            self.notify(clean(problem, limit=400), title="Keymap not applied", severity="warning",
+                        markup=False, timeout=10)
         self.main_screen.query_one(GridHeader).show(None, False, "")
         self.main_screen.query_one("#filter", Input).display = False
         self.set_status("opening the store…")
         self.list_grids()
 
     # ---------------------------------------------------------------- store access
-    def store_call(self, method: str, *args, **kwargs):
-        """Call a Store method under the lock (from worker threads only)."""
-        with self._store_lock:
-            if self._store is None:
-                # open_store loads the shipped sample grids into a fresh default store
-                from fragility_tui.bootstrap import open_store
-
-                self._store = open_store(self.db_path)
-            return getattr(self._store, method)(*args, **kwargs)
-
     @property
     def store_path(self) -> str | None:
-        return self.db_path or str(getattr(self._store, "path", "") or "") or None
+        return self.gateway.path
 
     @work(thread=True, exclusive=True, group="grids", exit_on_error=False)
     def list_grids(self) -> None:
         try:
-            grids = self.store_call("list_grids")
+            grids = self.gateway.list_grids()
         except Exception as exc:  # shown to the user, not a crash
             self.post_message(WorkFailed("opening the store", _describe(exc)))
             return
@@ -154,8 +126,6 @@ class FragilityApp(App):
     @on(GridsListed)
     def _grids_listed(self, message: GridsListed) -> None:
         self.grids = message.grids
-        self.pane("grids").refresh_pane()
-        self.active_pane().refresh_pane()
         if self.grid_name is None and self.grids:
             self.open_grid(default_grid(self.grids))
         elif not self.grids:
@@ -163,9 +133,50 @@ class FragilityApp(App):
                             "or `fragility-tui import`")
 
     def open_grid(self, name: str) -> None:
-        self.grid_name = name
         self.selection = Selection()
+        self.grid_name = name
         self.recompute()
+
+    # ---------------------------------------------------------------- intents from panes
+    @on(GridChosen)
+    def _grid_chosen(self, message: GridChosen) -> None:
+        if message.name != self.grid_name:
+            self.open_grid(message.name)
+        self.action_pane("bands")
+
+    @on(GridsChanged)
+    def _grids_changed(self) -> None:
+        self.list_grids()
+
+    @on(RunsWrote)
+    def _runs_wrote(self, message: RunsWrote) -> None:
+        self.list_grids()
+        if self.grid_name in message.grids:
+            self.reload_grid()
+
+    @on(ShowModel)
+    def _show_model(self, message: ShowModel) -> None:
+        from fragility_tui.tui.screens import ModelScreen
+
+        self.push_screen(ModelScreen(self.view, message.model))
+
+    @on(ShowPair)
+    def _show_pair(self, message: ShowPair) -> None:
+        from fragility_tui.tui.screens import PairScreen
+
+        self.push_screen(PairScreen(self.view, message.a, message.b))
+
+    @on(ShowItem)
+    def _show_item(self, message: ShowItem) -> None:
+        from fragility_tui.tui.screens import ItemScreen
+
+        self.push_screen(ItemScreen(self.view, self.gateway, message.item_uid))
+
+    @on(ShowRun)
+    def _show_run(self, message: ShowRun) -> None:
+        from fragility_tui.tui.screens import ProvenanceScreen
+
+        self.push_screen(ProvenanceScreen(message.run))
 
     def reload_grid(self) -> None:
         """Read the open grid from the store again (a run added cells), keeping the selection."""
@@ -190,9 +201,8 @@ class FragilityApp(App):
             if reuse:
                 full, items, meta = self.view.full, self.view.items, self._grid_meta
             else:
-                full = self.store_call("load_cube", grid)
-                items = {it.item_uid: it for it in self.store_call("load_items", grid)}
-                meta = self._grid_meta = self.store_call("grid_meta", grid)
+                full, items, meta = self.gateway.load_grid(grid)
+                self._grid_meta = meta
             view = build_view(grid, bool(meta.get("synthetic")), int(meta.get("seed") or 0),
                               full, items, selection)
         except Exception as exc:
@@ -216,9 +226,6 @@ class FragilityApp(App):
         # a clock on screen would make every snapshot differ
         self.set_status(f"{self.selection.describe(message.view.full)} · ready · "
                         "s changes the selection · F1 help")
-        for pane in self.main_screen.query(Pane):
-            pane.stale = True
-        self.active_pane().refresh_pane()
 
     @on(WorkFailed)
     def _work_failed(self, message: WorkFailed) -> None:
@@ -311,7 +318,7 @@ class FragilityApp(App):
     def action_help(self) -> None:
         from fragility_tui.tui.screens import HelpScreen
 
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(help_rows(self.keymap)))
 
     # ---------------------------------------------------------------- copy, export, screenshot
     def current_table(self) -> ReportTable | None:

@@ -63,7 +63,8 @@ class ReportTable(DataTable):
     """A DataTable that keeps its raw rows, so it can sort, filter, copy and export them."""
 
     BINDINGS = [
-        Binding("o", "sort_next", "Sort", tooltip="Sort by the next column (again: reverse)"),
+        Binding("o", "sort_next", "Sort", tooltip="Sort by the next column (again: reverse)",
+                id="table.sort"),
     ]
 
     def __init__(self, *, table_name: str = "table", **kwargs):

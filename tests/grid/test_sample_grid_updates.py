@@ -9,9 +9,10 @@ import json
 import pytest
 
 from fragility_tui.bootstrap import ensure_sample_grids
-from fragility_tui.grid import importer
+from fragility_tui.grid import sample_grids
 from fragility_tui.grid.configs import CONFIG_IDS
-from fragility_tui.grid.importer import import_long_grid, load_sample_grids
+from fragility_tui.grid.importer import import_long_grid
+from fragility_tui.grid.sample_grids import load_sample_grids
 from fragility_tui.grid.store import Store
 
 
@@ -32,7 +33,7 @@ def write_version(folder, models: list[str]) -> None:
 def shipped(tmp_path, monkeypatch):
     folder = tmp_path / "sample_grids"
     folder.mkdir()
-    monkeypatch.setattr(importer, "SAMPLE_GRIDS_DIR", folder)
+    monkeypatch.setattr(sample_grids, "SAMPLE_GRIDS_DIR", folder)
     write_version(folder, ["a"])
     return folder
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from runners.events import Display, EventLog, choose_display, read_events
-from runners.launch import effective_status, pid_alive, process_start, start_detached
+from fragility_tui.jobs import effective_status, pid_alive, process_start, start_detached
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,7 +81,7 @@ def test_display_modes():
 
 def test_run_commands_import_no_torch_until_they_run():
     code = ("import sys; from fragility_tui.cli import build_parser; build_parser(); "
-            "import fragility_tui.commands.run, fragility_tui.commands.runs, runners.launch, "
+            "import fragility_tui.commands.run, fragility_tui.commands.runs, fragility_tui.jobs, "
             "runners.events; "
             "bad = [m for m in ('torch', 'transformers', 'optimum') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")

@@ -20,7 +20,7 @@ from tiny_models import make_model, make_tokenizer  # noqa: E402
 from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.grid.store import Store  # noqa: E402
-from runners.launch import effective_status  # noqa: E402
+from fragility_tui.jobs import effective_status  # noqa: E402
 from runners.loop import Run, RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from fragility_tui.grid.items import Item  # noqa: E402
 from fragility_tui.grid.parser import parse_answer  # noqa: E402
 from fragility_tui.grid.render import GenerationPrompt  # noqa: E402
 from runners.prefix_tree import build_tree, count_tokens  # noqa: E402
-from runners.requests import Encoder, cells_for, normalised_choice, plan_item  # noqa: E402
+from runners.item_requests import Encoder, cells_for, normalised_choice, plan_item  # noqa: E402
 from runners.scoring import Scorer  # noqa: E402
 from tiny_models import make_model  # noqa: E402
 
@@ -274,7 +274,7 @@ def test_a_softcapped_head_is_split_with_its_softcap(tiny_tokenizer):
     """Gemma-style final-logit soft-capping is part of the split head."""
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
-    from runners.scoring import _cache_keyword, _split_output_head
+    from runners.model_probe import cache_keyword, split_output_head
 
     torch.manual_seed(0)
     config = Gemma3TextConfig(vocab_size=len(tiny_tokenizer), hidden_size=32,
@@ -282,7 +282,7 @@ def test_a_softcapped_head_is_split_with_its_softcap(tiny_tokenizer):
                               num_key_value_heads=1, head_dim=16, initializer_range=0.5,
                               final_logit_softcapping=3.0)
     model = Gemma3ForCausalLM(config).eval()
-    decoder, head = _split_output_head(model, _cache_keyword(model), torch.device("cpu"))
+    decoder, head = split_output_head(model, cache_keyword(model), torch.device("cpu"))
     assert decoder is model.get_decoder()
     ids = torch.tensor([[5, 6, 7]])
     with torch.no_grad():
@@ -296,7 +296,7 @@ def test_a_head_that_does_not_reproduce_the_model_falls_back(tiny_tokenizer):
     """A model whose forward does more than decoder + head gets whole-model logits."""
     from transformers import LlamaForCausalLM
 
-    from runners.scoring import _cache_keyword, _split_output_head
+    from runners.model_probe import cache_keyword, split_output_head
 
     class DoubledLogits(LlamaForCausalLM):
         def forward(self, *args, **kwargs):
@@ -305,7 +305,7 @@ def test_a_head_that_does_not_reproduce_the_model_falls_back(tiny_tokenizer):
             return out
 
     model = DoubledLogits(make_model(tiny_tokenizer).config).eval()
-    backbone, head = _split_output_head(model, _cache_keyword(model), torch.device("cpu"))
+    backbone, head = split_output_head(model, cache_keyword(model), torch.device("cpu"))
     assert backbone is model
     logits = torch.randn(2, 5)
     assert torch.equal(head(logits), logits)

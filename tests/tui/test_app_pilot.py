@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import DataTable, Input
 
 from fragility_tui.tui.app import FragilityApp
-from fragility_tui.tui.compute import Selection
+from fragility_tui.tui.view_model import Selection
 from fragility_tui.tui.screens import HelpScreen, ItemScreen, ModelScreen, PairScreen
 from fragility_tui.tui.widgets import ReportTable
 
@@ -344,3 +344,41 @@ async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, 
         real = grids["starter-real"]
         assert (real.models, real.items, real.configs, real.complete) == (4, 265, 26, True)
         assert "starter-real" in text and "real" in text
+
+
+async def test_a_keymap_file_remaps_a_binding_by_its_id(synthetic_store, tmp_path, monkeypatch):
+    monkeypatch.setenv("FRAGILITY_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "keymap.toml").write_text('[keymap]\n"app.help" = "h"\n"pane.items" = "i,4"\n')
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await pilot.press("f1")  # the default key no longer opens the help
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        await pilot.press("h")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert any(row[3] == "app.help" and row[0] == "h" for row in app.screen.rows)
+        await pilot.press("escape")
+        await pilot.press("i")
+        await pilot.pause()
+        assert app.query_one("#panes").current == "items"
+
+
+async def test_a_bad_keymap_is_reported_and_the_defaults_stay(synthetic_store, tmp_path,
+                                                              monkeypatch):
+    monkeypatch.setenv("FRAGILITY_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "keymap.toml").write_text('[keymap]\n"app.help" = "h"\n"no.such" = "z"\n')
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        notes = [n.message for n in app._notifications]
+        assert any("'no.such' is not a binding id" in n and "keymap.toml" in n for n in notes)
+        (tmp_path / "keymap.toml").write_text('[keymap\n')
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        assert any("line 1" in n.message for n in app._notifications)
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)

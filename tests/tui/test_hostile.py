@@ -123,7 +123,7 @@ async def test_hostile_text_in_every_pane(tmp_path):
 
 
 async def test_cell_detail_shows_output_literally(tmp_path):
-    from fragility_tui.tui.screens import cell_detail
+    from fragility_tui.tui.cell_explain import cell_detail
 
     store = hostile_store(tmp_path / "hostile.duckdb")
     item, _, plain = store.load_items("hostile [bold]grid[/]")

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
+from fragility_tui.tui.messages import ShowModel
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable, band_bar
@@ -51,12 +52,10 @@ class BandsPane(Pane):
         return text
 
     def on_resize(self) -> None:
-        if self.app.view is not None and not self.stale:
+        if self.view is not None and not self.stale:
             self.query_one("#band-chart", Static).update(
-                self.chart(self.app.view.report.get("bands", [])))
+                self.chart(self.view.report.get("bands", [])))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        from fragility_tui.tui.screens import ModelScreen
-
-        self.app.push_screen(ModelScreen(event.row_key.value))
+        self.post_message(ShowModel(event.row_key.value))

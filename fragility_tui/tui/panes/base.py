@@ -1,10 +1,15 @@
-"""The pane base class: a titled area that renders the app's current GridView."""
+"""The pane base class: a titled area that renders the open grid's GridView.
+
+The app hands its state down (data_bind): `grids`, `grid_name`, `view`. A pane re-renders
+when one changes while it is shown, else when it is shown next; it tells the app what the
+user wants by posting a message (fragility_tui.tui.messages), never by calling into it."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.reactive import var
 from textual.widgets import Static
 
 from fragility_tui.tui.sanitize import clean
@@ -19,9 +24,29 @@ class Pane(Vertical):
     help = ""
     needs_view = True  # False for panes that work without an open grid (Grids, Runs)
 
-    def __init__(self, **kwargs):
+    grids: var[list | None] = var(None, always_update=True)
+    grid_name: var[str | None] = var(None)
+    view = var(None, always_update=True)
+
+    def __init__(self, *, gateway=None, **kwargs):
         super().__init__(**kwargs)
+        self.gateway = gateway  # tui.gateway.StoreGateway: typed store reads, for workers
+        self.db_path = gateway.db_path if gateway else None
         self.stale = True
+
+    def watch_grids(self) -> None:
+        self._changed()
+
+    def watch_grid_name(self) -> None:
+        self._changed()
+
+    def watch_view(self) -> None:
+        self._changed()
+
+    def _changed(self) -> None:
+        self.stale = True
+        if self.is_mounted and self.display:
+            self.refresh_pane()
 
     def compose(self) -> ComposeResult:
         yield Static(Text(self.help, style="dim"), classes="pane-help")
@@ -34,7 +59,7 @@ class Pane(Vertical):
     def refresh_pane(self) -> None:
         """Re-render from the app's state (called when the pane is shown and stale)."""
         self.stale = False
-        view = self.app.view
+        view = self.view
         empty = self.query_one(".pane-empty", Static)
         if self.needs_view and view is None:
             empty.display = True
@@ -44,11 +69,10 @@ class Pane(Vertical):
         self.render_view(view)
 
     def waiting_message(self) -> str:
-        app = self.app
-        if app.grids is None:
+        if self.grids is None:
             return "opening the store…"
-        if app.grid_name is not None:
-            return f"computing grid {clean(app.grid_name, one_line=True, limit=80)}…"
+        if self.grid_name is not None:
+            return f"computing grid {clean(self.grid_name, one_line=True, limit=80)}…"
         return "no grid open: choose one in the Grids pane (1)"
 
     def render_view(self, view) -> None:

@@ -12,7 +12,8 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
 
-from fragility_tui.tui.compute import num
+from fragility_tui.tui.view_model import num
+from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable
@@ -99,7 +100,7 @@ class ComparePane(Pane):
         self.compare()
 
     def compare(self) -> None:
-        view = self.app.view
+        view = self.view
         a, b = self.query_one("#compare-a", Select).value, self.query_one("#compare-b", Select).value
         if view is None or not isinstance(a, str) or not isinstance(b, str):
             return
@@ -113,13 +114,11 @@ class ComparePane(Pane):
     def _compare(self, view, a: str, b: str) -> None:
         try:
             decisions = decisions_for(view, a, b)
-            costs = self.app.store_call("model_costs", view.grid)
+            costs = self.gateway.model_costs(view.grid)
             cost = {a: cost_text(costs, a), b: cost_text(costs, b)}
             result = CompareResult(a, b, decisions, cost)
         except Exception as exc:
-            from fragility_tui.tui.app import WorkFailed
-
-            self.app.post_message(WorkFailed(f"comparing {a} and {b}", f"{type(exc).__name__}: {exc}"))
+            self.post_message(WorkFailed(f"comparing {a} and {b}", f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(result)
 

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable
 
+from fragility_tui.tui.messages import GridChosen, GridsChanged
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.widgets import Column, ReportTable, safe_title
 
@@ -32,7 +33,8 @@ class GridsPane(Pane):
     title = "Grids"
     help = "Grids in the store. Enter opens one; r reloads the list."
     needs_view = False
-    BINDINGS = [Binding("r", "reload", "Reload", tooltip="Reload the list of grids")]
+    BINDINGS = [Binding("r", "reload", "Reload", tooltip="Reload the list of grids",
+                        id="grids.reload")]
 
     def compose_body(self) -> ComposeResult:
         yield ReportTable(table_name="grids", id="grids-table")
@@ -40,18 +42,18 @@ class GridsPane(Pane):
     def render_view(self, view) -> None:
         table = self.query_one(ReportTable)
         rows = []
-        for g in self.app.grids or []:
+        for g in self.grids or []:
             rows.append((g.name, [g.name, kind_label(bool(g.synthetic)), g.models, g.items,
                                   g.configs, g.cells, complete_label(g.complete),
                                   getattr(g, "description", "") or ""]))
         table.set_data(COLUMNS, rows)
-        open_name = self.app.grid_name
+        open_name = self.grid_name
         table.border_title = safe_title("Grids" + (f" — open: {open_name}" if open_name else ""))
         if open_name:
             table.select_key(open_name)
         self.update_caption()
         empty = self.query_one(".pane-empty")
-        if not rows and self.app.grids is not None:
+        if not rows and self.grids is not None:
             empty.display = True
             empty.update(Text("No grids in this store yet. Create one with "
                               "`fragility-tui simulate` (synthetic) or `fragility-tui import`, "
@@ -59,10 +61,7 @@ class GridsPane(Pane):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        name = event.row_key.value
-        if name != self.app.grid_name:
-            self.app.open_grid(name)
-        self.app.action_pane("bands")
+        self.post_message(GridChosen(event.row_key.value))
 
     def action_reload(self) -> None:
-        self.app.list_grids()
+        self.post_message(GridsChanged())

@@ -7,7 +7,8 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from fragility_tui.tui.compute import num, pct
+from fragility_tui.tui.view_model import num, pct
+from fragility_tui.tui.messages import ShowPair
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.widgets import Column, ReportTable
 
@@ -68,7 +69,5 @@ class PairsPane(Pane):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
-        from fragility_tui.tui.screens import PairScreen
-
         a, b = event.row_key.value.split("\x1f")
-        self.app.push_screen(PairScreen(a, b))
+        self.post_message(ShowPair(a, b))

@@ -7,12 +7,9 @@ store's run rows and tails each run's JSON-lines events file, once a second.
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from rich.text import Text
 from textual import on, work
@@ -22,6 +19,9 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Select, Static
 
+from fragility_tui.jobs import (RunStatus, db_args, log_dir, merge_progress, run_argv,
+                                start_detached)
+from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable, hbar
@@ -32,52 +32,12 @@ COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"),
 QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
             ("int4 (optimum-quanto)", "int4")]
 REFRESH_SECONDS = 1.0
-FINAL_STATUSES = ("finished", "cancelled", "failed", "died")
-EVENTS_TAIL_BYTES = 64_000
+FINAL_STATUSES = RunStatus.final()
 
 
 @dataclass
 class RunsUpdated(Message):
     runs: list  # list[dict] with progress folded in
-
-
-def tail_progress(events_path: str | None) -> dict:
-    """The latest progress event (`batch`, `started`, `finished`, ...) of a run's JSON-lines
-    events file; {} when there is none yet."""
-    if not events_path:
-        return {}
-    try:
-        with open(events_path, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            size = fh.tell()
-            fh.seek(max(0, size - EVENTS_TAIL_BYTES))
-            lines = fh.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return {}
-    for line in reversed(lines):
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a partly written last line
-        if isinstance(event, dict) and "cells_done" in event:
-            return event
-    return {}
-
-
-def merge_progress(run: dict) -> dict:
-    """Run row + its latest event: done, total, tokens/s and ETA, and the status a user
-    should see (a `running` run whose process is gone shows as `died`)."""
-    from runners.launch import effective_status  # torch-free by contract
-
-    event = tail_progress(run.get("events_path"))
-    done = max(event.get("cells_done") or 0, run.get("cells_done") or 0)
-    total = event.get("cells_total") or run.get("cells_total") or 0
-    status = effective_status(run)
-    rate = event.get("tokens_per_s")
-    if rate is None and run.get("seconds"):
-        rate = (run.get("tokens") or 0) / run["seconds"]
-    eta = event.get("eta_s") if status == "running" else None
-    return {**run, "done": done, "total": total, "tok_s": rate, "eta": eta, "status": status}
 
 
 def fmt_eta(seconds: float | None) -> str:
@@ -88,36 +48,6 @@ def fmt_eta(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def run_argv(form: dict, db_path: str | None) -> list[str]:
-    """`fragility-tui run …` arguments for the form's values (empty fields left out)."""
-    argv = ["run", "--model", form["model"], "--items", form["items"], "--display", "none"]
-    for flag, key in (("--grid", "grid"), ("--per-benchmark", "per_benchmark"),
-                      ("--configs", "configs"), ("--quantize", "quantize")):
-        if form.get(key):
-            argv += [flag, str(form[key])]
-    argv += shlex.split(form.get("extra") or "")
-    return argv + db_args(db_path)
-
-
-def db_args(db_path: str | None) -> list[str]:
-    return ["--db", db_path] if db_path else []
-
-
-def start_detached(argv: list[str], log_path: Path) -> int:
-    """Start `fragility-tui ARGV` in its own session (survives the app); returns its pid."""
-    from runners.launch import start_detached as launch  # torch-free by contract
-
-    return launch(argv, log_path)
-
-
-def log_dir(db_path: str | None) -> Path:
-    if db_path:
-        return Path(db_path).expanduser().resolve().parent / "fragility-logs"
-    from platformdirs import user_log_dir
-
-    return Path(user_log_dir("fragility-tui"))
-
-
 class RunsPane(Pane):
     pane_id = "runs"
     title = "Runs"
@@ -125,9 +55,11 @@ class RunsPane(Pane):
             "Enter: provenance · k: cancel · u: resume · n: new run form.")
     needs_view = False
     BINDINGS = [
-        Binding("k", "cancel_run", "Cancel run", tooltip="Cancel the selected run"),
-        Binding("u", "resume_run", "Resume run", tooltip="Resume the selected run"),
-        Binding("n", "new_run", "New run", tooltip="Focus the form to start a run"),
+        Binding("k", "cancel_run", "Cancel run", tooltip="Cancel the selected run",
+                id="runs.cancel"),
+        Binding("u", "resume_run", "Resume run", tooltip="Resume the selected run",
+                id="runs.resume"),
+        Binding("n", "new_run", "New run", tooltip="Focus the form to start a run", id="runs.new"),
     ]
 
     def compose_body(self) -> ComposeResult:
@@ -150,19 +82,19 @@ class RunsPane(Pane):
 
     def render_view(self, view) -> None:
         grid_input = self.query_one("#run-grid", Input)
-        if not grid_input.value and self.app.grid_name:
-            grid_input.value = self.app.grid_name
+        if not grid_input.value and self.grid_name:
+            grid_input.value = self.grid_name
         self._show_runs()
         self.poll()
 
     def _tick(self) -> None:
-        if self.app.main_screen.query_one("#panes").current == self.pane_id:
+        if self.display:  # the pane switcher hides the panes not shown
             self.poll()
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def poll(self) -> None:
         try:
-            runs = [merge_progress(dict(r)) for r in self.app.store_call("list_runs")]
+            runs = [merge_progress(dict(r)) for r in self.gateway.list_runs()]
         except Exception as exc:
             self.post_message(RunsUpdated([{"run_id": "?", "status": f"error: {exc}"}]))
             return
@@ -177,9 +109,7 @@ class RunsPane(Pane):
                    if before.get(r.get("run_id"), (None, None)) != (r.get("status"), r.get("done"))
                    and r.get("status") in FINAL_STATUSES}
         if changed:  # new cells landed: refresh the grid list and the open grid
-            self.app.list_grids()
-            if self.app.grid_name in changed:
-                self.app.reload_grid()
+            self.post_message(RunsWrote(changed))
 
     def _show_runs(self) -> None:
         rows = []
@@ -212,7 +142,7 @@ class RunsPane(Pane):
             self.note(f"fill in: {', '.join(missing)} (model: alias, hub id, folder or .gguf; "
                       "items: a file, folder or named source)", error=True)
             return
-        self.launch(run_argv(form, self.app.db_path), f"start {form['model']}")
+        self.launch(run_argv(form, self.db_path), f"start {form['model']}")
         self.focus_main()  # Enter now opens a run's card instead of starting another run
 
     def action_cancel_run(self) -> None:
@@ -220,7 +150,7 @@ class RunsPane(Pane):
         if run is None:
             self.note("no run selected", error=True)
             return
-        self.launch(["runs", "cancel", str(run["run_id"])] + db_args(self.app.db_path),
+        self.launch(["runs", "cancel", str(run["run_id"])] + db_args(self.db_path),
                     f"cancel {run['run_id']}")
 
     def action_resume_run(self) -> None:
@@ -229,13 +159,13 @@ class RunsPane(Pane):
             self.note("no run selected", error=True)
             return
         self.launch(["run", "--resume", str(run["run_id"]), "--display", "none"] +
-                    db_args(self.app.db_path), f"resume {run['run_id']}")
+                    db_args(self.db_path), f"resume {run['run_id']}")
 
     def action_new_run(self) -> None:
         self.query_one("#run-model", Input).focus()
 
     def launch(self, argv: list[str], what: str) -> None:
-        log = log_dir(self.app.db_path) / f"tui-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        log = log_dir(self.db_path) / f"tui-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
         try:
             pid = start_detached(argv, log)
         except OSError as exc:
@@ -252,12 +182,11 @@ class RunsPane(Pane):
         event.stop()
         run = self.selected_run()
         if run is not None:
-            from fragility_tui.tui.screens import ProvenanceScreen
-
-            self.app.push_screen(ProvenanceScreen(run))
+            self.post_message(ShowRun(run))
 
 
 def status_text(status) -> Text:
-    styles = {"running": "bold cyan", "finished": "green", "cancelling": "yellow",
-              "cancelled": "yellow", "failed": "bold red", "died": "bold red"}
+    styles = {RunStatus.RUNNING: "bold cyan", RunStatus.FINISHED: "green",
+              RunStatus.CANCELLING: "yellow", RunStatus.CANCELLED: "yellow",
+              RunStatus.FAILED: "bold red", RunStatus.DIED: "bold red"}
     return Text(clean(status, one_line=True, limit=40), style=styles.get(str(status), ""))

@@ -2,7 +2,7 @@
 benchmark: one prompt at a time, no batching, no cache reuse, `model.generate` for the
 generation configs and one full forward per option for the cloze configs.
 
-It shares no code with runners.scoring / runners.requests (it tokenises on its own), so
+It shares no code with runners.scoring / runners.item_requests (it tokenises on its own), so
 agreement between the two is evidence, not a tautology.
 """
 

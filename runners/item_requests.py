@@ -21,6 +21,7 @@ from fragility_tui.grid.items import Item
 from fragility_tui.grid.parser import is_decided, parse_answer
 from fragility_tui.grid.render import ClozePrompt, GenerationPrompt, render
 from fragility_tui.grid.store import CellRow
+from runners.prefix_tree import build_tree, count_tokens
 from runners.scoring import BatchResult, GenRequest, LikelihoodRequest
 
 
@@ -112,3 +113,46 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred, None,
                                 None, scores, tokens, tokens * ms_per_token, run_id))
     return rows
+
+
+@dataclass
+class PlannedItem:
+    """One item's prompts, rendered and tokenised, with the size of its prompt tree."""
+
+    plan: object  # runners.item_requests.ItemPlan
+    gen: list
+    lik: list
+    unique_tokens: int
+
+
+class ItemPlanner:
+    """Items turned into scorer requests as batches need them (tokenising a whole large
+    item set up front would hold every token list in memory at once)."""
+
+    def __init__(self, loaded, todo: list, seed: int):
+        self.todo, self.seed, self.next = todo, seed, 0
+        self.encoder = Encoder(loaded.tokenizer, loaded.is_instruct)
+        self.ready: list[PlannedItem] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.ready) or self.next < len(self.todo)
+
+    def batch(self, budget) -> list[PlannedItem]:
+        """The next items, while the batch's unique prompt tokens fit the budget."""
+        chunk, tokens = [], 0
+        while self and budget.fits(len(chunk), tokens):
+            planned = self.ready.pop(0) if self.ready else self._plan()
+            chunk.append(planned)
+            tokens += planned.unique_tokens
+        return chunk
+
+    def put_back(self, chunk: list[PlannedItem]) -> None:
+        self.ready[:0] = chunk
+
+    def _plan(self) -> PlannedItem:
+        item, configs = self.todo[self.next]
+        self.next += 1
+        gen, lik = [], []
+        plan = plan_item(self.encoder, item, configs, self.seed, gen, lik)
+        unique = count_tokens(build_tree([r.tokens for r in gen] + [r.tokens for r in lik]))
+        return PlannedItem(plan, gen, lik, unique)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fragility_tui.grid.simulate import simulate
-from fragility_tui.tui.compute import ItemFilter, Selection, build_view, filter_items
+from fragility_tui.tui.view_model import ItemFilter, Selection, build_view, filter_items
 
 
 def test_item_filter_parses_every_token():

@@ -1,0 +1,161 @@
+"""Runs as processes: their statuses, starting one detached from the terminal, and telling
+whether a recorded run's process is alive. Headless and torch-free: the CLI, the app and
+the runner share it; a run started here survives the app, the terminal or the SSH
+connection closing.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+EVENTS_TAIL_BYTES = 64_000  # read of a run's events file to find its latest progress
+
+
+class RunStatus(str, enum.Enum):
+    """queued -> running -> finished | cancelled | failed; cancelling while a cancel is
+    pending; died: recorded as running but its process is gone (derived, never stored)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    CANCELLING = "cancelling"
+    FINISHED = "finished"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    DIED = "died"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def active(cls) -> tuple["RunStatus", ...]:
+        """Statuses whose process should be alive."""
+        return cls.RUNNING, cls.CANCELLING
+
+    @classmethod
+    def final(cls) -> tuple["RunStatus", ...]:
+        return cls.FINISHED, cls.CANCELLED, cls.FAILED, cls.DIED
+
+
+def start_detached(argv: list[str], log_path: str | os.PathLike) -> int:
+    """Start `fragility-tui ARGV` (argv without the program name) in a new session with
+    stdin closed and stdout/stderr appended to `log_path`; returns its pid."""
+    log_path = Path(log_path)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "fragility_tui.cli", *argv]
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True, close_fds=True,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return proc.pid
+
+
+def process_start(pid: int) -> str | None:
+    """When process `pid` started (Linux: clock ticks since boot, /proc/PID/stat field 22),
+    so that a later check can tell the run's process from another that reused its pid;
+    None where the system does not say."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def pid_alive(pid: int | None, started: str | None = None) -> bool:
+    """True when `pid` is a live process and, when the run recorded its start time, the
+    same process (not another one that reused the pid after a crash). A zombie (exited,
+    not yet reaped) counts as dead."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # alive, owned by someone else
+    stat = Path(f"/proc/{pid}/stat")
+    if not stat.is_file():
+        return True  # no /proc here: liveness is all we can tell
+    try:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    if fields[0] == "Z":
+        return False
+    # A run recorded before start times were (store schema 1): liveness is all we know.
+    return started is None or fields[19] == started
+
+
+def effective_status(run: dict) -> str:
+    """The run's status as a user should see it: a run recorded as running whose process
+    is gone (kill -9, power loss, OOM killer) is `died`; resume it with --resume."""
+    status = run.get("status") or "unknown"
+    if status in RunStatus.active() and not pid_alive(run.get("pid"), run.get("pid_started")):
+        return RunStatus.DIED
+    return status
+
+
+# -- watching and starting runs (the app's Runs pane, shared with the CLI) -------------------
+
+def tail_progress(events_path: str | None) -> dict:
+    """The latest progress event (`batch`, `started`, `finished`, ...) of a run's JSON-lines
+    events file; {} when there is none yet."""
+    if not events_path:
+        return {}
+    try:
+        with open(events_path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - EVENTS_TAIL_BYTES))
+            lines = fh.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return {}
+    for line in reversed(lines):
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue  # a partly written last line
+        if isinstance(event, dict) and "cells_done" in event:
+            return event
+    return {}
+
+
+def merge_progress(run: dict) -> dict:
+    """Run row + its latest event: done, total, tokens/s and ETA, and the status a user
+    should see (a `running` run whose process is gone shows as `died`)."""
+    event = tail_progress(run.get("events_path"))
+    done = max(event.get("cells_done") or 0, run.get("cells_done") or 0)
+    total = event.get("cells_total") or run.get("cells_total") or 0
+    status = effective_status(run)
+    rate = event.get("tokens_per_s")
+    if rate is None and run.get("seconds"):
+        rate = (run.get("tokens") or 0) / run["seconds"]
+    eta = event.get("eta_s") if status == RunStatus.RUNNING else None
+    return {**run, "done": done, "total": total, "tok_s": rate, "eta": eta, "status": status}
+
+
+def run_argv(form: dict, db_path: str | None) -> list[str]:
+    """`fragility-tui run …` arguments for the form's values (empty fields left out)."""
+    argv = ["run", "--model", form["model"], "--items", form["items"], "--display", "none"]
+    for flag, key in (("--grid", "grid"), ("--per-benchmark", "per_benchmark"),
+                      ("--configs", "configs"), ("--quantize", "quantize")):
+        if form.get(key):
+            argv += [flag, str(form[key])]
+    argv += shlex.split(form.get("extra") or "")
+    return argv + db_args(db_path)
+
+
+def db_args(db_path: str | None) -> list[str]:
+    return ["--db", db_path] if db_path else []
+
+
+def log_dir(db_path: str | None) -> Path:
+    if db_path:
+        return Path(db_path).expanduser().resolve().parent / "fragility-logs"
+    from platformdirs import user_log_dir
+
+    return Path(user_log_dir("fragility-tui"))

@@ -1,0 +1,131 @@
+"""What a cell was: the item as shown, the exact prompt a model saw, its raw output and how
+it was parsed, or its option log-likelihoods — as markup-free Text (no widgets here)."""
+
+from __future__ import annotations
+
+
+import numpy as np
+from rich.text import Text
+
+from fragility_tui.tui.sanitize import block, clean
+
+
+
+
+def bit_mark(correct: bool, present: bool) -> Text:
+    if not present:
+        return Text("  ·", style="dim")
+    return Text("  ✓", style="bold green") if correct else Text("  ✗", style="bold red")
+
+
+ITEM_TEXT_LIMIT = 4_000  # characters of one question/choice/output shown in the drill-down
+
+
+def item_text(item) -> Text:
+    if item is None:
+        return Text("(item text not in the store)", style="dim")
+    text = Text()
+    text.append("Question\n", style="bold")
+    text.append_text(block(item.question, limit=ITEM_TEXT_LIMIT))
+    text.append("\n\nChoices (native order, gold marked)\n", style="bold")
+    for j, choice in enumerate(item.choices):
+        mark = "★" if j == item.gold else " "
+        text.append(f"{mark} {j}: ", style="bold green" if j == item.gold else "")
+        text.append_text(block(choice, limit=ITEM_TEXT_LIMIT))
+        text.append("\n")
+    return text
+
+
+def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) -> Text:
+    """Everything that explains one correctness bit, all untrusted text sanitised."""
+    text = Text()
+    text.append(f"\n{clean(model, one_line=True, limit=200)} × {config_id}\n", style="bold underline")
+    if cell is None:
+        text.append("no cell recorded for this model and config\n", style="dim")
+        return text
+    text.append("correct\n" if cell["correct"] else "wrong\n",
+                style="bold green" if cell["correct"] else "bold red")
+    perm = _perm(cell.get("permutation"))
+    prompt = None
+    if item is not None:
+        try:
+            from fragility_tui.grid.render import render
+
+            prompt = render(item, config_id, seed, permutation=perm)
+        except (ValueError, KeyError) as exc:
+            text.append(f"cannot re-render the prompt: {clean(exc, limit=300)}\n", style="red")
+    if cell.get("permutation"):
+        text.append(f"permutation {clean(cell['permutation'], one_line=True, limit=20)} "
+                    "(display position j shows native choice p[j])\n")
+    if prompt is not None:
+        _append_prompt(text, prompt)
+    _append_output(text, cell, prompt)
+    scores = cell.get("scores")
+    if scores:
+        _append_scores(text, scores, item)
+    extras = [f"{k} {cell[k]}" for k in ("tokens", "ms", "run_id") if cell.get(k) is not None]
+    if extras:
+        text.append(clean(" · ".join(extras), one_line=True, limit=300) + "\n", style="dim")
+    return text
+
+
+def _append_prompt(text: Text, prompt) -> None:
+    from fragility_tui.grid.render import ClozePrompt
+
+    if isinstance(prompt, ClozePrompt):
+        text.append("context (likelihood scoring)\n", style="bold")
+        text.append_text(block(prompt.context, limit=ITEM_TEXT_LIMIT, style="on grey11"))
+        text.append("\ncontinuations\n", style="bold")
+        for j, cont in enumerate(prompt.continuations):
+            text.append(f"  {j}: ")
+            text.append_text(block(cont, limit=ITEM_TEXT_LIMIT))
+            text.append("\n")
+        return
+    text.append("prompt as the model saw it", style="bold")
+    text.append(" (instruct models: the same body as one user chat message, no "
+                "'Answer:' line, through their chat template)\n", style="dim")
+    text.append_text(block(prompt.text, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
+    text.append("\n")
+
+
+def _append_output(text: Text, cell: dict, prompt) -> None:
+    raw = cell.get("raw_output")
+    if raw is None and cell.get("scores") is None:
+        text.append("no raw output stored (imported or synthetic cell)\n", style="dim")
+    if raw is not None:
+        text.append("raw output\n", style="bold")
+        text.append_text(block(raw, limit=ITEM_TEXT_LIMIT, style="on grey11"))
+        text.append("\n")
+        if prompt is not None and hasattr(prompt, "labels"):
+            from fragility_tui.grid.parser import explain
+
+            text.append("parse: ", style="bold")
+            text.append(clean(explain(raw, prompt.labels, prompt.options), limit=2000) + "\n")
+    pred = cell.get("pred")
+    if pred is not None:
+        label = "unparsed (counted wrong)" if pred == -1 else f"native choice {pred}"
+        text.append(f"prediction: {label}\n")
+
+
+def _append_scores(text: Text, scores: list, item) -> None:
+    """Raw log-likelihoods and lm-eval's acc_norm (per character of the option text)."""
+    text.append("option scores (raw log-likelihood · per character = acc_norm)\n", style="bold")
+    lengths = [len(c.strip()) for c in item.choices] if item is not None else [0] * len(scores)
+    norm = [s / n if n else float("nan") for s, n in zip(scores, lengths)]
+    best = int(np.nanargmax(norm)) if any(n == n for n in norm) else -1
+    for j, (s, v) in enumerate(zip(scores, norm)):
+        mark = "→" if j == best else " "
+        text.append(f" {mark} {j}: {s:10.4f} · {v:8.4f}\n")
+
+
+def _perm(value) -> tuple[int, ...] | None:
+    if not value:
+        return None
+    try:
+        return tuple(int(ch) for ch in str(value))
+    except ValueError:
+        return None
+
+
+def fmt_number(x) -> str:
+    return "—" if x is None or x != x else f"{x:.2f}"

@@ -1,0 +1,16 @@
+"""The rows of the item table (the Items pane, and the items behind a pair's gap split)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fragility_tui.tui.widgets import Column
+
+ITEM_COLUMNS = [Column("item"), Column("benchmark"), Column("subject"), Column("fragility", "num"),
+           Column("discrimination", "num"), Column("fragile models", "int"),
+           Column("incomplete", "int"), Column("question", width=60)]
+
+def item_rows(view, indices: np.ndarray) -> list[tuple[str, list]]:
+    """The Items-pane rows of these item indices (precomputed with the view)."""
+    table = view.item_table
+    return [table[k] for k in indices.tolist()]

@@ -1,0 +1,145 @@
+"""The modal forms: help (every binding), selection, export."""
+
+from __future__ import annotations
+
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, DataTable, Input, SelectionList, Static
+from textual.widgets.selection_list import Selection as ListItem
+
+from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.tui.view_model import Selection
+from fragility_tui.tui.sanitize import clean
+
+
+
+
+# ---------------------------------------------------------------- modal forms
+class HelpScreen(ModalScreen):
+    """Every binding of the app, its panes, screens and tables: (keys, does, where, id) rows
+    handed down by the app, which knows them all and the user's keymap."""
+
+    BINDINGS = [Binding("escape,f1,question_mark,q", "dismiss", "Close", id="help.close")]
+
+    def __init__(self, rows: list[tuple[str, str, str, str]]):
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Static(Text("Keys (Esc closes) — mouse works too: click tabs, headers "
+                              "(sort), rows", style="bold"))
+            yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("key", "where", "does", "id (keymap.toml)")
+        for key, description, where, binding_id in self.rows:
+            table.add_row(Text(key, style="bold"), Text(where, style="dim"), Text(description),
+                          Text(binding_id, style="dim"))
+        table.focus()
+
+    def action_dismiss(self) -> None:
+        self.dismiss(None)
+
+
+class SelectionScreen(ModalScreen[Selection | None]):
+    """Choose the configs, models and benchmarks every pane honours."""
+
+    BINDINGS = [
+        Binding("a", "apply", "Apply", tooltip="Apply the selection and recompute",
+                id="selection.apply"),
+        Binding("r", "reset", "Reset", tooltip="Select everything again", id="selection.reset"),
+        Binding("escape", "cancel", "Cancel", tooltip="Close without changing the selection",
+                id="selection.cancel"),
+    ]
+
+    def __init__(self, cube, current: Selection):
+        super().__init__()
+        self.cube = cube
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        cube, cur = self.cube, self.current
+        benchmarks = sorted(set(cube.benchmarks.tolist()))
+        with Vertical(id="selection-box"):
+            yield Static(Text("Space toggles · a applies · r resets · Esc cancels. The "
+                              f"reference config {REFERENCE} always stays in view.", style="bold"))
+            with Horizontal(id="selection-lists"):
+                yield _list("configs", cube.configs, cur.configs)
+                yield _list("models", cube.models, cur.models)
+                yield _list("benchmarks", benchmarks, cur.benchmarks)
+            yield Static("", id="selection-error")
+            with Horizontal(id="selection-buttons"):
+                yield Button("Apply (a)", id="apply", variant="primary")
+                yield Button("Cancel (Esc)", id="cancel")
+
+    @on(Button.Pressed, "#apply")
+    def action_apply(self) -> None:
+        chosen = {name: tuple(self.query_one(f"#sel-{name}", SelectionList).selected)
+                  for name in ("configs", "models", "benchmarks")}
+        problem = _selection_problem(chosen, len(self.cube.models))
+        if problem:
+            self.query_one("#selection-error", Static).update(Text(problem, style="bold red"))
+            return
+        every = {"configs": self.cube.configs, "models": self.cube.models,
+                 "benchmarks": sorted(set(self.cube.benchmarks.tolist()))}
+        fields = {name: None if set(values) == set(every[name]) else
+                  tuple(v for v in every[name] if v in values)
+                  for name, values in chosen.items()}
+        self.dismiss(Selection(**fields))
+
+    def action_reset(self) -> None:
+        for name in ("configs", "models", "benchmarks"):
+            self.query_one(f"#sel-{name}", SelectionList).select_all()
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _list(name: str, values, chosen) -> SelectionList:
+    chosen = set(values) if chosen is None else set(chosen)
+    widget = SelectionList(*(ListItem(clean(v, one_line=True, limit=80), v, v in chosen)
+                             for v in values), id=f"sel-{name}")
+    widget.border_title = name
+    return widget
+
+
+def _selection_problem(chosen: dict, n_models: int) -> str | None:
+    if REFERENCE not in chosen["configs"]:
+        return f"keep the reference config {REFERENCE}: every statistic is relative to it"
+    if len(chosen["models"]) < min(2, n_models):
+        return "choose at least two models (pairs and rankings need them)"
+    if not chosen["benchmarks"]:
+        return "choose at least one benchmark"
+    return None
+
+
+class ExportScreen(ModalScreen[str | None]):
+    """Ask where to export the current table; the suffix picks the format."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="export.cancel")]
+
+    def __init__(self, default_path: str):
+        super().__init__()
+        self.default_path = default_path
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="export-box"):
+            yield Static(Text("Export the current table (filter and sort applied). The suffix "
+                              "picks the format: .csv, .parquet or .md. Enter saves, Esc "
+                              "cancels.", style="bold"))
+            yield Input(value=self.default_path, id="export-path")
+
+    @on(Input.Submitted, "#export-path")
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value.strip() or None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
