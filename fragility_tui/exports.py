@@ -103,15 +103,9 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
         write_atomic(out, cells_json(table) if fmt == "json" else cells_markdown(table, grid))
         return f"wrote {table.num_rows} cells to {out}"
     if what == "report":
-        from fragility_tui.analysis.report import build_report, render_markdown
+        from fragility_tui.analysis.report import render_markdown
 
-        from fragility_tui.grid.configs import REFERENCE
-
-        cube = store.load_cube(grid)
-        if REFERENCE not in cube.configs:
-            raise InputError(f"grid {grid!r} has no cells for the reference config {REFERENCE}; "
-                             "a report measures everything against it", field="--grid")
-        report = build_report(cube, name=grid, **(report_options or {}))
+        report = grid_report(store, grid, **(report_options or {}))
         write_atomic(out, json.dumps(report, indent=2, allow_nan=False) + "\n" if fmt == "json"
                      else render_markdown(report) + "\n")
         return f"wrote the report of {grid} to {out}"
@@ -119,3 +113,16 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
     write_atomic(out, json.dumps(doc, indent=2, default=str) + "\n" if fmt == "json"
                  else provenance_markdown(doc))
     return f"wrote the provenance of {grid} ({len(doc['runs'])} runs) to {out}"
+
+
+def grid_report(store, grid: str, *, cube=None, **options) -> dict:
+    """The report of a grid (or of `cube`, a selection of it), with each model's cost per
+    item from its runs: what `report` prints and `export --what report` writes."""
+    from fragility_tui.analysis.report import build_report
+    from fragility_tui.grid.configs import REFERENCE
+
+    cube = store.load_cube(grid) if cube is None else cube
+    if REFERENCE not in cube.configs:
+        raise InputError(f"grid {grid!r} has no cells for the reference config {REFERENCE}; "
+                         "a report measures everything against it", field="--grid")
+    return build_report(cube, name=grid, costs=store.model_costs(grid), **options)

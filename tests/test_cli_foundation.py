@@ -128,6 +128,13 @@ def test_shipped_sample_grid_loads(tmp_path):
     assert models["smollm2-135m-instruct+int8"]["quantization"] == "optimum-quanto qint8 weights"
     assert all(m["provenance"]["weights_sha256"] for m in models.values())  # SPEC 10 travelled
     assert store.get_item("starter-real", store.load_items("starter-real")[0].item_uid).question
+    # One report builder: the export carries the cost section that `report` prints.
+    out = tmp_path / "report.md"
+    run_cli("export", "--grid", "starter-real", "--what", "report", "--format", "markdown",
+            "--out", str(out), db=db, check=True)
+    printed = run_cli("report", "--grid", "starter-real", "--markdown", "--boot", "2000",
+                      db=db, check=True).stdout
+    assert "Cost per item" in out.read_text() and "Cost per item" in printed
 
 
 def test_shipped_sample_grid_matches_its_generator():

@@ -63,9 +63,12 @@ def test_cells_markdown_reads_back_row_by_row(db, tmp_path):
 
 
 def test_report_json_equals_build_report(db, tmp_path):
+    """The export is `report`'s own report, cost section included (one builder)."""
     from fragility_tui.analysis.report import build_report, render_markdown
 
-    report = build_report(Store(db).load_cube("sim"), name="sim")
+    store = Store(db)
+    report = build_report(store.load_cube("sim"), name="sim", costs=store.model_costs("sim"))
+    assert report["costs"] is not None
     assert json.loads(_export(db, tmp_path, "sim", "report", "json").read_text()) == report
     assert _export(db, tmp_path, "sim", "report", "markdown").read_text() == render_markdown(report) + "\n"
 

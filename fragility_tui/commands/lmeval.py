@@ -27,7 +27,9 @@ def register(sub) -> None:
 def cmd_import_lmeval(args) -> int:
     from fragility_tui.bootstrap import open_store
     from fragility_tui.grid.configs import CONFIG_BY_ID
+    from fragility_tui.grid.grid_writer import GridContent, write_grid
     from fragility_tui.grid.lmeval import items_from_docs, read_samples, samples_to_cells
+    from fragility_tui.grid.store_schema import cell_table
 
     if args.config not in CONFIG_BY_ID:
         raise InputError(f"unknown config id {args.config!r}", field="--config")
@@ -45,13 +47,12 @@ def cmd_import_lmeval(args) -> int:
                                       metric=args.metric, id_field=args.id_field,
                                       path=args.samples)
     matched = {c.item_uid for c in cells}
-    with store.connect(write=True) as con:
-        store.create_grid(args.grid, description=f"lm-eval samples from {args.samples}", con=con)
-        store.add_items(args.grid, [it for it in items if it.item_uid in matched], con=con)
-        store.upsert_model(args.grid, args.model, source=f"lm-eval:{args.samples}",
-                           provenance={"imported_from": args.samples, "metric": args.metric,
-                                       "harness": "lm-evaluation-harness"}, con=con)
-        written = store.write_cells(args.grid, cells, con=con)
+    provenance = {"imported_from": args.samples, "metric": args.metric,
+                  "harness": "lm-evaluation-harness"}
+    written = write_grid(store, GridContent(
+        args.grid, [it for it in items if it.item_uid in matched],
+        {args.model: (f"lm-eval:{args.samples}", provenance)}, cell_table(args.grid, cells),
+        description=f"lm-eval samples from {args.samples}"), mode="add")
     kept = len(cells) - written
     print(f"imported {written} cells into grid {args.grid!r} (model {args.model}, config "
           f"{args.config}, {args.metric}): accuracy {summary['accuracy']:.3f}"

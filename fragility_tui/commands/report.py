@@ -30,15 +30,20 @@ def register(sub) -> None:
                    help="target the text report leads with (JSON holds both)")
     p.add_argument("--margin", type=float, default=2.0, metavar="POINTS",
                    help="practical margin m in accuracy points (default 2)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--boot", type=int, default=2000, metavar="N",
-                   help="bootstrap resamples (default 2000)")
+    add_resampling_options(p, boot=2000)
     p.add_argument("--k", type=int, default=100, metavar="K", help="compression size (default 100)")
     p.add_argument("--random-draws", type=int, default=1000, metavar="N",
                    help="random subsets for compression (default 1000)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the report as JSON")
     fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
+
+
+def add_resampling_options(parser, *, boot: int) -> None:
+    """--seed and --boot, shared by every command that bootstraps."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--boot", type=int, default=boot, metavar="N",
+                        help=f"bootstrap resamples (default {boot})")
 
 
 def select_view(cube, args):
@@ -99,7 +104,8 @@ def _check_counts(args) -> None:
 
 
 def run(args) -> int:
-    from fragility_tui.analysis.report import build_report, render_markdown, render_text
+    from fragility_tui.analysis.report import render_markdown, render_text
+    from fragility_tui.exports import grid_report
     from fragility_tui.bootstrap import open_store
 
     _check_counts(args)
@@ -108,9 +114,9 @@ def run(args) -> int:
     if not cube.models or not cube.items:
         raise InputError("the selection holds no models or no items", field="--grid")
     pairs = parse_pairs(args.pair, cube.models)
-    report = build_report(cube, target=args.target, margin=args.margin, seed=args.seed,
-                          pairs=pairs, n_boot=args.boot, k=args.k, n_random=args.random_draws,
-                          name=args.grid, costs=store.model_costs(args.grid))
+    report = grid_report(store, args.grid, cube=cube, target=args.target, margin=args.margin,
+                         seed=args.seed, pairs=pairs, n_boot=args.boot, k=args.k,
+                         n_random=args.random_draws)
     if args.json:
         text = json.dumps(report, indent=2, allow_nan=False)
     elif args.markdown:

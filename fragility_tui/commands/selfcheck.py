@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from fragility_tui.commands.report import add_resampling_options
 from fragility_tui.errors import InputError
 
 
@@ -14,9 +15,7 @@ def register(sub) -> None:
                    help="decisions: simulated pairs with known state must get that label")
     p.add_argument("--replicates", type=int, default=300, metavar="N",
                    help="replicates per scenario (default 300, at least 300 for the SPEC check)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--boot", type=int, default=1000, metavar="N",
-                   help="bootstrap resamples per decision (default 1000)")
+    add_resampling_options(p, boot=1000)
 
 
 def run(args) -> int:

@@ -16,6 +16,7 @@ import numpy as np
 
 from fragility_tui.errors import InputError
 from fragility_tui.grid.configs import CONFIG_IDS
+from fragility_tui.grid.grid_writer import GridContent, write_grid
 from fragility_tui.grid.items import Item
 
 REQUIRED = ("model", "item", "config", "correct")
@@ -315,9 +316,6 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
 
     grid = read_long_grid(path)
     grid_items = items_for_grid(grid, items, items_path or str(path))
-    if store.has_grid(grid_name) and not replace:
-        raise InputError(f"grid {grid_name!r} already exists in {store.path}; choose another "
-                         "--grid name or pass --replace", field="--grid")
     n = grid.num_rows
     table = pa.table({
         "grid": pa.array([grid_name] * n, pa.string()), "model": grid.column("model"),
@@ -328,17 +326,12 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
         "ms": grid.column("ms"), "run_id": grid.column("run_id"),
     }, schema=cell_schema())
     models = grid.column("model").take(_first_rows(grid.column("model"))).to_pylist()
-    with store.connect(write=True) as con:
-        store.delete_grid(grid_name, con=con)
-        store.create_grid(grid_name, synthetic=synthetic,
-                          description=description or f"imported from {Path(path).name}",
-                          meta={"source": str(path), "items_source": items_path, **(meta or {})},
-                          con=con)
-        store.add_items(grid_name, grid_items, con=con)
-        for model in models:
-            store.upsert_model(grid_name, model, source=f"import:{Path(path).name}",
-                               provenance={"imported_from": str(path)}, con=con)
-        written = store.write_cell_table(table, con)
+    written = write_grid(store, GridContent(
+        grid_name, grid_items,
+        {m: (f"import:{Path(path).name}", {"imported_from": str(path)}) for m in models},
+        table, synthetic=synthetic, description=description or f"imported from {Path(path).name}",
+        meta={"source": str(path), "items_source": items_path, **(meta or {})}),
+        mode="replace" if replace else "new")
     return {"grid": grid_name, "cells": written, "models": len(models),
             "items": len(grid_items),
             "configs": len(grid.column("config").unique())}
@@ -351,9 +344,6 @@ def write_synthetic_grid(store, synthetic, grid_name: str, *, replace: bool = Fa
     from fragility_tui.grid.store_schema import cell_schema
 
     cube = synthetic.cube
-    if store.has_grid(grid_name) and not replace:
-        raise InputError(f"grid {grid_name!r} already exists in {store.path}; choose another "
-                         "--grid name or pass --replace", field="--grid")
     m, i, c = np.nonzero(cube.present)
     n = len(m)
     table = pa.table({
@@ -367,15 +357,12 @@ def write_synthetic_grid(store, synthetic, grid_name: str, *, replace: bool = Fa
         "tokens": pa.nulls(n, pa.int32()), "ms": pa.nulls(n, pa.float32()),
         "run_id": pa.nulls(n, pa.string()),
     }, schema=cell_schema())
-    with store.connect(write=True) as con:
-        store.delete_grid(grid_name, con=con)
-        store.create_grid(grid_name, synthetic=True, description=synthetic.description,
-                          meta={"generator": "fragility_tui.grid.simulate"}, con=con)
-        store.add_items(grid_name, synthetic.items, con=con)
-        for model in cube.models:
-            store.upsert_model(grid_name, model, source="synthetic",
-                               provenance={"synthetic": True}, con=con)
-        written = store.write_cell_table(table, con)
+    written = write_grid(store, GridContent(
+        grid_name, synthetic.items,
+        {model: ("synthetic", {"synthetic": True}) for model in cube.models}, table,
+        synthetic=True, description=synthetic.description,
+        meta={"generator": "fragility_tui.grid.simulate"}),
+        mode="replace" if replace else "new")
     return {"grid": grid_name, "cells": written, "models": len(cube.models),
             "items": len(cube.items), "configs": len(cube.configs)}
 

@@ -30,8 +30,8 @@ from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.grid.cube import Cube
 from fragility_tui.grid.items import Item
 from fragility_tui.grid.run_records import RunRecords
-from fragility_tui.grid.store_schema import (CELL_COLUMNS, MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION,
-                                             CellRow, GridInfo, cell_schema, utc_now)
+from fragility_tui.grid.store_schema import (MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION,
+                                             CellRow, GridInfo, cell_table, utc_now)
 
 APP_NAME = "fragility-tui"
 LOCK_WAIT_S = float(os.environ.get("FRAGILITY_LOCK_WAIT_S", "120"))
@@ -275,13 +275,7 @@ class Store(RunRecords):
             return 0
         if con is None:
             return self._in_transaction(None, lambda c: self.write_cells(grid, rows, con=c))
-        import pyarrow as pa
-
-        columns = {"grid": [grid] * len(rows)}
-        for name in CELL_COLUMNS:
-            columns[name] = [getattr(r, name) for r in rows]
-        table = pa.table(columns, schema=cell_schema())
-        return self.write_cell_table(table, con)
+        return self.write_cell_table(cell_table(grid, rows), con)
 
     @staticmethod
     def write_cell_table(table, con: duckdb.DuckDBPyConnection) -> int:

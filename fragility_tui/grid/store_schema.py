@@ -102,3 +102,13 @@ def cell_schema():
         ("scores", pa.list_(pa.float64())), ("tokens", pa.int32()), ("ms", pa.float32()),
         ("run_id", pa.string()),
     ])
+
+
+def cell_table(grid: str, rows: list[CellRow]):
+    """CellRows of one grid as an Arrow table in cell_schema()."""
+    import pyarrow as pa
+
+    columns = {"grid": [grid] * len(rows)}
+    for name in CELL_COLUMNS:
+        columns[name] = [getattr(r, name) for r in rows]
+    return pa.table(columns, schema=cell_schema())
