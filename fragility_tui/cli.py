@@ -17,7 +17,7 @@ from fragility_tui.errors import InputError, StoreBusyError
 
 # Subcommand modules: each has register(subparsers) and run(args) -> int (or sets func).
 COMMAND_MODULES = (
-    "fragility_tui.commands.foundation",
+    "fragility_tui.commands.grid_commands",
     "fragility_tui.commands.report",
     "fragility_tui.commands.selfcheck",
     "fragility_tui.commands.run",

@@ -111,10 +111,9 @@ class Scorer:
         self._cache_kw = cache_keyword(model)
         self._backbone, self._head = split_output_head(model, self._cache_kw, self.device)
         self.kv_bytes_per_token = kv_bytes_per_token(model, self._cache_kw, self.device)
-        self._layer_types, self._sliding_window, self.packing = attention_layout(model.config)
-        if self.packing and pack_tokens > 0:
-            self.packing = self._tree_masks_work()
-        self.packing = self.packing and pack_tokens > 0
+        self._layer_types, self._sliding_window, tree_masks = attention_layout(model.config)
+        self.packing = tree_masks and pack_tokens > 0
+        self.packing = self.packing and self._tree_masks_work()  # the probe scores packed
 
     @property
     def layout(self) -> str:
