@@ -13,9 +13,10 @@ from fragility_tui.tui.sanitize import block, clean
 
 
 def bit_mark(correct: bool, present: bool) -> Text:
+    """One character: ✓ correct, ✗ wrong, · no cell."""
     if not present:
-        return Text("  ·", style="dim")
-    return Text("  ✓", style="bold green") if correct else Text("  ✗", style="bold red")
+        return Text("·", style="dim")
+    return Text("✓", style="bold green") if correct else Text("✗", style="bold red")
 
 
 ITEM_TEXT_LIMIT = 4_000  # characters of one question/choice/output shown in the drill-down

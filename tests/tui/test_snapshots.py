@@ -65,6 +65,12 @@ def test_item_drilldown_120x40(snap_compare, snapshot_db):
                         run_before=steps("4", "down", "enter", "right", "right"))
 
 
+def test_item_drilldown_80x24(snap_compare, snapshot_db):
+    """All 26 configs of every model fit at 80 columns, one character per cell."""
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
+                        run_before=steps("4", "down", "enter", "right", "right"))
+
+
 def test_compare_120x40(snap_compare, snapshot_db):
     assert snap_compare(FragilityApp(snapshot_db), terminal_size=WIDE, run_before=steps("8"))
 

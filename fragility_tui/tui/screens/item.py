@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -19,15 +19,42 @@ from fragility_tui.tui.cell_explain import bit_mark, cell_detail, fmt_number, it
 
 
 # ---------------------------------------------------------------- Items → item
-CONFIG_SHORT = {"letter": "L", "paren": "P", "digit": "D", "instruct": "I"}
+CONFIG_SHORT = {"letter": "L", "paren": "P", "digit": "D", "instruct": "I",
+                "cloze_qa": "q", "cloze_bare": "b"}
+MODEL_WIDTH = 24  # the model column of the matrix: all 26 configs fit at 80 columns
+
+
+def config_group(config_id: str) -> str:
+    """The matrix's column group of a config: its order (o0 … o5), or cloze."""
+    return config_id.split(".")[0] if "." in config_id else "cloze"
 
 
 def short_config(config_id: str) -> str:
-    """Column label of the bit matrix: o3.paren → 3P, cloze_qa → qa, cloze_bare → cb."""
-    if "." in config_id:
-        order, fmt = config_id.split(".")
-        return order[1:] + CONFIG_SHORT.get(fmt, fmt[:1].upper())
-    return {"cloze_qa": "qa", "cloze_bare": "cb"}.get(config_id, config_id[:2])
+    """One-character column label: o3.paren → P (under the o3 group), cloze_qa → q."""
+    return CONFIG_SHORT.get(config_id.split(".")[-1], config_id[:1])
+
+
+def matrix_layout(configs: list[str]) -> list[str | None]:
+    """The matrix's columns after the model column: a config id per cell column, None for
+    the one-character gap before each group (o0 … o5 × L P D I, then the two cloze)."""
+    columns: list[str | None] = []
+    for config_id in configs:
+        if not columns or config_group(config_id) != config_group(columns[-1]):
+            columns.append(None)
+        columns.append(config_id)
+    return columns
+
+
+def group_header(columns: list[str | None], model_width: int) -> Text:
+    """The line above the matrix naming each column group, aligned with its cells."""
+    line = " " * model_width
+    for k, config_id in enumerate(columns):
+        if config_id is None:
+            group = config_group(columns[k + 1])
+            span = 1 + sum(1 for c in columns[k + 1:] if c is not None
+                           and config_group(c) == group)
+            line += (" " + group)[:span].ljust(span)
+    return Text(line, style="bold")
 
 
 @dataclass
@@ -46,14 +73,14 @@ class ItemScreen(DrillScreen):
 
     def compose(self) -> ComposeResult:
         yield from self.compose_header()
-        with Horizontal(id="item-body"):
-            with Vertical(id="item-left"):
-                yield DataTable(id="bit-matrix", cursor_type="cell", zebra_stripes=False,
-                                cell_padding=0)
-                yield Static("", id="matrix-legend")
-            with VerticalScroll(id="item-right"):
-                yield Static("", id="item-text", markup=False)
+        with Vertical(id="item-body"):
+            yield Static("", id="matrix-groups")
+            yield DataTable(id="bit-matrix", cursor_type="cell", zebra_stripes=False,
+                            cell_padding=0)
+            yield Static("", id="matrix-legend")
+            with VerticalScroll(id="item-detail"):
                 yield Static("", id="cell-detail", markup=False)
+                yield Static("", id="item-text", markup=False)
         yield from self.compose_footer()
 
     def on_mount(self) -> None:
@@ -66,23 +93,38 @@ class ItemScreen(DrillScreen):
         self.query_one("#item-text", Static).update(item_text(self.item))
         self._fill_matrix(view, k)
         self.query_one("#matrix-legend", Static).update(Text(
-            "✓ correct  ✗ wrong  · missing   columns: 0L = o0.letter, 3P = o3.paren, "
-            "D digit, I instruct, qa/cb = cloze_qa/cloze_bare", style="dim"))
+            "✓ correct ✗ wrong · missing │ under o0…o5: L letter P paren D digit I instruct"
+            " │ cloze: q cloze_qa b cloze_bare │ the cell under the cursor is explained below",
+            style="dim"))
         self.load_cells()
         self.query_one("#bit-matrix", DataTable).focus()
 
     def _fill_matrix(self, view, k: int) -> None:
         table = self.query_one("#bit-matrix", DataTable)
-        table.add_column(Text("model"), key="model")
-        for c in view.cube.configs:
-            table.add_column(Text(short_config(c).rjust(3)), key=c, width=3)
+        self.columns = matrix_layout(list(view.cube.configs))
+        table.add_column(Text("model"), key="model", width=MODEL_WIDTH)
+        for n, config_id in enumerate(self.columns):
+            if config_id is None:
+                table.add_column(Text(" "), key=f"gap-{n}", width=1)
+            else:
+                table.add_column(Text(short_config(config_id)), key=config_id, width=1)
+        position = {c: j for j, c in enumerate(view.cube.configs)}
         for m, model in enumerate(view.cube.models):
-            marks = [bit_mark(bool(view.cube.bits[m, k, c]), bool(view.cube.present[m, k, c]))
-                     for c in range(len(view.cube.configs))]
-            table.add_row(Text(clean(model, one_line=True, limit=200)[:28] + " "), *marks,
-                          key=model)
-        if len(view.cube.configs):
-            table.move_cursor(row=0, column=1, animate=False)
+            marks = [Text(" ") if c is None else
+                     bit_mark(bool(view.cube.bits[m, k, position[c]]),
+                              bool(view.cube.present[m, k, position[c]]))
+                     for c in self.columns]
+            name = clean(model, one_line=True, limit=200)
+            if len(name) > MODEL_WIDTH - 1:  # keep the end: it tells builds apart (+int4)
+                name = "…" + name[-(MODEL_WIDTH - 2):]
+            table.add_row(Text(name.ljust(MODEL_WIDTH)), *marks, key=model)
+        self.query_one("#matrix-groups", Static).update(group_header(self.columns, MODEL_WIDTH))
+        if view.cube.configs:
+            table.move_cursor(row=0, column=self.column_of(view.cube.configs[0]), animate=False)
+
+    def column_of(self, config_id: str) -> int:
+        """The matrix column index of a config (after the model column and the gaps)."""
+        return 1 + self.columns.index(config_id)
 
     @work(thread=True, exclusive=True, group="item-cells", exit_on_error=False)
     def load_cells(self) -> None:
@@ -111,8 +153,9 @@ class ItemScreen(DrillScreen):
         key = table.coordinate_to_cell_key(table.cursor_coordinate)
         model, config_id = key.row_key.value, key.column_key.value
         detail = self.query_one("#cell-detail", Static)
-        if config_id == "model":
-            detail.update(Text("move right onto a config column to see that cell", style="dim"))
+        if config_id == "model" or config_id.startswith("gap-"):
+            detail.update(Text("move onto a ✓/✗ cell to see what the model saw and said",
+                               style="dim"))
             return
         detail.update(cell_detail(self.item, model, config_id, self.cells.get((model, config_id)),
                                   self.view.seed))
