@@ -268,20 +268,31 @@ def _sections(report: dict) -> list[dict]:
 
 def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:
     """Column widths and separator size: two spaces when the table fits, else one, then
-    the widest columns (names, flags) are cut until it fits."""
+    the widest columns (names, flags) are cut until it fits, but never so far that two
+    different values of a column (int4 and int8 builds of one model) print the same."""
     widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
               for k, h in enumerate(headers)]
     sep = 2 if sum(widths) + 2 * (len(widths) - 1) <= width else 1
+    columns = [{r[k] for r in rows} for k in range(len(headers))]
     while sum(widths) + sep * (len(widths) - 1) > width:
-        k = int(np.argmax(widths))
-        if widths[k] <= 8:
+        cuttable = [k for k, w in enumerate(widths) if w > 8 and
+                    len({_cut(v, w - 1) for v in columns[k]}) == len(columns[k])]
+        if not cuttable:
             break
+        k = max(cuttable, key=lambda j: widths[j])
         widths[k] -= 1
     return widths, sep
 
 
 def _cut(text: str, w: int) -> str:
-    return text if len(text) <= w else text[: max(w - 1, 0)] + "…"
+    """`text` in at most `w` characters; a cut keeps the start and the end (where names
+    differ: ...-instruct+int4 vs ...-instruct+int8) with an ellipsis between."""
+    if len(text) <= w:
+        return text
+    if w < 2:
+        return text[:w]
+    tail = (w - 1) // 2
+    return text[:w - 1 - tail] + "…" + (text[-tail:] if tail else "")
 
 
 def _is_number(text: str) -> bool:

@@ -24,6 +24,18 @@ def test_text_fits_100_columns_even_with_long_names():
         assert title in text
 
 
+def test_cut_names_stay_distinct():
+    """Two builds of one model whose names differ only at the end are never printed alike
+    (report --grid starter-real printed 'smollm2-135m-instruct+i…' twice)."""
+    names = ["smollm2-135m-instruct-with-a-long-org-prefix+int4",
+             "smollm2-135m-instruct-with-a-long-org-prefix+int8", "m3"]
+    text = render_text(_report(names), width=70)
+    decisions = text[text.index("Decisions"):]
+    assert "int4" in decisions and "int8" in decisions
+    shown = {line.split()[0] for line in decisions.splitlines()[2:] if "int" in line}
+    assert len(shown) >= 2, shown
+
+
 def test_text_shows_the_numbers():
     text = render_text(_report())
     band_m1 = next(line for line in text.splitlines() if " m1 " in line)
