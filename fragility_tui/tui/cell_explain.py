@@ -64,7 +64,9 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) 
     scores = cell.get("scores")
     if scores:
         _append_scores(text, scores, item)
-    extras = [f"{k} {cell[k]}" for k in ("tokens", "ms", "run_id") if cell.get(k) is not None]
+    shown = {"tokens": lambda v: f"tokens {int(v):,}", "ms": lambda v: f"{round(v):,} ms",
+             "run_id": lambda v: f"run {v}"}
+    extras = [show(cell[k]) for k, show in shown.items() if cell.get(k) is not None]
     if extras:
         text.append(clean(" · ".join(extras), one_line=True, limit=300) + "\n", style="dim")
     return text

@@ -1,0 +1,17 @@
+"""The cell explanation's numbers: one format per quantity (counts with separators, ms as
+integers), never a raw float."""
+
+from __future__ import annotations
+
+from fragility_tui.grid.items import Item
+from fragility_tui.tui.cell_explain import cell_detail
+
+
+def test_cost_figures_are_formatted_not_raw():
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"model": "m", "config_id": "o0.letter", "correct": True, "pred": 0,
+            "permutation": "0123", "raw_output": "A", "scores": None, "tokens": 12345,
+            "ms": 213.69775390625, "run_id": "r1"}
+    text = cell_detail(item, "m", "o0.letter", cell, seed=0).plain
+    assert "tokens 12,345 · 214 ms · run r1" in text
+    assert "213.69" not in text
