@@ -94,3 +94,25 @@ def test_runs_show_of_an_unknown_run_is_bad_input(tmp_path):
                            "--db", str(tmp_path / "s.duckdb")], capture_output=True, text=True,
                           cwd=REPO)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "nope" in proc.stderr
+
+
+def test_a_run_form_is_checked_and_its_paths_resolved_before_launch(tmp_path):
+    from fragility_tui.jobs import check_run_form, run_argv
+
+    (tmp_path / "items.jsonl").write_text("{}\n")
+    form, problems = check_run_form({"model": "smollm2-135m-instruct", "items": "items.jsonl",
+                                     "grid": "g"}, tmp_path)
+    assert problems == [] and form["items"] == str(tmp_path / "items.jsonl")
+    form, problems = check_run_form({"model": "org/name@main", "items": "", "grid": "g"},
+                                    tmp_path)
+    assert problems == [] and "--items" not in run_argv(form, None)  # the starter items
+    _, problems = check_run_form({"model": "smolm2", "items": "nope.jsonl", "grid": ""},
+                                 tmp_path)
+    assert any(p.startswith("model: 'smolm2' is not an alias") for p in problems)
+    assert any(p.startswith(f"items: no such file or folder {tmp_path / 'nope.jsonl'}")
+               for p in problems)
+    assert "fill in the grid" in problems
+    _, problems = check_run_form({"model": "missing.gguf", "grid": "g",
+                                  "extra": "--threads '2"}, tmp_path)
+    assert any("no such file" in p and "missing.gguf" in p for p in problems)
+    assert any(p.startswith("extra flags:") for p in problems)

@@ -107,3 +107,22 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
         await pilot.pause()
         grid = next(g for g in app.grids if g.name == "tiny")
         assert grid.complete and grid.cells == total
+
+
+async def test_a_doomed_run_is_not_launched(tmp_path):
+    """A mistyped model or a missing items file is an inline error: no process, no run row."""
+    db = tmp_path / "runs.duckdb"
+    Store(db)
+    app = FragilityApp(str(db))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await show_pane(app, pilot, "7")
+        pane = app.pane("runs")
+        for field, value in (("model", "smolm2-135m"), ("items", "no/such/items.jsonl"),
+                             ("grid", "g")):
+            pane.query_one(f"#run-{field}").value = value
+        await pilot.click("#run-start")
+        await pilot.pause()
+        note = str(pane.query_one("#run-note").render())
+        assert "is not an alias" in note and "no such file or folder" in note
+    assert Store(db).list_runs() == []

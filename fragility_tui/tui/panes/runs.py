@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from pathlib import Path
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -19,8 +20,8 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Select, Static
 
-from fragility_tui.jobs import (RunStatus, db_args, log_dir, merge_progress, run_argv,
-                                start_detached)
+from fragility_tui.jobs import (RunStatus, check_run_form, db_args, log_dir, merge_progress,
+                                run_argv, start_detached)
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
@@ -66,7 +67,8 @@ class RunsPane(Pane):
         yield ReportTable(table_name="runs", id="runs-table")
         with Grid(id="run-form"):
             yield Input(placeholder="model: alias, hub id, folder or .gguf", id="run-model")
-            yield Input(placeholder="items: file, folder or source", id="run-items")
+            yield Input(placeholder="items (default: the shipped starter items)",
+                        id="run-items")
             yield Input(placeholder="grid", id="run-grid")
             yield Input(placeholder="items per benchmark (all)", id="run-sample",
                         type="integer")
@@ -117,7 +119,8 @@ class RunsPane(Pane):
             done, total = r.get("done") or 0, r.get("total") or 0
             bar = hbar(done / total if total else None, 12)
             rows.append((str(r.get("run_id")),
-                         [r.get("run_id"), r.get("model"), r.get("grid"), status_text(r.get("status")),
+                         [r.get("run_id"), r.get("model"), r.get("grid"),
+                          status_text(r.get("status"), r.get("error")),
                           done, total, bar, r.get("tok_s"), fmt_eta(r.get("eta")),
                           r.get("started_at")]))
         table = self.query_one(ReportTable)
@@ -137,10 +140,9 @@ class RunsPane(Pane):
                 "per_benchmark": value("sample"), "configs": value("configs"),
                 "extra": value("extra"),
                 "quantize": self.query_one("#run-quantize", Select).value or ""}
-        missing = [k for k in ("model", "items", "grid") if not form[k]]
-        if missing:
-            self.note(f"fill in: {', '.join(missing)} (model: alias, hub id, folder or .gguf; "
-                      "items: a file, folder or named source)", error=True)
+        form, problems = check_run_form(form, Path.cwd())
+        if problems:  # nothing launched, no run row: say what to fix
+            self.note("; ".join(problems), error=True)
             return
         self.launch(run_argv(form, self.db_path), f"start {form['model']}")
         self.focus_main()  # Enter now opens a run's card instead of starting another run
@@ -185,8 +187,12 @@ class RunsPane(Pane):
             self.post_message(ShowRun(run))
 
 
-def status_text(status) -> Text:
+def status_text(status, error: str | None = None) -> Text:
+    """The status, and for a failed run its reason (the whole reason: Enter on the row)."""
     styles = {RunStatus.RUNNING: "bold cyan", RunStatus.FINISHED: "green",
               RunStatus.CANCELLING: "yellow", RunStatus.CANCELLED: "yellow",
               RunStatus.FAILED: "bold red", RunStatus.DIED: "bold red"}
-    return Text(clean(status, one_line=True, limit=40), style=styles.get(str(status), ""))
+    text = Text(clean(status, one_line=True, limit=40), style=styles.get(str(status), ""))
+    if error and status == RunStatus.FAILED:
+        text.append(": " + clean(error, one_line=True, limit=300), style="red")
+    return text
