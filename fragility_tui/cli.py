@@ -74,10 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     args.db = resolve_db(args)
     try:
         if args.command is None:
-            from fragility_tui.bootstrap import open_store
             from fragility_tui.tui.app import run_app
 
-            open_store(args.db, load_samples=True)  # first start: the shipped grids
             return run_app(args.db)
         return int(args.func(args) or 0)
     except InputError as exc:

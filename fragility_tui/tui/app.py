@@ -67,10 +67,10 @@ class FragilityApp(App):
     grid_name: var[str | None] = var(None)
     view: var[GridView | None] = var(None, always_update=True)
 
-    def __init__(self, db_path: str | None = None, *, store=None):
+    def __init__(self, db_path: str | None = None, *, store=None, load_samples: bool = False):
         super().__init__()
         self.db_path = db_path
-        self.gateway = StoreGateway(db_path, store)
+        self.gateway = StoreGateway(db_path, store, load_samples=load_samples)
         self._grid_meta: dict = {}
         self._force_reload = False
         self.selection = Selection()
@@ -106,7 +106,8 @@ class FragilityApp(App):
                         markup=False, timeout=10)
         self.main_screen.query_one(GridHeader).show(None, False, "")
         self.main_screen.query_one("#filter", Input).display = False
-        self.set_status("opening the store…")
+        self.set_status("opening the store… (a first start loads the shipped grids: a few "
+                        "seconds)")
         self.list_grids()
 
     # ---------------------------------------------------------------- store access
@@ -417,6 +418,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def run_app(db_path: str | None = None) -> int:
-    """Entry point used by `fragility-tui` with no subcommand."""
-    FragilityApp(db_path).run()
+    """Entry point used by `fragility-tui` with no subcommand: the app paints at once and
+    opens the store (loading the shipped grids on a first start) in a worker."""
+    FragilityApp(db_path, load_samples=True).run()
     return 0

@@ -8,8 +8,9 @@ import threading
 
 
 class StoreGateway:
-    def __init__(self, db_path: str | None, store=None):
+    def __init__(self, db_path: str | None, store=None, *, load_samples: bool = False):
         self.db_path = db_path
+        self.load_samples = load_samples  # the shipped grids on first use (the CLI's app)
         self._store = store
         self._lock = threading.Lock()
 
@@ -22,7 +23,8 @@ class StoreGateway:
             if self._store is None:
                 from fragility_tui.bootstrap import open_store
 
-                self._store = open_store(self.db_path)
+                self._store = open_store(self.db_path,
+                                         load_samples=self.load_samples or None)
             return getattr(self._store, method)(*args)
 
     def list_grids(self) -> list:

@@ -330,15 +330,20 @@ async def test_empty_store_says_how_to_start_over_ssh_defaults(tmp_path, monkeyp
 
 
 async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, monkeypatch):
-    """`make run` on a fresh machine: the CLI loads sample_grids/ into the new store, and
-    the Grids pane lists both, the real one with 4 models x 265 items x 26 configs, complete."""
+    """`make run` on a fresh machine: the app paints before the store is touched (no blank
+    screen while the shipped grids load), then the Grids pane lists both, the real one with
+    4 models x 265 items x 26 configs, complete."""
     from fragility_tui.cli import main
 
     db = tmp_path / "fresh.duckdb"
-    monkeypatch.setattr("fragility_tui.tui.app.run_app", lambda path: 0)  # the CLI path only
+    started = []
+    monkeypatch.setattr("fragility_tui.tui.app.FragilityApp.run",
+                        lambda self: started.append((self, db.exists())))
     assert main(["--db", str(db)]) == 0
-    app = FragilityApp(str(db))
+    app, store_touched = started[0]
+    assert not store_touched and app.gateway.load_samples  # the loading is the app's worker's
     async with app.run_test(size=(160, 40)) as pilot:
+        assert "a first start loads the shipped grids" in screen_text(app)
         await wait_ready(app, pilot)
         await show_pane(app, pilot, "1")
         text = screen_text(app)
