@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.widgets import Static
 
 from fragility_tui.tui.view_model import num
@@ -16,15 +15,9 @@ COLUMNS = [Column("model")] + [Column(a, "num") for a in AXES]
 MEAN_KEY = "\x1fmean"
 
 
-class AxesPane(Pane):
-    pane_id = "axes"
-    title = "Axes"
+class AxesPane(Pane, pane_id="axes", title="Axes", below="axes-chart"):
     help = ("Share of reference-correct answers still correct across each axis' neighbourhood "
             "(order: o0…o5, format: 4 formats, scoring: reference + 2 cloze, all: every config).")
-
-    def compose_body(self) -> ComposeResult:
-        yield ReportTable(table_name="axes", id="axes-table")
-        yield Static("", id="axes-chart")
 
     def render_view(self, view) -> None:
         axes = view.report.get("axes", {})

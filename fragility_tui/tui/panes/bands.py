@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from fragility_tui.tui.messages import ShowModel
@@ -18,14 +17,8 @@ COLUMNS = [Column("model"), Column("ref %", "pct"), Column("min %", "pct"), Colu
 LEGEND = "● reference  ◆ mean  ├─┤ min…max over configs  ▓ robust accuracy   (scale 0–100 %)"
 
 
-class BandsPane(Pane):
-    pane_id = "bands"
-    title = "Bands"
+class BandsPane(Pane, pane_id="bands", title="Bands", below="band-chart"):
     help = "Accuracy band per model over the configs in view. Enter: the model's 26 configs; o sorts."
-
-    def compose_body(self) -> ComposeResult:
-        yield ReportTable(table_name="bands", id="bands-table")
-        yield Static("", id="band-chart")
 
     def render_view(self, view) -> None:
         bands = view.report.get("bands", [])

@@ -23,6 +23,19 @@ class Pane(Vertical):
     title = "Pane"
     help = ""
     needs_view = True  # False for panes that work without an open grid (Grids, Runs)
+    # The usual body: a ReportTable named after the pane, with optional Statics (by id)
+    # above and below it. Panes with other bodies override compose_body.
+    static_above: str | None = None
+    static_below: str | None = None
+
+    def __init_subclass__(cls, pane_id: str | None = None, title: str | None = None,
+                          above: str | None = None, below: str | None = None, **kwargs):
+        """`class AxesPane(Pane, pane_id="axes", title="Axes", below="axes-chart")`."""
+        super().__init_subclass__(**kwargs)
+        for name, value in (("pane_id", pane_id), ("title", title),
+                            ("static_above", above), ("static_below", below)):
+            if value is not None:
+                setattr(cls, name, value)
 
     grids: var[list | None] = var(None, always_update=True)
     grid_name: var[str | None] = var(None)
@@ -54,7 +67,11 @@ class Pane(Vertical):
         yield from self.compose_body()
 
     def compose_body(self) -> ComposeResult:
-        yield from ()
+        if self.static_above:
+            yield Static("", id=self.static_above)
+        yield ReportTable(table_name=self.pane_id, id=f"{self.pane_id}-table")
+        if self.static_below:
+            yield Static("", id=self.static_below)
 
     def refresh_pane(self) -> None:
         """Re-render from the app's state (called when the pane is shown and stale)."""

@@ -62,9 +62,7 @@ def cost_text(costs: dict[str, dict], model: str) -> str:
     return f"{seconds:.2f} s/item · {tokens:,.0f} tokens/item"
 
 
-class ComparePane(Pane):
-    pane_id = "compare"
-    title = "Compare"
+class ComparePane(Pane, pane_id="compare", title="Compare"):
     help = "Pick two models: decision under both targets, robust-set test, benchmarks, cost."
 
     def compose_body(self) -> ComposeResult:

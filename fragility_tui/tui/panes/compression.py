@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.widgets import Static
 
 from fragility_tui.tui.view_model import num
@@ -34,15 +33,9 @@ def binned(discrimination: np.ndarray, fragility: np.ndarray) -> list[tuple[str,
     return rows
 
 
-class CompressionPane(Pane):
-    pane_id = "compression"
-    title = "Compression"
+class CompressionPane(Pane, pane_id="compression", title="Compression", above="compression-summary"):
     help = ("Do the most discriminative items survive a harness change? Bins of item "
             "discrimination (reference config) against item fragility.")
-
-    def compose_body(self) -> ComposeResult:
-        yield Static("", id="compression-summary")
-        yield ReportTable(table_name="compression", id="compression-table")
 
     def render_view(self, view) -> None:
         report = view.report

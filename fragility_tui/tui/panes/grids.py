@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable
 
@@ -28,16 +27,12 @@ def complete_label(value) -> object:
     return value
 
 
-class GridsPane(Pane):
-    pane_id = "grids"
-    title = "Grids"
+class GridsPane(Pane, pane_id="grids", title="Grids"):
     help = "Grids in the store. Enter opens one; r reloads the list."
     needs_view = False
     BINDINGS = [Binding("r", "reload", "Reload", tooltip="Reload the list of grids",
                         id="grids.reload")]
 
-    def compose_body(self) -> ComposeResult:
-        yield ReportTable(table_name="grids", id="grids-table")
 
     def render_view(self, view) -> None:
         table = self.query_one(ReportTable)

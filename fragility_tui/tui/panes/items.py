@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
 from textual.widgets import DataTable
 
 from fragility_tui.tui.view_model import ItemFilter, filter_items
@@ -15,17 +14,13 @@ QUERY_HELP = ("/ filters: bench:NAME subject:NAME frag>0.5 flips:MODEL and free 
               "(question, choices, id). Enter: drill down.")
 
 
-class ItemsPane(Pane):
-    pane_id = "items"
-    title = "Items"
+class ItemsPane(Pane, pane_id="items", title="Items"):
     help = QUERY_HELP
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.query_text = ""
 
-    def compose_body(self) -> ComposeResult:
-        yield ReportTable(table_name="items", id="items-table")
 
     def render_view(self, view) -> None:
         self._fill(view)

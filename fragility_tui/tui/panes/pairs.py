@@ -4,7 +4,6 @@ fragile parts."""
 from __future__ import annotations
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from fragility_tui.tui.view_model import num, pct
@@ -30,14 +29,8 @@ def decision_label(decisions: list[dict], a: str, b: str, target: str) -> Text |
     return None
 
 
-class PairsPane(Pane):
-    pane_id = "pairs"
-    title = "Pairs"
+class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary"):
     help = "Adjacent pairs of the reference ranking (A above B). Enter: items behind the gap."
-
-    def compose_body(self) -> ComposeResult:
-        yield Static("", id="pairs-summary")
-        yield ReportTable(table_name="pairs", id="pairs-table")
 
     def render_view(self, view) -> None:
         report = view.report

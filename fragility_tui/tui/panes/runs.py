@@ -49,9 +49,7 @@ def fmt_eta(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-class RunsPane(Pane):
-    pane_id = "runs"
-    title = "Runs"
+class RunsPane(Pane, pane_id="runs", title="Runs"):
     help = ("Runs are detached processes: they keep going when the app closes. "
             "Enter: provenance · k: cancel · u: resume · n: new run form.")
     needs_view = False
