@@ -11,7 +11,7 @@ import pytest
 
 from helpers import REPO, run_cli
 
-BAD_GRIDS = Path(__file__).parent / "grid" / "bad_grids"
+BAD_GRIDS = Path(__file__).parents[1] / "grid" / "bad_grids"
 EXPECTED_ERRORS = {
     "missing_column.csv": "missing required column(s) correct",
     "unknown_config.csv": "row 2, column 'config': unknown config id 'o9.letter'",
@@ -156,7 +156,7 @@ def test_shipped_sample_grid_matches_its_generator():
     assert sum(correct) == int(cube.bits.sum())
 
 
-MALFORMED_ITEMS = Path(__file__).parent / "grid" / "malformed"
+MALFORMED_ITEMS = Path(__file__).parents[1] / "grid" / "malformed"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in MALFORMED_ITEMS.iterdir()
