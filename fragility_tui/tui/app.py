@@ -27,7 +27,7 @@ from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, R
 from fragility_tui.tui.panes import PANES, Pane
 from fragility_tui.tui.view_model import GridView, Selection, build_view
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import ReportTable
+from fragility_tui.tui.widgets import TABLES, TableRows
 
 
 class PaneTabs(Tabs):
@@ -322,12 +322,12 @@ class FragilityApp(App):
         self.push_screen(HelpScreen(help_rows(self.keymap)))
 
     # ---------------------------------------------------------------- copy, export, screenshot
-    def current_table(self) -> ReportTable | None:
+    def current_table(self) -> TableRows | None:
         root = self.screen if len(self.screen_stack) > 1 else self.active_pane()
         focused = self.focused
-        if isinstance(focused, ReportTable) and root in focused.ancestors_with_self:
+        if isinstance(focused, TableRows) and root in focused.ancestors_with_self:
             return focused
-        tables = list(root.query(ReportTable))
+        tables = list(root.query(TABLES))
         return tables[0] if tables else None
 
     def action_copy_row(self) -> None:
@@ -356,7 +356,7 @@ class FragilityApp(App):
         default = f"fragility-{table.table_name}-{time.strftime('%Y%m%d-%H%M%S')}.csv"
         self.push_screen(ExportScreen(default), lambda path: self._export_to(table, path))
 
-    def _export_to(self, table: ReportTable, path: str | None) -> None:
+    def _export_to(self, table: TableRows, path: str | None) -> None:
         if not path:
             return
         try:

@@ -59,18 +59,12 @@ def export_value(value):
     return clean(value, one_line=True)
 
 
-class ReportTable(DataTable):
-    """A DataTable that keeps its raw rows, so it can sort, filter, copy and export them."""
+class TableRows:
+    """A table's raw rows, and what is done with them whatever draws them: filter, sort,
+    cursor by key, copy and export. Mixed into ReportTable and VirtualTable, which fill
+    `_show` (draw `shown_rows`), `current_key` and `select_key`."""
 
-    BINDINGS = [
-        Binding("o", "sort_next", "Sort", tooltip="Sort by the next column (again: reverse)",
-                id="table.sort"),
-    ]
-
-    def __init__(self, *, table_name: str = "table", **kwargs):
-        kwargs.setdefault("cursor_type", "row")
-        kwargs.setdefault("zebra_stripes", True)
-        super().__init__(**kwargs)
+    def _init_rows(self, table_name: str) -> None:
         self.table_name = table_name
         self.columns_spec: list[Column] = []
         self.all_rows: list[tuple[str, list]] = []  # (row key, raw values)
@@ -101,40 +95,27 @@ class ReportTable(DataTable):
             rows = sorted(rows, key=lambda r: _sort_key(r[1][self.sort_column]),
                           reverse=self.sort_reverse)
         self.shown_rows = rows
-        self.clear(columns=True)
-        cells = [(key, [format_value(v, c.kind, c.width) for v, c in zip(values, self.columns_spec)])
-                 for key, values in rows[:MAX_ROWS_SHOWN]]
-        for k, col in enumerate(self.columns_spec):
-            label = col.label
-            if k == self.sort_column:
-                label += " ▼" if self.sort_reverse else " ▲"
-            self.add_column(Text(label), key=str(k), width=_column_width(label, col, cells, k))
-        for key, row in cells:
-            self.add_row(*row, key=key)
+        self._show()
         if keep_key is not None:
             self.select_key(keep_key)
 
+    def column_label(self, k: int) -> str:
+        label = self.columns_spec[k].label
+        if k == self.sort_column:
+            label += " ▼" if self.sort_reverse else " ▲"
+        return label
+
+    def formatted(self, rows: list[tuple[str, list]]) -> list[tuple[str, list[Text]]]:
+        return [(key, [format_value(v, c.kind, c.width) for v, c in zip(values, self.columns_spec)])
+                for key, values in rows]
+
+    def column_widths(self, cells: list[tuple[str, list[Text]]]) -> list[int]:
+        return [_column_width(self.column_label(k), col, cells, k)
+                for k, col in enumerate(self.columns_spec)]
+
     @property
     def caption_text(self) -> str:
-        shown = min(len(self.shown_rows), MAX_ROWS_SHOWN)
-        note = f"{shown:,} of {len(self.all_rows):,} rows"
-        if len(self.shown_rows) > MAX_ROWS_SHOWN:
-            note += f" (first {MAX_ROWS_SHOWN:,} shown; filter with / to narrow)"
-        return note
-
-    def current_key(self) -> str | None:
-        if not self.row_count:
-            return None
-        try:
-            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
-        except Exception:  # cursor outside a table being rebuilt
-            return None
-
-    def select_key(self, key: str) -> None:
-        try:
-            self.move_cursor(row=self.get_row_index(key), animate=False)
-        except Exception:  # key filtered out
-            pass
+        return f"{len(self.shown_rows):,} of {len(self.all_rows):,} rows"
 
     def current_values(self) -> list | None:
         key = self.current_key()
@@ -162,10 +143,6 @@ class ReportTable(DataTable):
             self.sort_column, self.sort_reverse = column, False
         self._render_rows()
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
-        event.stop()
-        self.sort_by(int(event.column_key.value))
-
     # ---------------------------------------------------------------- copy and export
     def header(self) -> list[str]:
         return [c.label for c in self.columns_spec]
@@ -185,6 +162,59 @@ class ReportTable(DataTable):
     def export(self, path: Path) -> Path:
         """Write the shown rows (filter and sort applied) as CSV, Parquet or Markdown."""
         return export_table(self.header(), self.export_rows(), path)
+
+
+# A query for every table kind (ReportTable, tui.virtual_table.VirtualTable).
+TABLES = "ReportTable, VirtualTable"
+
+SORT_BINDING = Binding("o", "sort_next", "Sort", tooltip="Sort by the next column (again: reverse)",
+                       id="table.sort")
+
+
+class ReportTable(TableRows, DataTable):
+    """A DataTable that keeps its raw rows, so it can sort, filter, copy and export them.
+    For short tables (it holds at most MAX_ROWS_SHOWN rows); VirtualTable holds any number."""
+
+    BINDINGS = [SORT_BINDING]
+
+    def __init__(self, *, table_name: str = "table", **kwargs):
+        kwargs.setdefault("cursor_type", "row")
+        kwargs.setdefault("zebra_stripes", True)
+        super().__init__(**kwargs)
+        self._init_rows(table_name)
+
+    def _show(self) -> None:
+        self.clear(columns=True)
+        cells = self.formatted(self.shown_rows[:MAX_ROWS_SHOWN])
+        for k, width in enumerate(self.column_widths(cells)):
+            self.add_column(Text(self.column_label(k)), key=str(k), width=width)
+        for key, row in cells:
+            self.add_row(*row, key=key)
+
+    @property
+    def caption_text(self) -> str:
+        note = super().caption_text
+        if len(self.shown_rows) > MAX_ROWS_SHOWN:
+            note += f" (first {MAX_ROWS_SHOWN:,} shown; filter with / to narrow)"
+        return note
+
+    def current_key(self) -> str | None:
+        if not self.row_count:
+            return None
+        try:
+            return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        except Exception:  # cursor outside a table being rebuilt
+            return None
+
+    def select_key(self, key: str) -> None:
+        try:
+            self.move_cursor(row=self.get_row_index(key), animate=False)
+        except Exception:  # key filtered out
+            pass
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.sort_by(int(event.column_key.value))
 
 
 def export_table(header: list[str], rows: list[list], path: Path) -> Path:

@@ -76,3 +76,20 @@ def anyio_backend():
 def _no_grid_override(monkeypatch):
     """Tests choose their grid; a developer's FRAGILITY_TUI_GRID must not leak in."""
     monkeypatch.delenv("FRAGILITY_TUI_GRID", raising=False)
+
+
+@pytest.fixture(scope="session")
+def _shipped_template(tmp_path_factory):
+    from fragility_tui.bootstrap import ensure_sample_grids
+
+    store = Store(tmp_path_factory.mktemp("shipped") / "shipped.duckdb")
+    ensure_sample_grids(store)
+    return store.path
+
+
+@pytest.fixture
+def shipped_store(tmp_path, _shipped_template):
+    """A store of its own holding the shipped grids (synthetic-12x3679, starter-real)."""
+    path = tmp_path / "shipped.duckdb"
+    shutil.copyfile(_shipped_template, path)
+    return Store(path)

@@ -13,7 +13,7 @@ from textual.reactive import var
 from textual.widgets import Static
 
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import ReportTable
+from fragility_tui.tui.widgets import TABLES, ReportTable, TableRows
 
 
 class Pane(Vertical):
@@ -95,8 +95,8 @@ class Pane(Vertical):
     def render_view(self, view) -> None:
         raise NotImplementedError
 
-    def main_table(self) -> ReportTable | None:
-        tables = list(self.query(ReportTable))
+    def main_table(self) -> TableRows | None:
+        tables = list(self.query(TABLES))
         return tables[0] if tables else None
 
     def focus_main(self) -> None:

@@ -8,10 +8,10 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import ReportTable
+from fragility_tui.tui.widgets import TABLES
 
 
 
@@ -55,7 +55,7 @@ class DrillScreen(Screen):
 
     @on(Input.Changed, ".drill-filter")
     def _filter(self, event: Input.Changed) -> None:
-        tables = list(self.query(ReportTable))
+        tables = list(self.query(TABLES))
         if tables:
             tables[0].set_filter(event.value)
             tables[0].border_subtitle = Text(tables[0].caption_text)
@@ -65,6 +65,6 @@ class DrillScreen(Screen):
         self._focus_table()
 
     def _focus_table(self) -> None:
-        tables = list(self.query(DataTable))
+        tables = list(self.query(TABLES))
         if tables:
             tables[0].focus()

@@ -1,0 +1,68 @@
+"""The Items pane holds every item of a grid: a virtual table, sortable, filterable."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from fragility_tui.tui.app import FragilityApp
+from fragility_tui.tui.virtual_table import VirtualTable
+
+from .conftest import screen_text, show_pane, wait_ready
+
+pytestmark = pytest.mark.anyio
+
+
+def items_table(app) -> VirtualTable:
+    return app.pane("items").query_one(VirtualTable)
+
+
+async def test_the_last_of_3679_items_is_reachable_and_sorts_by_fragility(shipped_store,
+                                                                          monkeypatch):
+    monkeypatch.setenv("FRAGILITY_TUI_GRID", "synthetic-12x3679")
+    app = FragilityApp(str(shipped_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot, timeout=120)
+        await show_pane(app, pilot, "4")
+        table = items_table(app)
+        assert table.row_count == len(app.view.cube.items) == 3679
+        await pilot.click(table)
+        await pilot.press("end")
+        await pilot.pause()
+        last = app.view.cube.items[-1]
+        assert table.current_key() == last
+        assert last in screen_text(app)  # scrolled into view, not only selected
+
+        fragility = [c.label for c in table.columns_spec].index("fragility")
+        table.sort_by(fragility)
+        await pilot.pause()
+        values = [v[fragility] for _, v in table.shown_rows]
+        defined = [v for v in values if v is not None and not math.isnan(v)]
+        assert defined == sorted(defined) and len(values) == 3679
+        assert "fragility ▲" in screen_text(app)
+        await pilot.press("o")  # again: the most fragile first
+        await pilot.pause()
+        top = table.shown_rows[0][1][fragility]
+        assert top == max(defined)
+
+        await pilot.press("home", "down", "enter")
+        await pilot.pause()
+        assert app.screen.item_uid == table.shown_rows[1][0]
+
+
+async def test_a_filter_returns_every_match(shipped_store, monkeypatch):
+    monkeypatch.setenv("FRAGILITY_TUI_GRID", "synthetic-12x3679")
+    app = FragilityApp(str(shipped_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot, timeout=120)
+        await show_pane(app, pilot, "4")
+        pane = app.pane("items")
+        pane.apply_filter("frag>0.2")
+        await pilot.pause()
+        expected = int((app.view.fragility > 0.2).sum())
+        assert expected > 500  # more than the old 500-row cap
+        assert items_table(app).row_count == expected
+        assert f"Items ({expected:,} of 3,679)" in screen_text(app)
+
+
