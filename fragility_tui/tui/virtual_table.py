@@ -68,12 +68,14 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
         super().__init__(**kwargs)
         self._init_rows(table_name)
         self.widths: list[int] = []
+        self.header_height = 1  # lines: a column label may hold several ("o0 o1…\nLPDI LPDI…")
 
     # ---------------------------------------------------------------- TableRows hooks
     def _show(self) -> None:
         self.widths = self.column_widths(self.formatted(self.shown_rows[:WIDTH_SAMPLE]))
         width = sum(self.widths) + GAP * max(0, len(self.widths) - 1)
-        self.virtual_size = Size(width, len(self.shown_rows) + 1)  # + the header line
+        self.header_height = max((c.label.count("\n") + 1 for c in self.columns_spec), default=1)
+        self.virtual_size = Size(width, len(self.shown_rows) + self.header_height)
         self.cursor_row = min(self.cursor_row, max(0, len(self.shown_rows) - 1))
         self.refresh()
 
@@ -99,8 +101,8 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
         self.cursor_row = max(0, min(row, len(self.shown_rows) - 1))
 
     def watch_cursor_row(self, old: int, new: int) -> None:
-        # keep the cursor visible below the fixed header line
-        body = max(1, self.scrollable_content_region.height - 1)
+        # keep the cursor visible below the fixed header lines
+        body = max(1, self.scrollable_content_region.height - self.header_height)
         top = self.scroll_offset.y
         if new < top:
             self.scroll_to(y=new, animate=False)
@@ -112,7 +114,8 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
         self.move_cursor(self.cursor_row + step)
 
     def action_page(self, direction: int) -> None:
-        self.move_cursor(self.cursor_row + direction * max(1, self.size.height - 2))
+        self.move_cursor(self.cursor_row + direction *
+                         max(1, self.scrollable_content_region.height - self.header_height))
 
     def action_cursor_to(self, row: int) -> None:
         self.move_cursor(row if row >= 0 else len(self.shown_rows) - 1)
@@ -126,12 +129,12 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
         at = event.get_content_offset(self)
         if at is None:  # the border or a scrollbar
             return
-        if at.y == 0:  # the header: sort by the column under the pointer
+        if at.y < self.header_height:  # the header: sort by the column under the pointer
             column = self._column_at(at.x + self.scroll_offset.x)
             if column is not None:
                 self.sort_by(column)
             return
-        self.move_cursor(self.scroll_offset.y + at.y - 1)
+        self.move_cursor(self.scroll_offset.y + at.y - self.header_height)
         if event.chain == 2:
             self.action_select_row()
 
@@ -147,11 +150,11 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
         width = self.scrollable_content_region.width
-        if y == 0:
-            cells = [Text(self.column_label(k)) for k in range(len(self.widths))]
+        if y < self.header_height:
+            cells = [Text(self._label_line(k, y)) for k in range(len(self.widths))]
             style = self.get_component_rich_style("virtual-table--header")
         else:
-            row = scroll_y + y - 1
+            row = scroll_y + y - self.header_height
             if row >= len(self.shown_rows):
                 return Strip.blank(width, self.rich_style)
             cells = self.formatted([self.shown_rows[row]])[0][1]
@@ -161,6 +164,12 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
         strip = Strip(segments, line.cell_len).crop(scroll_x, scroll_x + width)
         strip = strip.extend_cell_length(width).apply_style(style)
         return strip.simplify()
+
+    def _label_line(self, k: int, y: int) -> str:
+        """Line y of column k's label, bottom-aligned (the sort mark ends the last line)."""
+        lines = self.column_label(k).split("\n")
+        pad = self.header_height - len(lines)
+        return "" if y < pad else lines[y - pad]
 
     def _row_style(self, row: int) -> Style:
         base = self.rich_style

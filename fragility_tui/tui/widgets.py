@@ -21,7 +21,7 @@ MAX_ROWS_SHOWN = 500  # rows put in a DataTable (filling costs ~0.1 ms a row); c
 @dataclass
 class Column:
     label: str
-    kind: str = "text"  # text | pct | num | int | bool | rich
+    kind: str = "text"  # text | pct | num | pts | rate | int | bool | rich
     width: int = 0  # 0 = fit
 
 
@@ -35,6 +35,10 @@ def format_value(value, kind: str, width: int = 0) -> Text:
         return Text(f"{100 * value:.1f}", justify="right")
     if kind == "num":
         return Text(f"{value:.3f}", justify="right")
+    if kind == "pts":  # accuracy points: signed, one decimal
+        return Text(f"{value:+.1f}", justify="right")
+    if kind == "rate":  # tokens/s and the like: one decimal, thousands separated
+        return Text(f"{value:,.1f}", justify="right")
     if kind == "int":
         return Text(f"{int(value):,}", justify="right")
     if kind == "bool":
@@ -47,7 +51,8 @@ def _column_width(label: str, col: Column, cells: list, k: int) -> int:
     table is hidden, where DataTable's own auto-width measurement never runs)."""
     cap = col.width or DEFAULT_MAX_WIDTH
     widest = max((row[k].cell_len for _, row in cells if k < len(row)), default=0)
-    return max(1, min(cap, max(len(label), widest)))
+    label_width = max(len(line) for line in label.split("\n"))
+    return max(1, min(cap, max(label_width, widest)))
 
 
 def export_value(value):
@@ -145,7 +150,7 @@ class TableRows:
 
     # ---------------------------------------------------------------- copy and export
     def header(self) -> list[str]:
-        return [c.label for c in self.columns_spec]
+        return [" ".join(c.label.split()) for c in self.columns_spec]
 
     def export_rows(self, only_current: bool = False) -> list[list]:
         rows = [self.current_values() or []] if only_current else [v for _, v in self.shown_rows]

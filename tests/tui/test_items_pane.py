@@ -66,3 +66,33 @@ async def test_a_filter_returns_every_match(shipped_store, monkeypatch):
         assert f"Items ({expected:,} of 3,679)" in screen_text(app)
 
 
+
+
+async def test_the_model_drilldown_shows_every_item_in_one_compact_row(synthetic_store):
+    from fragility_tui.tui.screens import ItemScreen, ModelScreen
+
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "2")
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ModelScreen)
+        items = screen.query_one("#model-items", VirtualTable)
+        cube = app.view.cube
+        m = list(cube.models).index(screen.model)
+        assert items.row_count == len(cube.items)
+        key, values = items.shown_rows[0]
+        marks = values[1].plain.replace(" ", "")
+        assert len(marks) == 26
+        assert marks == "".join("·" if not cube.present[m, 0, j] else
+                                "✓" if cube.bits[m, 0, j] else "✗"
+                                for j in range(26))  # canonical config order = layout order
+        text = screen_text(app)
+        assert " o0   o1   o2   o3   o4   o5   cl" in text and "LPDI LPDI" in text
+        assert f"{key[-9:]} {values[1].plain}" in text  # all 26 marks on screen at 80 columns
+        items.focus()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ItemScreen) and app.screen.item_uid == cube.items[1]

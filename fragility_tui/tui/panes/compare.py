@@ -19,7 +19,7 @@ from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable
 
 COLUMNS = [Column("benchmark"), Column("paired items", "int"),
-           Column("Δ̂ points", "num"), Column("CI low", "num"), Column("CI high", "num")]
+           Column("Δ̂ points", "pts"), Column("CI low", "pts"), Column("CI high", "pts")]
 
 
 @dataclass

@@ -29,7 +29,7 @@ from fragility_tui.tui.widgets import Column, ReportTable, hbar
 
 COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"),
            Column("done", "int"), Column("total", "int"), Column("progress", "rich"),
-           Column("tok/s", "num"), Column("ETA"), Column("started")]
+           Column("tok/s", "rate"), Column("ETA"), Column("started")]
 QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
             ("int4 (optimum-quanto)", "int4")]
 REFRESH_SECONDS = 1.0

@@ -8,18 +8,27 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from fragility_tui.grid.configs import REFERENCE
-from fragility_tui.tui.view_model import pair_item_groups
+from fragility_tui.tui.config_matrix import compact_marks, config_letters, group_header, matrix_layout
 from fragility_tui.tui.item_table import ITEM_COLUMNS, item_rows
+from fragility_tui.tui.messages import ShowItem
+from fragility_tui.tui.screens.base import DrillScreen
+from fragility_tui.tui.view_model import pair_item_groups
+from fragility_tui.tui.virtual_table import VirtualTable
 from fragility_tui.tui.widgets import Column, ReportTable, hbar, safe_title
 
 
-from fragility_tui.tui.messages import ShowItem
-from fragility_tui.tui.screens.base import DrillScreen
-
-
 # ---------------------------------------------------------------- Bands → model
+ITEM_WIDTH = 22  # with the 33-character config row, the item table fits 80 columns
+SHORT_CLASS = ("robust ✓", "robust ✗", "fragile", "incomplete")  # analysis.classify order
+
+
+def keep_end(text: str, width: int) -> Text:
+    """Cut from the front: an item id's end (its number) tells items apart."""
+    return Text(text if len(text) <= width else "…" + text[-(width - 1):])
+
 class ModelScreen(DrillScreen):
-    """A model's accuracy under every config in view (Bands → Enter)."""
+    """A model's accuracy under every config in view, and its answers to every item in one
+    compact row of the configs (Bands → Enter; Enter on an item: the item drill-down)."""
 
     def __init__(self, view, model: str):
         super().__init__()
@@ -28,6 +37,7 @@ class ModelScreen(DrillScreen):
     def compose(self) -> ComposeResult:
         yield from self.compose_header()
         yield ReportTable(table_name="model-configs", id="model-table")
+        yield VirtualTable(table_name="model-items", id="model-items")
         yield from self.compose_footer()
 
     def on_mount(self) -> None:
@@ -46,11 +56,37 @@ class ModelScreen(DrillScreen):
                                        hbar(acc, 30, style="green")]))
         table = self.query_one(ReportTable)
         table.set_data([Column("config"), Column("accuracy %", "pct"),
-                        Column("Δ vs reference (points)", "num"), Column("champion", "bool"),
+                        Column("Δ vs reference (points)", "pts"), Column("champion", "bool"),
                         Column("", "rich")], rows)
         table.border_title = safe_title(f"{self.model} × {len(rows)} configs")
         table.border_subtitle = Text(table.caption_text)
         table.focus()
+        self._fill_items()
+
+    def _fill_items(self) -> None:
+        view = self.view
+        m = list(view.cube.models).index(self.model)
+        columns = matrix_layout(list(view.cube.configs))
+        position = {c: j for j, c in enumerate(view.cube.configs)}
+        bits, present = view.cube.bits[m], view.cube.present[m]
+        correct = (bits & present).sum(axis=1).tolist()
+        shown = present.sum(axis=1).tolist()
+        classes = view.classes[m].tolist()
+        rows = [(uid, [keep_end(uid, ITEM_WIDTH), compact_marks(bits[k], present[k], columns, position),
+                       f"{correct[k]}/{shown[k]}", SHORT_CLASS[classes[k]]])
+                for k, uid in enumerate(view.cube.items)]
+        groups = group_header(columns, 0).plain.rstrip()
+        table = self.query_one("#model-items", VirtualTable)
+        table.set_data([Column("item", width=ITEM_WIDTH),
+                        Column(f"{groups}\n{config_letters(columns)}", "rich"),
+                        Column("✓/n"), Column("class")], rows)
+        table.border_title = safe_title(
+            f"{self.model} × {len(rows):,} items (✓ correct ✗ wrong · missing)")
+        table.border_subtitle = Text(table.caption_text)
+
+    def on_virtual_table_row_selected(self, event: VirtualTable.RowSelected) -> None:
+        event.stop()
+        self.post_message(ShowItem(event.key))
 
 
 # ---------------------------------------------------------------- Pairs → items
