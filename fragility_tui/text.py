@@ -55,3 +55,27 @@ def clean(value: object, *, limit: int = DEFAULT_LIMIT, one_line: bool = False) 
     if dropped:
         text += f" … [{dropped:,} more characters not shown]"
     return text
+
+
+def cut_middle(text: str, width: int) -> str:
+    """`text` in at most `width` characters; a cut keeps the start and the end (where names
+    differ: ...-instruct+int4 vs ...-instruct+int8) with an ellipsis between."""
+    if len(text) <= width:
+        return text
+    if width < 2:
+        return text[:width]
+    tail = (width - 1) // 2
+    return text[:width - 1 - tail] + "…" + (text[-tail:] if tail else "")
+
+
+def distinct_labels(names: list[str], width: int) -> list[str]:
+    """The names cut to `width` (cut_middle), or as little wider as keeps every two
+    different names apart on screen: a cut never makes two models look like one."""
+    distinct = len(set(names))
+    longest = max((len(n) for n in names), default=0)
+    for w in range(max(2, width), longest + 1):
+        labels = [cut_middle(n, w) for n in names]
+        if len(set(labels)) == distinct:
+            return labels
+    return list(names)
+

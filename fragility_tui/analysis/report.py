@@ -15,6 +15,7 @@ from fragility_tui import SPEC_VERSION
 from fragility_tui.analysis.axes import AXES, preserved_fractions
 from fragility_tui.analysis.classify import bands, classify, config_accuracy
 from fragility_tui.grid.cube import Cube
+from fragility_tui.text import cut_middle
 from fragility_tui.analysis.decisions import TARGETS, canonical, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
@@ -276,23 +277,12 @@ def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:
     columns = [{r[k] for r in rows} for k in range(len(headers))]
     while sum(widths) + sep * (len(widths) - 1) > width:
         cuttable = [k for k, w in enumerate(widths) if w > 8 and
-                    len({_cut(v, w - 1) for v in columns[k]}) == len(columns[k])]
+                    len({cut_middle(v, w - 1) for v in columns[k]}) == len(columns[k])]
         if not cuttable:
             break
         k = max(cuttable, key=lambda j: widths[j])
         widths[k] -= 1
     return widths, sep
-
-
-def _cut(text: str, w: int) -> str:
-    """`text` in at most `w` characters; a cut keeps the start and the end (where names
-    differ: ...-instruct+int4 vs ...-instruct+int8) with an ellipsis between."""
-    if len(text) <= w:
-        return text
-    if w < 2:
-        return text[:w]
-    tail = (w - 1) // 2
-    return text[:w - 1 - tail] + "…" + (text[-tail:] if tail else "")
 
 
 def _is_number(text: str) -> bool:
@@ -308,14 +298,14 @@ def render_text(report: dict, width: int = TEXT_WIDTH) -> str:
             rows = [[_one_line(v) for v in r] for r in sec["rows"]]
             widths, sep = _fit_widths(sec["headers"], rows, width)
             gap = " " * sep
-            head = [_cut(h, w).ljust(w) for h, w in zip(sec["headers"], widths)]
+            head = [cut_middle(h, w).ljust(w) for h, w in zip(sec["headers"], widths)]
             out.append(gap.join(head).rstrip())
             for r in rows:
-                cells = [_cut(v, w).rjust(w) if _is_number(v) else _cut(v, w).ljust(w)
+                cells = [cut_middle(v, w).rjust(w) if _is_number(v) else cut_middle(v, w).ljust(w)
                          for v, w in zip(r, widths)]
                 out.append(gap.join(cells).rstrip())
         for note in sec.get("notes", []):
-            out.append(_cut(_one_line(note), width))
+            out.append(cut_middle(_one_line(note), width))
         out.append("")
     return "\n".join(out)
 

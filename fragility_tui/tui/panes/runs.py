@@ -18,7 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
 from textual.message import Message
-from textual.widgets import Button, DataTable, Input, Select, Static
+from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from fragility_tui.jobs import (RunStatus, check_run_form, db_args, log_dir, merge_progress,
                                 run_argv, start_detached)
@@ -63,17 +63,25 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
 
     def compose_body(self) -> ComposeResult:
         yield ReportTable(table_name="runs", id="runs-table")
-        with Grid(id="run-form"):
-            yield Input(placeholder="model: alias, hub id, folder or .gguf", id="run-model")
-            yield Input(placeholder="items (default: the shipped starter items)",
-                        id="run-items")
-            yield Input(placeholder="grid", id="run-grid")
-            yield Input(placeholder="items per benchmark (all)", id="run-sample",
-                        type="integer")
-            yield Input(placeholder="configs (all 26)", id="run-configs")
-            yield Select(QUANTISE, value="", allow_blank=False, id="run-quantize")
-            yield Input(placeholder="extra flags, e.g. --batch-size 8", id="run-extra")
-            yield Button("Start run", id="run-start", variant="primary")
+        with Grid(id="run-form"):  # label, field, label, field: readable at 80 columns
+            yield Label("model", classes="form-label")
+            yield Input(placeholder="alias, hub id or path", id="run-model",
+                        compact=True)
+            yield Label("items", classes="form-label")
+            yield Input(placeholder="the shipped starter items", id="run-items", compact=True)
+            yield Label("grid", classes="form-label")
+            yield Input(placeholder="grid name", id="run-grid", compact=True)
+            yield Label("per bench", classes="form-label")
+            yield Input(placeholder="all items", id="run-sample", type="integer", compact=True)
+            yield Label("configs", classes="form-label")
+            yield Input(placeholder="all 26", id="run-configs", compact=True)
+            yield Label("quantise", classes="form-label")
+            yield Select(QUANTISE, value="", allow_blank=False, id="run-quantize", compact=True)
+            yield Label("flags", classes="form-label")
+            yield Input(placeholder="e.g. --batch-size 8", id="run-extra",
+                        compact=True)
+            yield Label("", classes="form-label")
+            yield Button("Start run", id="run-start", variant="primary", compact=True)
         yield Static("", id="run-note")
 
     def on_mount(self) -> None:

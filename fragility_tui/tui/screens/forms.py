@@ -14,6 +14,7 @@ from textual.widgets.selection_list import Selection as ListItem
 
 from fragility_tui.grid.configs import REFERENCE
 from fragility_tui.tui.view_model import Selection
+from fragility_tui.text import distinct_labels
 from fragility_tui.tui.sanitize import clean
 
 
@@ -79,6 +80,19 @@ class SelectionScreen(ModalScreen[Selection | None]):
                 yield Button("Apply (a)", id="apply", variant="primary")
                 yield Button("Cancel (Esc)", id="cancel")
 
+    def on_mount(self) -> None:
+        self.call_after_refresh(self._fit_labels)
+
+    def _fit_labels(self) -> None:
+        """Cut long names to the list's width so that no two look alike (SelectionList
+        would cut them all at the end: twelve "synthetic-mode…")."""
+        for widget in self.query(SelectionList):
+            width = widget.scrollable_content_region.width - CHECKBOX_WIDTH
+            values = [widget.get_option_at_index(k).value for k in range(widget.option_count)]
+            for k, label in enumerate(distinct_labels([clean(v, one_line=True, limit=200)
+                                                       for v in values], width)):
+                widget.replace_option_prompt_at_index(k, label)
+
     @on(Button.Pressed, "#apply")
     def action_apply(self) -> None:
         chosen = {name: tuple(self.query_one(f"#sel-{name}", SelectionList).selected)
@@ -101,6 +115,9 @@ class SelectionScreen(ModalScreen[Selection | None]):
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+CHECKBOX_WIDTH = 5  # "▐X▌ " before each label, and a cell of margin
 
 
 def _list(name: str, values, chosen) -> SelectionList:

@@ -1,0 +1,51 @@
+"""Forms at 80 and 120 columns: labelled run form, selection lists whose cuts keep names apart."""
+
+from __future__ import annotations
+
+import pytest
+from textual.widgets import SelectionList
+
+from fragility_tui.text import cut_middle, distinct_labels
+from fragility_tui.tui.app import FragilityApp
+
+from .conftest import screen_text, show_pane, wait_ready
+
+pytestmark = pytest.mark.anyio
+
+
+def test_distinct_labels_widen_a_cut_until_names_differ():
+    names = ["smollm2-135m-instruct", "smollm2-135m-instruct+int4", "smollm2-135m-instruct+int8"]
+    labels = distinct_labels(names, 12)
+    assert len(set(labels)) == 3 and all(len(a) <= len(n) for a, n in zip(labels, names))
+    assert labels[1].endswith("int4") and labels[2].endswith("int8")
+    assert distinct_labels(["a", "b"], 10) == ["a", "b"]
+    assert cut_middle("abcdefghij", 5) == "ab…ij"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)])
+async def test_the_run_form_is_readable(synthetic_store, size):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=size) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "7")
+        text = screen_text(app)
+        for label in ("model", "items", "grid", "per bench", "configs", "quantise", "flags"):
+            assert f" {label} " in text
+        for placeholder in ("alias, hub id or path", "the shipped starter items", "all 26",
+                            "e.g. --batch-size 8", "Start run", "synthetic-small"):
+            assert placeholder in text, placeholder
+
+
+async def test_selection_lists_never_cut_two_models_alike(shipped_store, monkeypatch):
+    monkeypatch.setenv("FRAGILITY_TUI_GRID", "starter-real")
+    app = FragilityApp(str(shipped_store.path))
+    async with app.run_test(size=(60, 24)) as pilot:
+        await wait_ready(app, pilot, timeout=120)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.pause()
+        models = app.screen.query_one("#sel-models", SelectionList)
+        labels = [str(models.get_option_at_index(k).prompt) for k in range(models.option_count)]
+        assert len(set(labels)) == 4 and any("…" in label for label in labels)
+        shown = screen_text(app)
+        assert all(label in shown for label in labels)
