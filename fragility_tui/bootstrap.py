@@ -7,20 +7,21 @@ from __future__ import annotations
 import json
 
 
-def open_store(db: str | None, *, load_samples: bool | None = None):
+def open_store(db: str | None, *, load_samples: bool | None = None, progress=None):
     """Open the store; the default store (no --db) gets the shipped sample grids (and their
-    updates, see ensure_sample_grids), so a fresh machine starts with something to explore."""
+    updates, see ensure_sample_grids), so a fresh machine starts with something to explore.
+    `progress(k, n, name)` hears of each shipped grid loaded (the app's status line)."""
     from fragility_tui.grid.store import Store
 
     store = Store(db)
     if load_samples is None:
         load_samples = db is None
     if load_samples:
-        ensure_sample_grids(store)
+        ensure_sample_grids(store, progress)
     return store
 
 
-def ensure_sample_grids(store) -> list[str]:
+def ensure_sample_grids(store, progress=None) -> list[str]:
     """Load the shipped grids this store lacks or holds in an older shipped version. A
     shipped grid the user deleted is not brought back (`load-samples` does that)."""
     from fragility_tui.grid.sample_grids import load_sample_grids
@@ -28,7 +29,7 @@ def ensure_sample_grids(store) -> list[str]:
     with store.connect() as con:
         row = con.execute("SELECT value FROM meta WHERE key = 'sample_grids_loaded'").fetchall()
     recorded = set(json.loads(row[0][0])) if row else set()
-    loaded = load_sample_grids(store, recorded)
+    loaded = load_sample_grids(store, recorded, progress)
     if loaded or not row:
         with store.connect(write=True) as con:
             con.execute("INSERT OR REPLACE INTO meta VALUES ('sample_grids_loaded', ?)",

@@ -22,15 +22,17 @@ def sample_grid_files() -> list[tuple[Path, dict]]:
     return [(SAMPLE_GRIDS_DIR / e["cells"], e) for e in entries["grids"]]
 
 
-def load_sample_grids(store, recorded: set[str] | None = None) -> list[str]:
+def load_sample_grids(store, recorded: set[str] | None = None, progress=None) -> list[str]:
     """Load each shipped grid the store lacks, and replace one that still holds an older
     shipped version (a newer release updated its file); returns the names written.
 
     A grid stays as it is when a local run has written into it, or when it is not the
     shipped one (a user grid of the same name). `recorded` names the shipped grids loaded
-    into this store before: one of them missing now was deleted by the user, and stays so."""
+    into this store before: one of them missing now was deleted by the user, and stays so.
+    `progress(k, n, name)`, when given, is called before the k-th of n shipped grids."""
     loaded = []
-    for cells_path, meta in sample_grid_files():
+    files = sample_grid_files()
+    for k, (cells_path, meta) in enumerate(files):
         name = meta["name"]
         if not cells_path.is_file():
             continue
@@ -41,6 +43,8 @@ def load_sample_grids(store, recorded: set[str] | None = None) -> list[str]:
             store.delete_imported_runs(name)  # the old version's provenance goes with it
         elif recorded is not None and name in recorded:
             continue
+        if progress is not None:
+            progress(k + 1, len(files), name)
         _load_sample_grid(store, cells_path, meta, digest)
         loaded.append(name)
     return loaded

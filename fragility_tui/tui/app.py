@@ -71,6 +71,7 @@ class FragilityApp(App):
         super().__init__()
         self.db_path = db_path
         self.gateway = StoreGateway(db_path, store, load_samples=load_samples)
+        self.gateway.on_progress = self._sample_progress
         self._grid_meta: dict = {}
         self._force_reload = False
         self.selection = Selection()
@@ -237,6 +238,12 @@ class FragilityApp(App):
 
     def set_status(self, text: str) -> None:
         self.main_screen.query_one("#status", Static).update(Text(text))
+
+    def _sample_progress(self, k: int, n: int, name: str) -> None:
+        """From the store worker: a first start loads shipped grid k of n."""
+        self.call_from_thread(self.set_status, clean(
+            f"first start: loading shipped grid {k} of {n}, {name} (once; a few seconds)…",
+            one_line=True, limit=200))
 
     # ---------------------------------------------------------------- panes
     @property

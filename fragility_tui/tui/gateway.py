@@ -13,6 +13,7 @@ class StoreGateway:
         self.load_samples = load_samples  # the shipped grids on first use (the CLI's app)
         self._store = store
         self._lock = threading.Lock()
+        self.on_progress = None  # (k, n, grid name) of each shipped grid a first start loads
 
     @property
     def path(self) -> str | None:
@@ -23,8 +24,8 @@ class StoreGateway:
             if self._store is None:
                 from fragility_tui.bootstrap import open_store
 
-                self._store = open_store(self.db_path,
-                                         load_samples=self.load_samples or None)
+                self._store = open_store(self.db_path, load_samples=self.load_samples or None,
+                                         progress=self.on_progress)
             return getattr(self._store, method)(*args)
 
     def list_grids(self) -> list:

@@ -342,9 +342,15 @@ async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, 
     assert main(["--db", str(db)]) == 0
     app, store_touched = started[0]
     assert not store_touched and app.gateway.load_samples  # the loading is the app's worker's
+    statuses = []
+    show_status = app.set_status
+    app.set_status = lambda text: (statuses.append(text), show_status(text))
     async with app.run_test(size=(160, 40)) as pilot:
         assert "a first start loads the shipped grids" in screen_text(app)
         await wait_ready(app, pilot)
+        progress = [t for t in statuses if "loading shipped grid" in t]
+        assert [t.split(",")[0] for t in progress] == [
+            "first start: loading shipped grid 1 of 2", "first start: loading shipped grid 2 of 2"]
         await show_pane(app, pilot, "1")
         text = screen_text(app)
         assert "synthetic-12x3679" in text and "SYNTHETIC" in text
