@@ -27,6 +27,7 @@ import numpy as np
 
 from fragility_tui.errors import InputError, StoreBusyError
 from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
+from fragility_tui.grid import cube_cache
 from fragility_tui.grid.cube import Cube
 from fragility_tui.grid.items import Item
 from fragility_tui.grid.run_records import RunRecords
@@ -190,7 +191,7 @@ class Store(RunRecords):
     def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
         def run(c):
             for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),
-                                  ("grids", "name")):
+                                  ("cube_cache", "grid"), ("grids", "name")):
                 c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
 
         self._in_transaction(con, run)
@@ -225,6 +226,7 @@ class Store(RunRecords):
         con.register("_new_items", table)
         con.execute("INSERT INTO items SELECT * FROM _new_items")
         con.unregister("_new_items")
+        cube_cache.invalidate(con, [grid])
         return len(new)
 
     def load_items(self, grid: str) -> list[Item]:
@@ -293,7 +295,11 @@ class Store(RunRecords):
                 FROM _new_cells n ANTI JOIN cells c
                   ON c.grid = n.grid AND c.model = n.model AND c.item_uid = n.item_uid
                  AND c.config_id = n.config_id""")
-            return con.execute("SELECT count(*) FROM cells").fetchall()[0][0] - before
+            added = con.execute("SELECT count(*) FROM cells").fetchall()[0][0] - before
+            if added:
+                cube_cache.invalidate(con, [r[0] for r in con.execute(
+                    "SELECT DISTINCT grid FROM _new_cells").fetchall()])
+            return added
         finally:
             con.unregister("_new_cells")
 
@@ -347,37 +353,20 @@ class Store(RunRecords):
 
     def load_cube(self, grid: str) -> Cube:
         """The grid as a dense cube: models sorted by name, items in grid order, configs in
-        canonical order restricted to those with at least one cell."""
-        with self.connect() as con:
+        canonical order restricted to those with at least one cell. Read from the packed
+        copy kept in the store (grid/cube_cache.py) when there is one, else built from the
+        cells and packed for next time, in one transaction (so the copy matches the cells)."""
+        with self.connect(write=True) as con:
             if con.execute("SELECT 1 FROM grids WHERE name = ?", [grid]).fetchall() == []:
                 raise InputError(f"no grid named {grid!r} in {self.path}" + self._known_grids_hint())
-            models = [r[0] for r in con.execute(
-                "SELECT DISTINCT model FROM cells WHERE grid = ? ORDER BY model", [grid]).fetchall()]
             item_rows = con.execute("SELECT item_uid, benchmark, subject FROM items WHERE grid = ? "
                                     "ORDER BY position", [grid]).fetchall()
-            present_configs = {r[0] for r in con.execute(
-                "SELECT DISTINCT config_id FROM cells WHERE grid = ?", [grid]).fetchall()}
-            configs = [c for c in CONFIG_IDS if c in present_configs]
-            arrays = con.execute("""
-                WITH m AS (SELECT model, CAST(row_number() OVER (ORDER BY model) - 1 AS INTEGER) AS mi
-                           FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
-                     i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS INTEGER) AS ii
-                           FROM items WHERE grid = $g)
-                SELECT m.mi, i.ii, f.position AS ci, c.correct
-                FROM cells c JOIN m USING (model) JOIN i USING (item_uid)
-                JOIN configs f USING (config_id) WHERE c.grid = $g""", {"g": grid}).fetchnumpy()
-        config_pos = {c: k for k, c in enumerate(configs)}
-        canon_to_view = np.full(len(CONFIG_IDS), -1, dtype=np.intp)
-        for cid, k in config_pos.items():
-            canon_to_view[CONFIG_IDS.index(cid)] = k
-        shape = (len(models), len(item_rows), len(configs))
-        bits = np.zeros(shape, dtype=bool)
-        present = np.zeros(shape, dtype=bool)
-        mi = np.asarray(arrays["mi"], dtype=np.intp)
-        ii = np.asarray(arrays["ii"], dtype=np.intp)
-        ci = canon_to_view[np.asarray(arrays["ci"], dtype=np.intp)]
-        bits[mi, ii, ci] = np.asarray(arrays["correct"], dtype=bool)
-        present[mi, ii, ci] = True
+            cached = cube_cache.read(con, grid)
+            if cached is None:
+                stamp = cube_cache.grid_stamp(con, grid)
+                cached = self._cube_from_cells(con, grid)
+                cube_cache.write(con, grid, stamp, *cached)
+        models, configs, bits, present = cached
         return Cube(
             models=tuple(models),
             items=tuple(r[0] for r in item_rows),
@@ -387,6 +376,36 @@ class Store(RunRecords):
             benchmarks=np.array([r[1] for r in item_rows], dtype=object),
             subjects=np.array([r[2] for r in item_rows], dtype=object),
         )
+
+    @staticmethod
+    def _cube_from_cells(con, grid: str) -> tuple:
+        models = [r[0] for r in con.execute(
+            "SELECT DISTINCT model FROM cells WHERE grid = ? ORDER BY model", [grid]).fetchall()]
+        n_items = con.execute("SELECT count(*) FROM items WHERE grid = ?", [grid]).fetchall()[0][0]
+        present_configs = {r[0] for r in con.execute(
+            "SELECT DISTINCT config_id FROM cells WHERE grid = ?", [grid]).fetchall()}
+        configs = [c for c in CONFIG_IDS if c in present_configs]
+        arrays = con.execute("""
+            WITH m AS (SELECT model, CAST(row_number() OVER (ORDER BY model) - 1 AS INTEGER) AS mi
+                       FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
+                 i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS INTEGER) AS ii
+                       FROM items WHERE grid = $g)
+            SELECT m.mi, i.ii, f.position AS ci, c.correct
+            FROM cells c JOIN m USING (model) JOIN i USING (item_uid)
+            JOIN configs f USING (config_id) WHERE c.grid = $g""", {"g": grid}).fetchnumpy()
+        canon_to_view = np.full(len(CONFIG_IDS), -1, dtype=np.intp)
+        for k, cid in enumerate(configs):
+            canon_to_view[CONFIG_IDS.index(cid)] = k
+        shape = (len(models), n_items, len(configs))
+        bits = np.zeros(shape, dtype=bool)
+        present = np.zeros(shape, dtype=bool)
+        mi = np.asarray(arrays["mi"], dtype=np.intp)
+        ii = np.asarray(arrays["ii"], dtype=np.intp)
+        ci = canon_to_view[np.asarray(arrays["ci"], dtype=np.intp)]
+        bits[mi, ii, ci] = np.asarray(arrays["correct"], dtype=bool)
+        present[mi, ii, ci] = True
+        return models, configs, bits, present
+
 
 def _first(con: duckdb.DuckDBPyConnection):
     """The first row of a result, consuming it (DuckDB 2 refuses new work on a connection

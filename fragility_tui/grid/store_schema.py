@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 2
+from fragility_tui.grid.cube_cache import CREATE as CUBE_CACHE_TABLE
+
+SCHEMA_VERSION = 3
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -39,6 +41,8 @@ CREATE TABLE IF NOT EXISTS cells (
 MIGRATIONS: list[str] = [
     # 2: a run's process is identified by pid and start time (a reused pid is not the run)
     "ALTER TABLE runs ADD COLUMN pid_started VARCHAR",
+    # 3: a grid's dense cube, packed, so a big grid opens without joining every cell
+    CUBE_CACHE_TABLE,
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",

@@ -103,7 +103,7 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert store.schema_version() == SCHEMA_VERSION == 3
     run = store.get_run(run_id)
     assert run["pid"] == 12345 and run["pid_started"] is None
     store.update_run(run_id, pid_started="987")
@@ -145,3 +145,63 @@ def test_cube_select(tmp_path):
     assert np.array_equal(cube.bits[0, 0], [False, False])
     with pytest.raises(ValueError, match="unknown model"):
         cube.select(models=["zz"])
+
+
+def _cube_equal(a, b) -> bool:
+    return (a.models, a.items, a.configs) == (b.models, b.items, b.configs) and \
+        np.array_equal(a.bits, b.bits) and np.array_equal(a.present, b.present)
+
+
+def _cached_grids(store) -> list[str]:
+    with store.connect() as con:
+        return [r[0] for r in con.execute("SELECT grid FROM cube_cache ORDER BY grid").fetchall()]
+
+
+def test_the_packed_cube_is_reused_and_never_stale(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    store.add_items("g", _items(3))
+    store.write_cells("g", [CellRow("m1", "bench/q0", "o0.letter", True),
+                            CellRow("m2", "bench/q1", "cloze_qa", False)])
+    first = store.load_cube("g")
+    assert _cached_grids(store) == ["g"]
+    assert _cube_equal(store.load_cube("g"), first)  # read back from the packed copy
+
+    store.write_cells("g", [CellRow("m3", "bench/q2", "o1.paren", True)])  # new cells
+    assert _cached_grids(store) == []
+    after_cells = store.load_cube("g")
+    assert after_cells.models == ("m1", "m2", "m3") and after_cells.present.sum() == 3
+    assert after_cells.configs == ("o0.letter", "o1.paren", "cloze_qa")
+
+    store.write_cells("g", [CellRow("m3", "bench/q2", "o1.paren", False)])  # nothing new
+    assert _cached_grids(store) == ["g"]
+    store.add_items("g", _items(4))  # an item more: the cube grows a column
+    assert _cached_grids(store) == []
+    assert store.load_cube("g").bits.shape == (3, 4, 3)
+
+    store.create_grid("h")
+    store.add_items("h", _items(1))
+    store.write_cells("h", [CellRow("m1", "bench/q0", "o0.letter", True)])
+    store.load_cube("h")
+    store.delete_grid("g")
+    assert _cached_grids(store) == ["h"]
+
+
+def test_a_cube_read_while_cells_change_is_not_cached(tmp_path, monkeypatch):
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    store.add_items("g", _items(2))
+    store.write_cells("g", [CellRow("m1", "bench/q0", "o0.letter", True)])
+    read_cells = Store._cube_from_cells
+
+    def read_then_a_cell_arrives(con, grid):
+        cube = read_cells(con, grid)
+        con.execute("INSERT INTO cells (grid, model, item_uid, config_id, correct) "
+                    "VALUES ('g', 'm1', 'bench/q1', 'o0.letter', true)")
+        return cube
+
+    monkeypatch.setattr(Store, "_cube_from_cells", staticmethod(read_then_a_cell_arrives))
+    assert store.load_cube("g").present.sum() == 1
+    monkeypatch.setattr(Store, "_cube_from_cells", staticmethod(read_cells))
+    assert _cached_grids(store) == []  # the copy would have missed the new cell
+    assert store.load_cube("g").present.sum() == 2
