@@ -126,8 +126,8 @@ def _configs_section(cube, r, order) -> list[dict]:
             "accuracy": {cube.models[m]: _num(r.accuracy[m, c]) for m in order},
             "champions": [cube.models[m] for m in champs],
             "margins": {cube.models[m]: int(r.margins[m, c]) for m in champs},
-            # tied champions can differ on paired items when cells are missing: report the
-            # smallest margin, the one every champion clears
+            # each champion is paired with the runner-up on the items both have, so tied
+            # champions can differ when cells are missing: report the smallest margin
             "margin_items": min((int(r.margins[m, c]) for m in champs), default=None),
             "kendall_tau": _num(r.agreement.kendall_tau[c]),
             "flipped_pair_fraction": _num(r.agreement.flipped_fraction[c]),
