@@ -347,11 +347,22 @@ def _flags(delta, ci, unsupported: bool, harness: bool, other_delta, move_ci, m)
         flags.append("unsupported")
     if harness:
         flags.append("harness-sensitive")
-    if ci is None or delta is None or (ci[0] <= TOL and ci[1] >= -TOL) or abs(delta) < m - TOL:
+    if not _supports_winner(delta, ci) or abs(delta) < m - TOL:
         flags.append("underpowered")
     if _target_sensitive(delta, other_delta, move_ci, m):
         flags.append("target-sensitive")
     return tuple(flags)
+
+
+def _supports_winner(delta, ci) -> bool:
+    """The interval lies wholly on Δ̂'s side of zero (1e-9 tolerance). An interval that
+    includes zero, and one wholly on the side opposite Δ̂ (a percentile interval can miss
+    its own point estimate), both leave the winner Δ̂ names unsupported: `underpowered`,
+    never `stable` (§9: stable means the winner is supported)."""
+    if ci is None or delta is None:
+        return False
+    side = _sign(delta)
+    return (side > 0 and ci[0] > TOL) or (side < 0 and ci[1] < -TOL)
 
 
 def _harness_configs(plan: _Plan, p: int, c0: int, delta, point_t, ci_t, m, configs):
