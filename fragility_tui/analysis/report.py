@@ -73,11 +73,14 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
     return {
         "spec_version": SPEC_VERSION,
         "grid": {"name": name, "models": ranked, "n_items": len(cube.items),
-                 "configs": list(cube.configs), "reference": REFERENCE,
+                 "configs": list(cube.configs), "reference": cube.reference,
                  "benchmarks": sorted(set(map(str, cube.benchmarks))),
                  "complete": cube.complete},
         "settings": {"target": target, "margin": float(margin), "seed": int(seed),
-                     "n_boot": int(n_boot), "k": int(k), "n_random": int(n_random)},
+                     "n_boot": int(n_boot), "k": int(k), "n_random": int(n_random),
+                     # the config every figure is measured against (SPEC's is o0.letter)
+                     "reference": cube.reference,
+                     "reference_is_spec": cube.reference == REFERENCE},
         # rank: 1 + models strictly ahead at the reference, so exact ties share a rank (§6)
         "bands": [{"rank": int(ranks_.ranks[m, ref]) or None, **band_list[m].to_json()}
                   for m in order],
@@ -186,7 +189,9 @@ def _sections(report: dict) -> list[dict]:
     secs = [{"title": "Grid", "notes": [
         f"grid {g.get('name') or '-'}: {len(g['models'])} models x {g['n_items']} items x "
         f"{len(g['configs'])} configs; reference {g['reference']}; spec v{report['spec_version']}",
-    ]}]
+    ] + ([] if g["reference"] == REFERENCE else [
+        f"reference {g['reference']} stands in for SPEC's {REFERENCE}: every figure "
+        f"(bands, gaps, ranking, axes, discrimination, decisions) is measured against it"])}]
     secs.append({
         "title": "Bands (accuracy %, SPEC 5)",
         "headers": ["#", "model", "ref", "min", "min at", "max", "max at", "spread", "robust",
