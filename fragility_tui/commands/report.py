@@ -36,6 +36,9 @@ def register(sub) -> None:
     p.add_argument("--k", type=int, default=100, metavar="K", help="compression size (default 100)")
     p.add_argument("--random-draws", type=int, default=1000, metavar="N",
                    help="random subsets for compression (default 1000)")
+    p.add_argument("--discrimination", choices=["item-total", "irt"], default="item-total",
+                   help="item discrimination behind r, top-k and compression: corrected "
+                        "item-total correlation (default) or 2PL IRT slope (SPEC 8)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the report as JSON")
     fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
@@ -125,7 +128,7 @@ def run(args) -> int:
     pairs = parse_pairs(args.pair, cube.models)
     report = grid_report(store, args.grid, cube=cube, target=args.target, margin=args.margin,
                          seed=args.seed, pairs=pairs, n_boot=args.boot, k=args.k,
-                         n_random=args.random_draws)
+                         n_random=args.random_draws, discrimination=args.discrimination)
     if args.json:
         text = json.dumps(report, indent=2, allow_nan=False)
     elif args.markdown:
