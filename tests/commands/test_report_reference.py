@@ -38,7 +38,8 @@ def test_report_on_a_grid_without_o0_letter_uses_the_first_config(cloze_db):
                    db=cloze_db)
     assert proc.returncode == 0, proc.stderr
     assert "reference cloze_qa" in proc.stdout
-    assert "stands in for SPEC's o0.letter" in proc.stdout
+    assert ("reference cloze_qa stands in for SPEC's o0.letter: every figure is measured "
+            "against it") in proc.stdout  # whole: the note is not cut to fit
     r = json.loads(run_cli("report", "--grid", "cloze", "--json", "--boot", "50",
                            "--random-draws", "10", db=cloze_db, check=True).stdout)
     assert r["grid"]["reference"] == r["settings"]["reference"] == "cloze_qa"
