@@ -115,14 +115,38 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
     return f"wrote the provenance of {grid} ({len(doc['runs'])} runs) to {out}"
 
 
-def grid_report(store, grid: str, *, cube=None, **options) -> dict:
-    """The report of a grid (or of `cube`, a selection of it), with each model's cost per
-    item from its runs: what `report` prints and `export --what report` writes."""
+def grid_report(store, grid: str, *, cube=None, reference: str | None = None,
+                **options) -> dict:
+    """The report of a grid (or of `cube`, a selection of it, which carries its own
+    reference), with each model's cost per item from its runs: what `report` prints and
+    `export --what report` writes. reference: for a whole grid, the config to measure
+    against (default: `configs.default_reference` of the grid's configs)."""
     from fragility_tui.analysis.report import build_report
-    from fragility_tui.grid.configs import REFERENCE
 
-    cube = store.load_cube(grid) if cube is None else cube
-    if REFERENCE not in cube.configs:
-        raise InputError(f"grid {grid!r} has no cells for the reference config {REFERENCE}; "
-                         "a report measures everything against it", field="--grid")
+    if cube is None:
+        cube = choose_reference(store.load_cube(grid), reference)
+    if cube.reference not in cube.configs:
+        raise InputError(f"grid {grid!r} has no cells for the reference config "
+                         f"{cube.reference}; a report measures everything against it",
+                         field="--grid")
     return build_report(cube, name=grid, costs=store.model_costs(grid), **options)
+
+
+def choose_reference(cube, reference: str | None):
+    """The grid's cube measured against `reference` (--reference), or against the default
+    reference of its configs (`configs.default_reference`); an unknown id or one the grid
+    has no cells for is an InputError naming --reference."""
+    from fragility_tui.grid.configs import CONFIG_BY_ID, CONFIG_IDS, default_reference
+
+    if reference is None:
+        reference = default_reference(cube.configs)
+        if reference is None:
+            raise InputError("the grid has no cells", field="--grid")
+        return cube.with_reference(reference)
+    if reference not in CONFIG_BY_ID:
+        raise InputError(f"unknown config {reference!r}; known: {', '.join(CONFIG_IDS)}",
+                         field="--reference")
+    if reference not in cube.configs:
+        raise InputError(f"the grid has no cells for {reference}; it has "
+                         f"{', '.join(cube.configs)}", field="--reference")
+    return cube.with_reference(reference)

@@ -6,9 +6,12 @@ Tokenisation rules (SPEC §2, PEERS.md):
   (the template carries whatever BOS it wants), as `apply_chat_template(tokenize=True)` does;
 - generation, base model: the raw prompt text, encoded with the tokenizer's own default
   special-token setting (BOS iff the tokenizer adds one; recorded as `add_bos`);
-- likelihood: lm-evaluation-harness's rule: trailing spaces of the context move onto the
-  continuation, context + continuation are encoded as one string, and the scored tokens are
-  those after the context's own encoding length.
+- likelihood: lm-evaluation-harness's rule (`_encode_pair`, PEERS.md): trailing whitespace
+  of the context moves onto the continuation; context + continuation are encoded as one
+  string (whole) and the context alone (context_enc); the continuation's tokens are
+  whole[len(context_enc):]; the model is fed context_enc + those tokens, not whole (the two
+  differ when the tokenizer merges across the boundary, and lm-eval's numbers are the
+  former's). The scored tokens are the continuation's.
 """
 
 from __future__ import annotations
@@ -38,17 +41,18 @@ class Encoder:
         return self.tokenizer(prompt.text)["input_ids"]
 
     def cloze(self, context: str, continuation: str) -> tuple[list[int], int]:
-        """(tokens of context + continuation, index of the first scored token)."""
+        """(context_enc + continuation_enc as lm-eval feeds them, index of the first scored
+        token = len(context_enc))."""
         spaces = len(context) - len(context.rstrip())
         if spaces:
             context, continuation = context[:-spaces], context[-spaces:] + continuation
-        context_len = len(self.tokenizer(context)["input_ids"])
+        context_enc = self.tokenizer(context)["input_ids"]
         whole = self.tokenizer(context + continuation)["input_ids"]
-        if context_len == 0:  # empty context: condition on a start token, as lm-eval does
+        if not context_enc:  # empty context: condition on a start token, as lm-eval does
             start = self.tokenizer.bos_token_id
             start = self.tokenizer.eos_token_id if start is None else start
             return [start] + whole, 1
-        return whole, context_len
+        return context_enc + whole[len(context_enc):], len(context_enc)
 
 
 @dataclass

@@ -60,14 +60,21 @@ def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int) -
 
 
 def _cloze(model, tokenizer, prompt) -> ReferenceCell:
+    """lm-eval's request per option: trailing whitespace of the context joins the
+    continuation; the model reads the context's own tokens, then the tokens the whole
+    string has past them (PEERS.md)."""
     scores, tokens = [], 0
-    context_len = len(tokenizer(prompt.context)["input_ids"])
+    context = prompt.context.rstrip()
+    moved = prompt.context[len(context):]
+    context_ids = tokenizer(context)["input_ids"]
     for continuation in prompt.continuations:
-        whole = tokenizer(prompt.context + continuation)["input_ids"]
-        logits = model(torch.tensor([whole], device=model.device)).logits[0].float()
+        whole = tokenizer(context + moved + continuation)["input_ids"]
+        fed = context_ids + whole[len(context_ids):]
+        logits = model(torch.tensor([fed], device=model.device)).logits[0].float()
         logprobs = torch.log_softmax(logits, dim=-1)
-        scores.append(sum(float(logprobs[t - 1, whole[t]]) for t in range(context_len, len(whole))))
-        tokens += len(whole)
+        scores.append(sum(float(logprobs[t - 1, fed[t]])
+                          for t in range(len(context_ids), len(fed))))
+        tokens += len(fed)
     normalised = [s / max(len(c) - 1, 1) for s, c in zip(scores, prompt.continuations)]
     pred = max(range(len(normalised)), key=lambda i: (normalised[i], -i))  # first maximum
     ranked = sorted(normalised, reverse=True)

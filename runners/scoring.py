@@ -52,7 +52,7 @@ class GenRequest:
 @dataclass
 class LikelihoodRequest:
     key: Hashable
-    tokens: list[int]  # context + continuation, encoded as one string
+    tokens: list[int]  # context_enc + continuation_enc, as lm-eval feeds them
     scored_from: int  # first scored token position (the context's own encoding length)
 
 

@@ -10,21 +10,31 @@ from fragility_tui.grid.configs import CONFIG_BY_ID, REFERENCE
 AXES = ("order", "format", "scoring", "all")
 
 
-def _in_neighbourhood(axis: str, config_id: str) -> bool:
-    cfg = CONFIG_BY_ID[config_id]
+_SCORING_TRIO = (REFERENCE, "cloze_qa", "cloze_bare")  # SPEC §7's scoring neighbourhood
+
+
+def _in_neighbourhood(axis: str, config_id: str, reference: str = REFERENCE) -> bool:
+    """SPEC §7's neighbourhoods of o0.letter, read relative to any reference: order = the
+    reference's format and scoring in every order; format = the reference's order and
+    scoring in every format (for a cloze reference: both cloze formats); scoring = the
+    reference plus the configs of SPEC's trio (o0.letter, cloze_qa, cloze_bare) scored
+    the other way. For o0.letter these are exactly SPEC's three sets."""
+    cfg, ref = CONFIG_BY_ID[config_id], CONFIG_BY_ID[reference]
     if axis == "order":
-        return cfg.format == "letter" and cfg.scoring == "generate"
+        return cfg.format == ref.format and cfg.scoring == ref.scoring
     if axis == "format":
-        return cfg.order == "o0" and cfg.scoring == "generate"
+        return cfg.order == ref.order and cfg.scoring == ref.scoring
     if axis == "scoring":
-        return config_id == REFERENCE or cfg.scoring == "likelihood"
+        return config_id == reference or (config_id in _SCORING_TRIO
+                                          and cfg.scoring != ref.scoring)
     return True  # "all": every config in view
 
 
 def neighbourhoods(cube: Cube) -> dict[str, np.ndarray]:
     """Config indices of each axis neighbourhood, intersected with the view (§11)."""
-    return {axis: np.array([k for k, c in enumerate(cube.configs) if _in_neighbourhood(axis, c)],
-                           dtype=np.intp) for axis in AXES}
+    return {axis: np.array([k for k, c in enumerate(cube.configs)
+                            if _in_neighbourhood(axis, c, cube.reference)], dtype=np.intp)
+            for axis in AXES}
 
 
 def preserved_fractions(cube: Cube) -> dict[str, np.ndarray]:

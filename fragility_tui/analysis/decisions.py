@@ -22,7 +22,6 @@ from fragility_tui.analysis.classify import Classification, classify
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.itemstats import STREAM_DECISIONS, resample_counts, rng_for
 from fragility_tui.analysis.pairs import mcnemar_exact_p
-from fragility_tui.grid.configs import REFERENCE
 
 TARGETS = ("observed", "balanced")
 FLAGS = ("unsupported", "harness-sensitive", "underpowered", "target-sensitive")
@@ -41,7 +40,7 @@ def canonical(cube: Cube) -> Cube:
     grid = np.ix_(m_idx, i_idx, np.arange(len(cube.configs)))
     return Cube(tuple(cube.models[k] for k in m_idx), tuple(cube.items[k] for k in i_idx),
                 cube.configs, cube.bits[grid], cube.present[grid], cube.benchmarks[i_idx],
-                None if cube.subjects is None else cube.subjects[i_idx])
+                None if cube.subjects is None else cube.subjects[i_idx], cube.reference)
 
 
 @dataclass(frozen=True, eq=False)
@@ -229,13 +228,15 @@ class _Plan:
             self.cols.append((a, b, c))
 
 
-def decide_pairs(cube: Cube, pairs, *, config: str = REFERENCE, margin: float = 2.0,
+def decide_pairs(cube: Cube, pairs, *, config: str | None = None, margin: float = 2.0,
                  seed: int = 0, n_boot: int = 2000, adjacent=None,
                  cls: Classification | None = None) -> list[Decision]:
     """Decisions for pairs [(a_name, b_name)], both targets each (pair-major, observed
     first). adjacent: optional per-pair flags; adjacent pairs also get simultaneous
     (max-deviation) intervals over their family, per target. cls: the classification of
-    the cube when the caller already has it (it must be canonical then)."""
+    the cube when the caller already has it (it must be canonical then). config: default
+    the cube's reference."""
+    config = cube.reference if config is None else config
     canon = canonical(cube)
     cls = cls if canon is cube and cls is not None else None
     cube = canon
@@ -347,11 +348,22 @@ def _flags(delta, ci, unsupported: bool, harness: bool, other_delta, move_ci, m)
         flags.append("unsupported")
     if harness:
         flags.append("harness-sensitive")
-    if ci is None or delta is None or (ci[0] <= TOL and ci[1] >= -TOL) or abs(delta) < m - TOL:
+    if not _supports_winner(delta, ci) or abs(delta) < m - TOL:
         flags.append("underpowered")
     if _target_sensitive(delta, other_delta, move_ci, m):
         flags.append("target-sensitive")
     return tuple(flags)
+
+
+def _supports_winner(delta, ci) -> bool:
+    """The interval lies wholly on Δ̂'s side of zero (1e-9 tolerance). An interval that
+    includes zero, and one wholly on the side opposite Δ̂ (a percentile interval can miss
+    its own point estimate), both leave the winner Δ̂ names unsupported: `underpowered`,
+    never `stable` (§9: stable means the winner is supported)."""
+    if ci is None or delta is None:
+        return False
+    side = _sign(delta)
+    return (side > 0 and ci[0] > TOL) or (side < 0 and ci[1] < -TOL)
 
 
 def _harness_configs(plan: _Plan, p: int, c0: int, delta, point_t, ci_t, m, configs):
@@ -396,7 +408,7 @@ def _simultaneous(plan: _Plan, boot, point, adjacent, c0) -> dict:
     return out
 
 
-def decide(cube: Cube, a: str, b: str, config: str = REFERENCE, *, target: str = "observed",
+def decide(cube: Cube, a: str, b: str, config: str | None = None, *, target: str = "observed",
            margin: float = 2.0, seed: int = 0, n_boot: int = 2000) -> Decision:
     """The Compare pane's decision for one pair (both targets are computed: the
     target-sensitive flag needs the other one)."""

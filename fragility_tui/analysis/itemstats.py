@@ -197,9 +197,28 @@ def _mean_defined(values: np.ndarray) -> float | None:
     return float(v.mean()) if len(v) else None
 
 
+DISCRIMINATION_METHODS = ("item-total", "irt")
+
+
+def item_discrimination(cube: Cube, method: str = "item-total") -> np.ndarray:
+    """[I] discrimination by `method`: the corrected item-total correlation (SPEC §8's
+    default) or the 2PL IRT slope (analysis.irt)."""
+    if method == "item-total":
+        return discrimination(cube)
+    if method == "irt":
+        from fragility_tui.analysis.irt import irt_discrimination  # scipy, on first use
+
+        return irt_discrimination(cube)
+    raise ValueError(f"discrimination must be one of {', '.join(DISCRIMINATION_METHODS)}, "
+                     f"not {method!r}")
+
+
 def item_summary(cube: Cube, cls: Classification | None = None, *, seed: int = 0,
-                 n_boot: int = 2000, k: int = 100, n_random: int = 1000) -> ItemSummary:
-    disc = discrimination(cube)
+                 n_boot: int = 2000, k: int = 100, n_random: int = 1000,
+                 method: str = "item-total") -> ItemSummary:
+    """Every §8 figure; `method` picks the discrimination behind r, top-k and the
+    discriminative compression."""
+    disc = item_discrimination(cube, method)
     frag = fragility(cube, cls)
     both = np.isfinite(disc) & np.isfinite(frag)
     r = pearson(disc[both], frag[both])

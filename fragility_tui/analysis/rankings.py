@@ -18,16 +18,30 @@ def champions_mask(accuracy: np.ndarray) -> np.ndarray:
     return (accuracy == best) & np.isfinite(best)
 
 
-def champion_margins(cube: Cube, champs: np.ndarray) -> np.ndarray:
-    """[M, C] int margins in items of each champion over the best non-champion, counted on
-    the items where every model has that config's cell (§11 paired margins); 0 if all tie.
-    Entries of non-champions are 0."""
-    shared = cube.present.all(axis=0)  # [I, C]
-    counts = np.count_nonzero(cube.bits & shared[None], axis=1).astype(np.int64)  # [M, C]
-    has_rival = (~champs).any(axis=0)
-    best_rival = np.where(champs, -1, counts).max(axis=0)
-    margin = np.where(has_rival[None, :], counts - best_rival[None, :], 0)
-    return np.where(champs, margin, 0)
+def runner_up_mask(accuracy: np.ndarray, champs: np.ndarray) -> np.ndarray:
+    """[M, C] bool: the best non-champions per config (highest defined accuracy among the
+    models that are not champion; ties all count). Empty where every model ties."""
+    rival = np.where(champs | np.isnan(accuracy), -np.inf, accuracy)
+    best = rival.max(axis=0, keepdims=True)
+    return (rival == best) & np.isfinite(best)
+
+
+def champion_margins(cube: Cube, champs: np.ndarray, accuracy: np.ndarray) -> np.ndarray:
+    """[M, C] int margins in items of each champion over the runner-up (the best
+    non-champion by accuracy, §11), counted on the items where both the champion and the
+    runner-up have that config's cell (§11 paired margins). With several runners-up tied
+    in accuracy the champion's margin is the smallest over them. 0 when every model ties;
+    entries of non-champions are 0."""
+    runners = runner_up_mask(accuracy, champs)
+    out = np.zeros(champs.shape, dtype=np.int64)
+    for c in np.flatnonzero(champs.any(axis=0) & runners.any(axis=0)):
+        ch, ru = np.flatnonzero(champs[:, c]), np.flatnonzero(runners[:, c])
+        bits, pres = cube.bits[:, :, c], cube.present[:, :, c]
+        # items x gets right among those y also has (a bit implies its cell is present)
+        ch_right = bits[ch].astype(np.int64) @ pres[ru].T.astype(np.int64)  # [champ, runner]
+        ru_right = pres[ch].astype(np.int64) @ bits[ru].T.astype(np.int64)
+        out[ch, c] = (ch_right - ru_right).min(axis=1)
+    return out
 
 
 def sign_matrix(values: np.ndarray) -> np.ndarray:
@@ -76,7 +90,8 @@ class Rankings:
 def rankings(cube: Cube, acc: ConfigAccuracy | None = None) -> Rankings:
     acc = acc if acc is not None else config_accuracy(cube)
     champs = champions_mask(acc.accuracy)
-    return Rankings(acc.accuracy, champs, champion_margins(cube, champs), ranks(acc.accuracy),
+    return Rankings(acc.accuracy, champs, champion_margins(cube, champs, acc.accuracy),
+                    ranks(acc.accuracy),
                     rank_agreement(acc.accuracy, cube.reference_index))
 
 

@@ -40,13 +40,16 @@ def _mean_defined(values) -> float | None:
 
 def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, seed: int = 0,
                  pairs=(), n_boot: int = 2000, k: int = 100, n_random: int = 1000,
-                 name: str | None = None, costs: dict | None = None) -> dict:
+                 name: str | None = None, costs: dict | None = None,
+                 discrimination: str = "item-total") -> dict:
     """Every statistic of SPEC §4–9 on the cube as given (already selected).
 
     pairs: extra (a, b) model pairs to split and decide beside the adjacent ones.
     target: which target the renderings lead with; the dict always holds both (§11).
     costs: optional {model: {"seconds_per_item": float|None, "tokens_per_item": ...}} from
     the store's runs; shown beside accuracy (§9), never folded into any statistic.
+    discrimination: "item-total" (SPEC §8's corrected item-total correlation) or "irt"
+    (2PL slopes, analysis.irt) behind the discrimination figures and compression.
     """
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
@@ -62,7 +65,8 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
     splits = (gap_splits(cube, adjacent, cls, acc)
               + gap_splits(cube, extra, cls, acc, adjacent=False))
     ranks_ = rankings(cube, acc)
-    items = item_summary(cube, cls, seed=seed, n_boot=n_boot, k=k, n_random=n_random)
+    items = item_summary(cube, cls, seed=seed, n_boot=n_boot, k=k, n_random=n_random,
+                         method=discrimination)
     axes = preserved_fractions(cube)
     band_list = bands(cube, cls, acc)
     decision_pairs = adjacent + extra
@@ -74,11 +78,15 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
     return {
         "spec_version": SPEC_VERSION,
         "grid": {"name": name, "models": ranked, "n_items": len(cube.items),
-                 "configs": list(cube.configs), "reference": REFERENCE,
+                 "configs": list(cube.configs), "reference": cube.reference,
                  "benchmarks": sorted(set(map(str, cube.benchmarks))),
                  "complete": cube.complete},
         "settings": {"target": target, "margin": float(margin), "seed": int(seed),
-                     "n_boot": int(n_boot), "k": int(k), "n_random": int(n_random)},
+                     "n_boot": int(n_boot), "k": int(k), "n_random": int(n_random),
+                     # the config every figure is measured against (SPEC's is o0.letter)
+                     "reference": cube.reference,
+                     "reference_is_spec": cube.reference == REFERENCE,
+                     "discrimination": discrimination},
         # rank: 1 + models strictly ahead at the reference, so exact ties share a rank (§6)
         "bands": [{"rank": int(ranks_.ranks[m, ref]) or None, **band_list[m].to_json()}
                   for m in order],
@@ -87,7 +95,7 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
         "configs": _configs_section(cube, ranks_, order),
         "rankings": _rankings_section(cube, ranks_, order, ref),
         "axes": _axes_section(axes, cube, order),
-        "discrimination": {"r": items.r, "ci": None if items.ci is None else list(items.ci),
+        "discrimination": {"method": discrimination, "r": items.r, "ci": None if items.ci is None else list(items.ci),
                            "top_k": items.top_k, "top_k_mean_fragility": items.top_k_mean_fragility,
                            "mean_fragility": items.mean_fragility,
                            "items_defined": int(np.isfinite(items.discrimination).sum())},
@@ -127,8 +135,8 @@ def _configs_section(cube, r, order) -> list[dict]:
             "accuracy": {cube.models[m]: _num(r.accuracy[m, c]) for m in order},
             "champions": [cube.models[m] for m in champs],
             "margins": {cube.models[m]: int(r.margins[m, c]) for m in champs},
-            # tied champions can differ on paired items when cells are missing: report the
-            # smallest margin, the one every champion clears
+            # each champion is paired with the runner-up on the items both have, so tied
+            # champions can differ when cells are missing: report the smallest margin
             "margin_items": min((int(r.margins[m, c]) for m in champs), default=None),
             "kendall_tau": _num(r.agreement.kendall_tau[c]),
             "flipped_pair_fraction": _num(r.agreement.flipped_fraction[c]),
@@ -187,7 +195,9 @@ def _sections(report: dict) -> list[dict]:
     secs = [{"title": "Grid", "notes": [
         f"grid {g.get('name') or '-'}: {len(g['models'])} models x {g['n_items']} items x "
         f"{len(g['configs'])} configs; reference {g['reference']}; spec v{report['spec_version']}",
-    ]}]
+    ] + ([] if g["reference"] == REFERENCE else [
+        f"reference {g['reference']} stands in for SPEC's {REFERENCE}: every figure is "
+        "measured against it"])}]
     secs.append({
         "title": "Bands (accuracy %, SPEC 5)",
         "headers": ["#", "model", "ref", "min", "min at", "max", "max at", "spread", "robust",
@@ -247,8 +257,10 @@ def _sections(report: dict) -> list[dict]:
                 + [["mean", *(_flt(ax["mean"][a]) for a in AXES)]]})
     d, c = report["discrimination"], report["compression"]
     rng = c["discriminative_range"]
+    method = {"irt": "2PL IRT slope"}.get(d.get("method"), "item-total correlation")
     secs.append({"title": "Discrimination, fragility, compression (SPEC 8)", "notes": [
-        f"discrimination-fragility r {_flt(d['r'])} (95% CI {_ci(d['ci'], 1.0, 2)})",
+        f"discrimination-fragility r {_flt(d['r'])} (95% CI {_ci(d['ci'], 1.0, 2)}); "
+        f"discrimination = {method}",
         f"mean fragility: top-{d['top_k']} discriminative {_flt(d['top_k_mean_fragility'])} "
         f"vs all items {_flt(d['mean_fragility'])}",
         f"champions with {c['k']} items: random {_flt(c['random_mean_champions'], 1)}, "

@@ -43,6 +43,10 @@ def register(sub) -> None:
                         "and --config); report and provenance: json or markdown")
     p.add_argument("--model", metavar="NAME", help="model (for --format lmeval-samples)")
     p.add_argument("--config", metavar="ID", help="config (for --format lmeval-samples)")
+    p.add_argument("--reference", metavar="CONFIG",
+                   help="for --what report: the config every figure is measured against "
+                        "(default o0.letter when the grid has it, else its first config in "
+                        "canonical order)")
     p.add_argument("--out", required=True, metavar="PATH")
     p.set_defaults(func=cmd_export)
 
@@ -106,8 +110,12 @@ def cmd_export(args) -> int:
     from fragility_tui.exports import export
 
     store = open_store(args.db)
+    if args.reference is not None and args.what != "report":
+        raise InputError("--reference applies to --what report only", field="--reference")
+    options = None if args.reference is None else {"reference": args.reference}
     print(export(store, grid=args.grid, what=args.what, fmt=args.format, out=args.out,
-                 model=args.model, config=args.config), file=sys.stderr)
+                 model=args.model, config=args.config, report_options=options),
+          file=sys.stderr)
     return 0
 
 

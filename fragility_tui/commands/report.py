@@ -6,6 +6,7 @@ import json
 import sys
 
 from fragility_tui.errors import InputError
+from fragility_tui.exports import choose_reference
 from fragility_tui.grid.configs import CONFIG_BY_ID, REFERENCE, parse_config_list
 
 
@@ -21,7 +22,8 @@ def register(sub) -> None:
     p.add_argument("--grid", required=True, metavar="NAME")
     p.add_argument("--configs", metavar="ID,...",
                    help="configs in view (ids or groups: generate, likelihood, o0..o5, letter, "
-                        "paren, digit, instruct); must include the reference o0.letter")
+                        "paren, digit, instruct); must include the reference")
+    add_reference_option(p)
     p.add_argument("--models", metavar="A,B,...", help="models in view (default: all)")
     p.add_argument("--benchmarks", metavar="B,...", help="benchmarks in view (default: all)")
     p.add_argument("--pair", action="append", default=[], metavar="A,B",
@@ -34,9 +36,19 @@ def register(sub) -> None:
     p.add_argument("--k", type=int, default=100, metavar="K", help="compression size (default 100)")
     p.add_argument("--random-draws", type=int, default=1000, metavar="N",
                    help="random subsets for compression (default 1000)")
+    p.add_argument("--discrimination", choices=["item-total", "irt"], default="item-total",
+                   help="item discrimination behind r, top-k and compression: corrected "
+                        "item-total correlation (default) or 2PL IRT slope (SPEC 8)")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print the report as JSON")
     fmt.add_argument("--markdown", action="store_true", help="print Markdown tables")
+
+
+def add_reference_option(parser) -> None:
+    parser.add_argument("--reference", metavar="CONFIG",
+                        help=f"config every figure is measured against (default {REFERENCE} "
+                             "when the grid has it, else the grid's first config in canonical "
+                             "order, e.g. cloze_qa for a grid imported from lm-eval)")
 
 
 def add_resampling_options(parser, *, boot: int) -> None:
@@ -47,7 +59,9 @@ def add_resampling_options(parser, *, boot: int) -> None:
 
 
 def select_view(cube, args):
-    """Apply --configs/--models/--benchmarks; bad names become InputError naming the flag."""
+    """Apply --reference and --configs/--models/--benchmarks; bad names become InputError
+    naming the flag."""
+    cube = choose_reference(cube, getattr(args, "reference", None))
     configs = None
     if args.configs is not None:
         try:
@@ -60,12 +74,10 @@ def select_view(cube, args):
             raise InputError(f"config(s) {', '.join(missing)} have no cells in this grid; "
                              f"it has {', '.join(cube.configs)}", field="--configs")
         configs = [c for c in wanted if c in cube.configs]
-        if REFERENCE not in configs:
-            raise InputError(f"the reference config {REFERENCE} must be in view "
-                             "(every statistic is measured against it)", field="--configs")
-    elif REFERENCE not in cube.configs:
-        raise InputError(f"the grid has no cells for the reference config {REFERENCE}",
-                         field="--grid")
+        if cube.reference not in configs:
+            raise InputError(f"the reference config {cube.reference} must be in view "
+                             "(every statistic is measured against it; --reference picks "
+                             "another)", field="--configs")
     models = _split(args.models)
     benchmarks = _split(args.benchmarks)
     for flag, names, known in (("--models", models, cube.models),
@@ -116,7 +128,7 @@ def run(args) -> int:
     pairs = parse_pairs(args.pair, cube.models)
     report = grid_report(store, args.grid, cube=cube, target=args.target, margin=args.margin,
                          seed=args.seed, pairs=pairs, n_boot=args.boot, k=args.k,
-                         n_random=args.random_draws)
+                         n_random=args.random_draws, discrimination=args.discrimination)
     if args.json:
         text = json.dumps(report, indent=2, allow_nan=False)
     elif args.markdown:

@@ -55,6 +55,16 @@ def get_config(config_id: str) -> Config:
         raise KeyError(f"unknown config id {config_id!r}; known: {', '.join(CONFIG_IDS)}") from None
 
 
+def default_reference(config_ids) -> str | None:
+    """The reference a grid with these configs is measured against: SPEC's o0.letter when
+    it is among them, else the first of them in canonical order (a grid imported from
+    lm-eval's cloze samples has no o0.letter); None for no configs."""
+    present = set(config_ids)
+    if REFERENCE in present:
+        return REFERENCE
+    return next((cid for cid in CONFIG_IDS if cid in present), None)
+
+
 def parse_config_list(text: str | None) -> list[str]:
     """Parse a comma-separated --configs value into canonical order (None/'' = all 26).
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fragility_tui.grid.configs import CONFIG_POSITION, REFERENCE
+from fragility_tui.grid.configs import CONFIG_BY_ID, CONFIG_POSITION, REFERENCE
 
 
 @dataclass(frozen=True, eq=False)
@@ -15,7 +15,9 @@ class Cube:
 
     bits[m, i, c] is True when model m answered item i correctly under config c; it is
     False wherever present[m, i, c] is False (a missing cell). Configs are always kept in
-    canonical SPEC order; models and items in the order given.
+    canonical SPEC order; models and items in the order given. `reference` is the config
+    every statistic is measured against (SPEC's o0.letter unless chosen otherwise, see
+    `configs.default_reference`); it must be in view when a statistic needs it.
     """
 
     models: tuple[str, ...]
@@ -25,6 +27,7 @@ class Cube:
     present: np.ndarray  # bool [M, I, C]
     benchmarks: np.ndarray  # object/str [I]
     subjects: np.ndarray | None = None  # object [I] (None entries allowed)
+    reference: str = REFERENCE  # config id
 
     def __post_init__(self):
         shape = (len(self.models), len(self.items), len(self.configs))
@@ -33,6 +36,8 @@ class Cube:
                              f"expected {shape}")
         if list(self.configs) != sorted(self.configs, key=CONFIG_POSITION.__getitem__):
             raise ValueError("cube configs must be in canonical order")
+        if self.reference not in CONFIG_BY_ID:
+            raise ValueError(f"unknown reference config {self.reference!r}")
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -40,9 +45,13 @@ class Cube:
 
     @property
     def reference_index(self) -> int:
-        if REFERENCE not in self.configs:
-            raise ValueError(f"the reference config {REFERENCE} must be in view")
-        return self.configs.index(REFERENCE)
+        if self.reference not in self.configs:
+            raise ValueError(f"the reference config {self.reference} must be in view")
+        return self.configs.index(self.reference)
+
+    def with_reference(self, config: str) -> "Cube":
+        """The same cube measured against another reference config (a known id)."""
+        return replace(self, reference=config)
 
     @property
     def complete(self) -> bool:
@@ -70,6 +79,7 @@ class Cube:
             present=self.present[grid],
             benchmarks=self.benchmarks[i_idx],
             subjects=None if self.subjects is None else self.subjects[i_idx],
+            reference=self.reference,
         )
 
     @staticmethod

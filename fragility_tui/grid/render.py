@@ -18,11 +18,14 @@ sentence. No system message (several chat templates reject one).
 Cloze configs: context "Question: {q}\\nAnswer:" (cloze_qa) or "{q}" (cloze_bare), and the
 continuations " {option}" in native order.
 
-Whitespace: the question and each option are stripped of leading/trailing whitespace (as
-lm-evaluation-harness's MMLU template strips the question; 963 MMLU test questions carry a
-leading space or a trailing newline that would leave a stray space or a blank line); inner
-whitespace and newlines are kept verbatim. Every config of an item starts with the same
-"Question: {q}\\n" stem (cloze_bare excepted), so the runner can reuse the stem's KV cache.
+Whitespace: in the generation configs the question and each option are stripped of
+leading/trailing whitespace (963 MMLU test questions carry a leading space or a trailing
+newline that would leave a stray space or a blank line); inner whitespace and newlines are
+kept verbatim. The cloze configs use the item text exactly as it is in the file, as
+lm-evaluation-harness does (PEERS.md): their log-likelihoods are meant to be lm-eval's.
+The generation configs of an item start with the same "Question: {q}\\n" stem, and
+cloze_qa does too when the question has no outer whitespace, so the runner can reuse the
+stem's KV cache.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from fragility_tui.grid.configs import CONFIG_IDS, N_OPTIONS, get_config, item_s
 from fragility_tui.grid.items import Item
 from fragility_tui.grid.parser import DIGIT_LABELS, LETTER_LABELS
 
-PROMPT_VERSION = "1.0"  # bump when a template changes; recorded with every run
+# bump when a template changes; recorded with every run. 1.1: cloze text is not stripped
+PROMPT_VERSION = "1.1"
 
 QUESTION_PREFIX = "Question: "
 ANSWER_CUE = "Answer:"
@@ -67,7 +71,7 @@ class GenerationPrompt:
 class ClozePrompt:
     config_id: str
     context: str  # "Question: {q}\nAnswer:" (cloze_qa) or "{q}" (cloze_bare)
-    continuations: tuple[str, ...]  # " " + option, native order, independent of any shuffle
+    continuations: tuple[str, ...]  # " " + option as in the file, native order, no shuffle
     gold: int
 
     @property
@@ -118,9 +122,10 @@ def _generation(item: Item, config_id: str, fmt: str, permutation: tuple[int, ..
 
 
 def _cloze(item: Item, config_id: str) -> ClozePrompt:
-    question = _clean(item.question)
+    """lm-eval's cloze request: the item text as it is (no stripping), target delimiter " "."""
+    question = item.question
     context = f"{QUESTION_PREFIX}{question}\n{ANSWER_CUE}" if config_id == "cloze_qa" else question
-    return ClozePrompt(config_id, context, tuple(" " + _clean(c) for c in item.choices), item.gold)
+    return ClozePrompt(config_id, context, tuple(" " + c for c in item.choices), item.gold)
 
 
 def render(item: Item, config_id: str, seed: int,

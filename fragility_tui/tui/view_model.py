@@ -17,7 +17,7 @@ from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE, classify
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.itemstats import discrimination, fragility
 from fragility_tui.analysis.pairs import pair_sets
-from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.grid.configs import REFERENCE, default_reference
 from fragility_tui.grid.items import Item
 
 
@@ -30,13 +30,16 @@ class Selection:
     benchmarks: tuple[str, ...] | None = None
 
     def apply(self, cube: Cube) -> Cube:
-        if self.configs is not None and REFERENCE not in self.configs:
-            raise ValueError(f"the reference config {REFERENCE} must stay in the selection")
+        if self.configs is not None and cube.reference not in self.configs:
+            raise ValueError(f"the reference config {cube.reference} must stay in the selection")
         return cube.select(configs=self.configs, models=self.models, benchmarks=self.benchmarks)
 
     def describe(self, cube: Cube) -> str:
+        """The status line's account of the view; it names the reference when it is not
+        SPEC's o0.letter (a grid without o0.letter cells, see `with_default_reference`)."""
+        note = "" if cube.reference == REFERENCE else f" · reference {cube.reference}"
         if self == Selection():
-            return "selection: everything"
+            return "selection: everything" + note
         parts = []
         for name, chosen, total in (("configs", self.configs, len(cube.configs)),
                                     ("models", self.models, len(cube.models)),
@@ -44,7 +47,14 @@ class Selection:
                                      len(set(cube.benchmarks.tolist())))):
             if chosen is not None:
                 parts.append(f"{len(chosen)}/{total} {name}")
-        return "selection: " + ", ".join(parts)
+        return "selection: " + ", ".join(parts) + note
+
+
+def with_default_reference(cube: Cube) -> Cube:
+    """The grid measured against the reference `report` uses by default: o0.letter when
+    the grid has it, else its first config in canonical order."""
+    reference = default_reference(cube.configs)
+    return cube if reference is None else cube.with_reference(reference)
 
 
 @dataclass
@@ -75,6 +85,7 @@ def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[st
     """The slow part of a selection change: runs in a worker thread."""
     from fragility_tui.analysis.report import build_report  # heavy, imported on first use
 
+    full = with_default_reference(full)
     cube = selection.apply(full)
     report = build_report(cube, seed=seed, name=grid)
     cls = classify(cube)

@@ -26,6 +26,25 @@ def accuracy(cube, m, c):
     return sum(cells) / len(cells) if cells else None
 
 
+def plain_margins(cube, c, defined, champs):
+    """SPEC §6/§11: each champion's margin over the runner-up (best non-champion by
+    accuracy), counted on the items both have; the smallest over tied runners-up."""
+    rivals = {m: a for m, a in defined.items() if m not in champs}
+    if not rivals:
+        return {m: 0 for m in champs}
+    runners = [m for m, a in rivals.items() if a == max(rivals.values())]
+    out = {}
+    for m in champs:
+        per_runner = []
+        for r in runners:
+            paired = [i for i in range(len(cube.items))
+                      if cube.present[m, i, c] and cube.present[r, i, c]]
+            per_runner.append(sum(int(cube.bits[m, i, c]) - int(cube.bits[r, i, c])
+                                  for i in paired))
+        out[m] = min(per_runner)
+    return out
+
+
 def row_class(cube, m, i):
     if not cube.present[m, i].all():
         return "incomplete"
@@ -39,7 +58,7 @@ def row_class(cube, m, i):
 def test_bands_pairs_configs_axes_match_plain_python(cube):
     r = build_report(cube, **FAST)
     models, n_items, configs = cube.models, len(cube.items), cube.configs
-    ref = configs.index("o0.letter")
+    ref = configs.index(cube.reference)
     acc = {(m, c): accuracy(cube, m, c) for m in range(len(models)) for c in range(len(configs))}
     cls = {(m, i): row_class(cube, m, i) for m in range(len(models)) for i in range(n_items)}
 
@@ -95,11 +114,9 @@ def test_bands_pairs_configs_axes_match_plain_python(cube):
         best = max(defined.values()) if defined else None
         champs = sorted((m for m, a in defined.items() if a == best), key=ranked.index)
         assert entry["champions"] == [models[m] for m in champs]
-        shared = [i for i in range(n_items) if cube.present[:, i, c].all()]
-        count = {m: sum(bool(cube.bits[m, i, c]) for i in shared) for m in range(len(models))}
-        rivals = [count[m] for m in range(len(models)) if m not in champs]
-        margins = [count[m] - max(rivals) if rivals else 0 for m in champs]
-        assert entry["margin_items"] == (min(margins) if margins else None)
+        margins = plain_margins(cube, c, defined, champs)
+        assert entry["margins"] == {models[m]: v for m, v in margins.items()}
+        assert entry["margin_items"] == (min(margins.values()) if margins else None)
         both = [m for m in range(len(models)) if acc[m, c] is not None and acc[m, ref] is not None]
         x, y = [acc[m, ref] for m in both], [acc[m, c] for m in both]
         tau = kendalltau(x, y).statistic if len(both) >= 2 else float("nan")
@@ -110,7 +127,7 @@ def test_bands_pairs_configs_axes_match_plain_python(cube):
         m = models.index(model)
         base = [i for i in range(n_items) if cls[m, i] != "incomplete" and cube.bits[m, i, ref]]
         for axis, value in axes.items():
-            hood = [c for c, cid in enumerate(configs) if _in_axis(axis, cid)]
+            hood = [c for c, cid in enumerate(configs) if _in_axis(axis, cid, cube.reference)]
             if len(hood) <= 1 or not base:
                 assert value is None
                 continue
@@ -118,9 +135,38 @@ def test_bands_pairs_configs_axes_match_plain_python(cube):
             assert close(value, kept / len(base))
 
 
-def _in_axis(axis, cid):
-    cfg = CONFIG_BY_ID[cid]
-    return {"order": cfg.format == "letter" and cfg.scoring == "generate",
-            "format": cfg.order == "o0" and cfg.scoring == "generate",
-            "scoring": cid == "o0.letter" or cfg.scoring == "likelihood",
+def _in_axis(axis, cid, reference="o0.letter"):
+    """SPEC §7's neighbourhoods of o0.letter, read relative to the reference (docs/spec.md)."""
+    cfg, ref = CONFIG_BY_ID[cid], CONFIG_BY_ID[reference]
+    return {"order": cfg.format == ref.format and cfg.scoring == ref.scoring,
+            "format": cfg.order == ref.order and cfg.scoring == ref.scoring,
+            "scoring": cid == reference or (cid in ("o0.letter", "cloze_qa", "cloze_bare")
+                                            and cfg.scoring != ref.scoring),
             "all": True}[axis]
+
+
+def test_margins_are_paired_with_the_runner_up_not_over_items_every_model_has():
+    """A partial grid where the two readings differ: counted over the items all three
+    models have (item 1 only) the champion's margin would be 0; SPEC §11 pairs the
+    champion with the runner-up (m2, by accuracy) on the items both have (items 1-2): 1.
+    A tied pair of champions checks the per-champion pairing too."""
+    from analysis_grids import make_cube
+
+    cube = make_cube({"m1": ["1", "1", "1", "0"],   # 3/4, champion
+                      "m2": ["1", "0", ".", "."],   # 1/2, runner-up
+                      "m3": ["0", ".", "0", "0"]},  # 0/3
+                     ["b1"] * 4, configs=("o0.letter",))
+    entry = build_report(cube, **FAST)["configs"][0]
+    assert entry["champions"] == ["m1"] and entry["margins"] == {"m1": 1}
+    assert plain_margins(cube, 0, {0: 0.75, 1: 0.5, 2: 0.0}, [0]) == {0: 1}
+
+    # tied champions a and b (2/3 each) are each paired with the runner-up c (1/3):
+    # a and c share items 1 and 3 (1 - 1 = 0), b and c share items 3 and 4 (1 - 0 = 1)
+    tied = make_cube({"a": ["1", "1", "0", "."],
+                      "b": [".", "1", "1", "0"],
+                      "c": ["1", ".", "0", "0"]},
+                     ["b1"] * 4, configs=("o0.letter",))
+    entry = build_report(tied, **FAST)["configs"][0]
+    assert entry["champions"] == ["a", "b"]
+    assert entry["margins"] == {"a": 0, "b": 1} and entry["margin_items"] == 0
+    assert plain_margins(tied, 0, {0: 2 / 3, 1: 2 / 3, 2: 1 / 3}, [0, 1]) == {0: 0, 1: 1}

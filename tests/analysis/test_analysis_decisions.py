@@ -79,6 +79,33 @@ def test_identical_models_are_underpowered():
     assert obs.mcnemar_p == 1.0
 
 
+@pytest.mark.parametrize("delta, ci, flags", [
+    (0.05, (0.01, 0.09), ()),                       # same side: the winner is supported
+    (-0.05, (-0.09, -0.01), ()),
+    (0.05, (-0.09, -0.01), ("underpowered",)),      # wholly opposite Δ̂: not supported
+    (-0.05, (0.01, 0.09), ("underpowered",)),
+    (0.05, (0.0, 0.09), ("underpowered",)),         # touches zero
+    (0.0, (0.01, 0.09), ("underpowered",)),         # no winner to support (m = 0)
+])
+def test_underpowered_is_direction_aware(delta, ci, flags):
+    from fragility_tui.analysis.decisions import _flags
+    assert _flags(delta, ci, False, False, delta, None, 0.0) == flags
+
+
+def test_an_interval_opposite_the_estimate_is_not_stable(monkeypatch):
+    """End to end: with every interval mirrored to the other side of zero, the pair that
+    is stable above (Δ̂ = 1, interval [1, 1]) becomes underpowered, not stable."""
+    from fragility_tui.analysis import decisions
+
+    real = decisions.percentile_ci
+    monkeypatch.setattr(decisions, "percentile_ci",
+                        lambda samples, *a: tuple(-x for x in real(samples, *a)[::-1]))
+    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (10, "A")}))
+    assert (obs.delta, obs.ci) == (1.0, (-1.0, -1.0))
+    assert (obs.label, obs.flags) == ("underpowered", ("underpowered",))
+    assert bal.label == "underpowered"
+
+
 def test_margin_is_compared_exactly():
     # Δ̂ = 7 / 350 = 2 points (each benchmark always resamples to itself: CI is a point)
     cube = uniform_pair({"x": (7, "A"), "y": (343, "=")})

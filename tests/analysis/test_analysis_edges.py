@@ -98,3 +98,44 @@ def test_named_pair_is_split_and_decided(tiny):
     assert [(d["a"], d["b"], d["target"]) for d in r["decisions"] if not d["adjacent"]] == [
         ("m3", "m1", "observed"), ("m3", "m1", "balanced")]
     assert r["pairs_summary"]["nonzero_gaps"] == 1  # named pairs stay out of the summary
+
+
+def test_default_reference_falls_back_in_canonical_order():
+    from fragility_tui.grid.configs import default_reference
+
+    assert default_reference(["cloze_qa", "o0.letter"]) == "o0.letter"
+    assert default_reference(["cloze_bare", "o1.paren", "cloze_qa"]) == "o1.paren"
+    assert default_reference(["cloze_bare", "cloze_qa"]) == "cloze_qa"
+    assert default_reference([]) is None
+
+
+def test_axis_neighbourhoods_follow_the_reference():
+    from fragility_tui.analysis.axes import neighbourhoods
+    from fragility_tui.grid.configs import CONFIG_IDS
+
+    full = make_cube({"m": ["1" * 26]}, ["b1"], configs=CONFIG_IDS)
+    names = lambda cube: {a: [cube.configs[k] for k in idx]  # noqa: E731
+                          for a, idx in neighbourhoods(cube).items()}
+    spec = names(full)
+    assert spec["order"] == [f"o{k}.letter" for k in range(6)]
+    assert spec["format"] == ["o0.letter", "o0.paren", "o0.digit", "o0.instruct"]
+    assert spec["scoring"] == ["o0.letter", "cloze_qa", "cloze_bare"]
+    paren = names(full.with_reference("o2.paren"))
+    assert paren["order"] == [f"o{k}.paren" for k in range(6)]
+    assert paren["format"] == ["o2.letter", "o2.paren", "o2.digit", "o2.instruct"]
+    assert paren["scoring"] == ["o2.paren", "cloze_qa", "cloze_bare"]
+    cloze = names(full.with_reference("cloze_bare"))
+    assert cloze["order"] == ["cloze_bare"]
+    assert cloze["format"] == ["cloze_qa", "cloze_bare"]
+    assert cloze["scoring"] == ["o0.letter", "cloze_bare"]
+
+
+def test_a_cloze_only_grid_reports_against_its_own_reference(tiny):
+    cube = tiny.select(configs=["cloze_qa"]).with_reference("cloze_qa")
+    r = build_report(cube, **FAST)
+    assert r["grid"]["reference"] == r["settings"]["reference"] == "cloze_qa"
+    # m2 leads under cloze_qa (4/6 against m1's 3/6 and m3's 2/6)
+    assert [b["model"] for b in r["bands"]] == ["m2", "m1", "m3"]
+    assert {d["config"] for d in r["decisions"]} == {"cloze_qa"}
+    with pytest.raises(ValueError, match="reference config cloze_qa must be in view"):
+        build_report(tiny.select(configs=["o0.letter"]).with_reference("cloze_qa"), **FAST)

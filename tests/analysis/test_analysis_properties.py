@@ -30,9 +30,12 @@ def cubes(draw):
     rng = np.random.default_rng(seed)
     shape = (n_models, n_items, len(configs))
     present = rng.random(shape) >= p_missing
+    # mostly SPEC's o0.letter; sometimes another config in view (--reference)
+    reference = draw(st.sampled_from(("o0.letter",) * len(configs) + configs))
+    ref = configs.index(reference)
     blank = draw(st.sampled_from([None, None, None, "reference", "last config"]))
     if blank == "reference":
-        present[0, :, 0] = False  # a model with no reference cell at all
+        present[0, :, ref] = False  # a model with no reference cell at all
     elif blank == "last config":
         present[-1, :, -1] = False  # a model missing a whole config
     bits = (rng.random(shape) < p_correct) & present
@@ -40,7 +43,7 @@ def cubes(draw):
                           dtype=object)
     return Cube(tuple(f"model{k}" for k in range(n_models)),
                 tuple(f"{benchmarks[i]}/item{i}" for i in range(n_items)), configs, bits,
-                present, benchmarks)
+                present, benchmarks, reference=reference)
 
 
 def permuted(cube: Cube, rng) -> Cube:
@@ -48,7 +51,8 @@ def permuted(cube: Cube, rng) -> Cube:
     i = rng.permutation(len(cube.items))
     grid = np.ix_(m, i, np.arange(len(cube.configs)))
     return Cube(tuple(cube.models[k] for k in m), tuple(cube.items[k] for k in i), cube.configs,
-                cube.bits[grid], cube.present[grid], cube.benchmarks[i])
+                cube.bits[grid], cube.present[grid], cube.benchmarks[i],
+                reference=cube.reference)
 
 
 @SETTINGS

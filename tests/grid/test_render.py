@@ -143,15 +143,16 @@ def test_gold_maps_through_every_permutation(item: Item) -> None:
 
 
 def test_cloze_continuations_are_four_and_order_independent(item: Item) -> None:
-    expected = tuple(" " + c.strip() for c in item.choices)
-    question = item.question.strip()
+    # cloze text is the item's as it is in the file, as lm-eval uses it (no stripping)
+    expected = tuple(" " + c for c in item.choices)
+    question = item.question
     for seed in (0, 1, 99):
         qa, bare = render(item, "cloze_qa", seed), render(item, "cloze_bare", seed)
         assert qa.continuations == bare.continuations == expected
         assert qa.gold == bare.gold == item.gold
         assert qa.context == f"Question: {question}\nAnswer:"
         assert bare.context == question
-        assert qa.texts[item.gold] == qa.context + " " + item.choices[item.gold].strip()
+        assert qa.texts[item.gold] == qa.context + " " + item.choices[item.gold]
     # a recorded permutation cannot reorder the cloze options
     assert render(item, "cloze_qa", SEED, permutation=(3, 2, 1, 0)).continuations == expected
 
@@ -181,7 +182,10 @@ def test_bad_permutation_and_unknown_config_are_rejected() -> None:
 def test_shared_prefix_is_the_question_stem(item: Item) -> None:
     prompts = render_all(item, SEED)
     stem = f"Question: {item.question.strip()}\n"
-    with_stem = [p for cid, p in prompts.items() if cid != "cloze_bare"]
+    # cloze_qa keeps the question unstripped: it shares the stem when there is no outer
+    # whitespace to strip
+    with_stem = [p for cid, p in prompts.items() if cid != "cloze_bare"
+                 and (cid != "cloze_qa" or item.question == item.question.strip())]
     assert shared_prefix(with_stem) == stem
     # letter and instruct of one order differ only after the options ("Answer:" vs "Answer with")
     letter, instruct = prompts["o2.letter"], prompts["o2.instruct"]

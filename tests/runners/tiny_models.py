@@ -26,12 +26,16 @@ CORPUS = [
 ] * 20
 
 
-def make_tokenizer(chat: bool = True):
+def make_tokenizer(chat: bool = True, merge_across_spaces: bool = False):
+    """merge_across_spaces: no whitespace pre-split, so BPE merges span spaces (":Ġ",
+    "?Ġ", "HeĠ"): the tokens of context + continuation then differ from the context's own
+    tokens at the boundary, the case where lm-eval's conditioning matters (PEERS.md)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                                 use_regex=not merge_across_spaces)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=["<|endoftext|>", "<|im_start|>",
                                                                    "<|im_end|>"],

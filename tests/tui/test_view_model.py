@@ -48,3 +48,17 @@ def test_selection_keeps_the_reference_and_describes_itself(view):
     sub = build_view("g", True, 0, view.full, view.items, sel)
     assert [b["model"] for b in sub.report["bands"]] and len(sub.report["configs"]) == 2
     assert len(sub.item_table) == 60 and sub.item_table[0][0] == view.full.items[0]
+
+
+def test_a_grid_without_o0_letter_computes_against_its_default_reference(view):
+    """A grid imported from lm-eval's cloze samples: the view uses the report's default
+    reference (the first config in canonical order) and the status line names it."""
+    cloze = view.full.select(configs=["cloze_qa", "cloze_bare"])
+    sub = build_view("g", True, 0, cloze, view.items, Selection())
+    assert sub.full.reference == sub.cube.reference == "cloze_qa"
+    assert sub.report["grid"]["reference"] == "cloze_qa"
+    assert Selection().describe(sub.full) == "selection: everything · reference cloze_qa"
+    with pytest.raises(ValueError, match="reference config cloze_qa"):
+        Selection(configs=("cloze_bare",)).apply(sub.full)
+    only = build_view("g", True, 0, cloze, view.items, Selection(configs=("cloze_qa",)))
+    assert len(only.report["configs"]) == 1

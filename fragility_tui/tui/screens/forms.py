@@ -70,7 +70,7 @@ class SelectionScreen(ModalScreen[Selection | None]):
         benchmarks = sorted(set(cube.benchmarks.tolist()))
         with Vertical(id="selection-box"):
             yield Static(Text("Space toggles · a applies · r resets · Esc cancels. The "
-                              f"reference config {REFERENCE} always stays in view.", style="bold"))
+                              f"reference config {cube.reference} always stays in view.", style="bold"))
             with Horizontal(id="selection-lists"):
                 yield _list("configs", cube.configs, cur.configs)
                 yield _list("models", cube.models, cur.models)
@@ -97,7 +97,7 @@ class SelectionScreen(ModalScreen[Selection | None]):
     def action_apply(self) -> None:
         chosen = {name: tuple(self.query_one(f"#sel-{name}", SelectionList).selected)
                   for name in ("configs", "models", "benchmarks")}
-        problem = _selection_problem(chosen, len(self.cube.models))
+        problem = _selection_problem(chosen, len(self.cube.models), self.cube.reference)
         if problem:
             self.query_one("#selection-error", Static).update(Text(problem, style="bold red"))
             return
@@ -128,9 +128,9 @@ def _list(name: str, values, chosen) -> SelectionList:
     return widget
 
 
-def _selection_problem(chosen: dict, n_models: int) -> str | None:
-    if REFERENCE not in chosen["configs"]:
-        return f"keep the reference config {REFERENCE}: every statistic is relative to it"
+def _selection_problem(chosen: dict, n_models: int, reference: str = REFERENCE) -> str | None:
+    if reference not in chosen["configs"]:
+        return f"keep the reference config {reference}: every statistic is relative to it"
     if len(chosen["models"]) < min(2, n_models):
         return "choose at least two models (pairs and rankings need them)"
     if not chosen["benchmarks"]:
