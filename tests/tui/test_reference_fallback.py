@@ -42,3 +42,21 @@ async def test_every_pane_works_against_the_fallback_reference(cloze_store):
             assert not app.computing and app.view is not None
         assert "error" not in str(app.query_one("#status").render()).lower()
         assert "cloze-only" in screen_text(app)
+
+
+async def test_pairs_and_model_drilldown_use_the_fallback_reference(cloze_store):
+    from fragility_tui.tui.widgets import ReportTable
+
+    app = FragilityApp(str(cloze_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "3")
+        pairs = app.pane("pairs").query_one(ReportTable)
+        labels = [v[-2] for _, v in pairs.all_rows]
+        assert labels and all(label is not None and label.plain for label in labels)
+        await show_pane(app, pilot, "2")
+        await pilot.press("enter")
+        await pilot.pause()
+        configs = app.screen.query_one("#model-table", ReportTable)
+        deltas = {v[0]: v[2] for _, v in configs.all_rows}
+        assert deltas["cloze_qa"] == 0 and deltas["cloze_bare"] is not None

@@ -21,9 +21,12 @@ VERDICT_STYLE = {"identical": "yellow", "one item": "yellow", "cancel": "magenta
                  "ordered": "green"}
 
 
-def decision_label(decisions: list[dict], a: str, b: str, target: str) -> Text | None:
+def decision_label(decisions: list[dict], a: str, b: str, target: str,
+                   reference: str) -> Text | None:
+    """The pair's decision at the reference config in use (o0.letter, or the grid's stand-in)."""
     for d in decisions:
-        if {d["a"], d["b"]} == {a, b} and d["target"] == target and d.get("config", "o0.letter") == "o0.letter":
+        if {d["a"], d["b"]} == {a, b} and d["target"] == target and \
+                d.get("config", reference) == reference:
             style = "green" if d["label"] == "stable" else "yellow"
             return Text(d["label"], style=style)
     return None
@@ -35,6 +38,7 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary"):
     def render_view(self, view) -> None:
         report = view.report
         decisions = report.get("decisions", [])
+        reference = report.get("grid", {}).get("reference", "o0.letter")
         rows = []
         for p in report.get("pairs", []):
             verdict = Text(p["verdict"], style=VERDICT_STYLE.get(p["verdict"], ""))
@@ -43,8 +47,8 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary"):
                          [p["a"], p["b"], p["gap"], p["stable_items"], p["a_only_stable"],
                           p["b_only_stable"], p["stable_gap"], p["fragile_gap"],
                           p["fragile_share"], verdict, manufactured, p.get("reversals"),
-                          decision_label(decisions, p["a"], p["b"], "observed"),
-                          decision_label(decisions, p["a"], p["b"], "balanced")]))
+                          decision_label(decisions, p["a"], p["b"], "observed", reference),
+                          decision_label(decisions, p["a"], p["b"], "balanced", reference)]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
         table.border_title = "Adjacent pairs"

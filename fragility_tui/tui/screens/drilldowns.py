@@ -7,7 +7,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from fragility_tui.grid.configs import REFERENCE
 from fragility_tui.tui.config_matrix import compact_marks, config_letters, group_header, matrix_layout
 from fragility_tui.tui.item_table import ITEM_COLUMNS, item_rows
 from fragility_tui.tui.messages import ShowItem
@@ -46,7 +45,7 @@ class ModelScreen(DrillScreen):
         self.set_title(f"{self.model}: accuracy under each config in view "
                        f"(grid {view.grid})")
         ref = next((e["accuracy"].get(self.model) for e in view.report.get("configs", [])
-                    if e["config"] == REFERENCE), None)
+                    if e["config"] == view.cube.reference), None)
         rows = []
         for e in view.report.get("configs", []):
             acc = e["accuracy"].get(self.model)
