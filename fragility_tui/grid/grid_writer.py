@@ -44,4 +44,6 @@ def write_grid(store, content: GridContent, *, mode: str = "new") -> int:
         for model, (source, provenance) in content.models.items():
             store.upsert_model(content.name, model, source=source, provenance=provenance,
                                con=con)
-        return store.write_cell_table(content.cells, con)
+        written = store.write_cell_table(content.cells, con)
+        store.cache_cube(content.name, con)  # the app opens a new grid without a cold read
+        return written

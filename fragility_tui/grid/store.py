@@ -361,11 +361,7 @@ class Store(RunRecords):
                 raise InputError(f"no grid named {grid!r} in {self.path}" + self._known_grids_hint())
             item_rows = con.execute("SELECT item_uid, benchmark, subject FROM items WHERE grid = ? "
                                     "ORDER BY position", [grid]).fetchall()
-            cached = cube_cache.read(con, grid)
-            if cached is None:
-                stamp = cube_cache.grid_stamp(con, grid)
-                cached = self._cube_from_cells(con, grid)
-                cube_cache.write(con, grid, stamp, *cached)
+            cached = cube_cache.read(con, grid) or self.cache_cube(grid, con)
         models, configs, bits, present = cached
         return Cube(
             models=tuple(models),
@@ -376,6 +372,14 @@ class Store(RunRecords):
             benchmarks=np.array([r[1] for r in item_rows], dtype=object),
             subjects=np.array([r[2] for r in item_rows], dtype=object),
         )
+
+    def cache_cube(self, grid: str, con: duckdb.DuckDBPyConnection) -> tuple:
+        """Build the grid's cube from its cells and keep it packed (inside the caller's
+        write transaction); returns (models, configs, bits, present)."""
+        stamp = cube_cache.grid_stamp(con, grid)
+        cube = self._cube_from_cells(con, grid)
+        cube_cache.write(con, grid, stamp, *cube)
+        return cube
 
     @staticmethod
     def _cube_from_cells(con, grid: str) -> tuple:

@@ -203,8 +203,13 @@ class FragilityApp(App):
             if reuse:
                 full, items, meta = self.view.full, self.view.items, self._grid_meta
             else:
+                self._progress(f"reading grid {grid}…")
                 full, items, meta = self.gateway.load_grid(grid)
                 self._grid_meta = meta
+            shape = full.bits.shape
+            self._progress(f"computing {grid}: {shape[0]} models × {shape[1]:,} items × "
+                           f"{shape[2]} configs ({int(full.present.sum()):,} cells; bootstrap "
+                           "intervals take longest)…")
             view = build_view(grid, bool(meta.get("synthetic")), int(meta.get("seed") or 0),
                               full, items, selection)
         except Exception as exc:
@@ -239,11 +244,14 @@ class FragilityApp(App):
     def set_status(self, text: str) -> None:
         self.main_screen.query_one("#status", Static).update(Text(text))
 
+    def _progress(self, text: str) -> None:
+        """The status line, from a worker thread."""
+        self.call_from_thread(self.set_status, clean(text, one_line=True, limit=200))
+
     def _sample_progress(self, k: int, n: int, name: str) -> None:
         """From the store worker: a first start loads shipped grid k of n."""
-        self.call_from_thread(self.set_status, clean(
-            f"first start: loading shipped grid {k} of {n}, {name} (once; a few seconds)…",
-            one_line=True, limit=200))
+        self._progress(f"first start: loading shipped grid {k} of {n}, {name} (once; a few "
+                       "seconds)…")
 
     # ---------------------------------------------------------------- panes
     @property
