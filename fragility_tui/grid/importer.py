@@ -404,7 +404,8 @@ def import_provenance(store, grid: str, doc: dict) -> None:
     for m in doc.get("models", []):
         store.upsert_model(grid, m["model"], source=m.get("source"), revision=m.get("revision"),
                            dtype=m.get("dtype"), quantization=m.get("quantization"),
-                           base_model=m.get("base_model"), provenance=m.get("provenance") or {})
+                           base_model=m.get("base_model"), provenance=m.get("provenance") or {},
+                           fingerprint=m.get("fingerprint"))
     known = {r["run_id"] for r in store.list_runs(grid)}
     for run in doc.get("runs", []):
         if run["run_id"] in known:

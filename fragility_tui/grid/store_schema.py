@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -39,6 +39,10 @@ CREATE TABLE IF NOT EXISTS cells (
 MIGRATIONS: list[str] = [
     # 2: a run's process is identified by pid and start time (a reused pid is not the run)
     "ALTER TABLE runs ADD COLUMN pid_started VARCHAR",
+    # 3: a model's fingerprint (every setting that can change a cell; NULL until a run of
+    # this version fills it) and each cell's prompt token hash
+    "ALTER TABLE models ADD COLUMN fingerprint VARCHAR; "
+    "ALTER TABLE cells ADD COLUMN prompt_sha VARCHAR",
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
@@ -62,6 +66,7 @@ class CellRow:
     tokens: int | None = None
     ms: float | None = None
     run_id: str | None = None
+    prompt_sha: str | None = None  # sha256 of the prompt token ids the model read
 
 
 @dataclass(frozen=True)
@@ -111,4 +116,6 @@ def cell_table(grid: str, rows: list[CellRow]):
     columns = {"grid": [grid] * len(rows)}
     for name in CELL_COLUMNS:
         columns[name] = [getattr(r, name) for r in rows]
-    return pa.table(columns, schema=cell_schema())
+    table = pa.table(columns, schema=cell_schema())
+    # Optional in a cells batch (imports and simulations have none): see write_cell_table.
+    return table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))

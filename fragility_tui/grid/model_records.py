@@ -1,0 +1,114 @@
+"""Model rows of a grid: who made its cells and with which settings. Mixed into Store, whose
+`connect` and `_in_transaction` they use.
+
+A model row carries a *fingerprint*: every setting that can change one of its cells (weights
+identity, dtype, quantisation, device type, backend, attention, max_new_tokens, parser and
+prompt versions, chat template and its arguments, prompt mode, BOS). A run records its cells
+under a model name only when its fingerprint equals the row's (`record_model`); a row from
+before fingerprints (NULL) is filled by the first run that records one.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fragility_tui.errors import InputError
+
+MODEL_KEYS = ("model", "source", "revision", "dtype", "quantization", "base_model")
+
+
+class FingerprintMismatch(InputError):
+    """A run's settings differ from those that made a model's cells in a grid."""
+
+    def __init__(self, grid: str, model: str, differences: list[str]):
+        self.differences = differences
+        super().__init__(
+            f"model {model!r} in grid {grid!r} was evaluated with other settings "
+            f"({'; '.join(differences)}); its cells would mix two settings. Record this run "
+            "under another model name with --name NEW_NAME, or use another --grid",
+            field="--model")
+
+
+def _show(value) -> str:
+    if value is None:
+        return "none"
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 24 else text[:12] + "…"  # hashes: enough to tell apart
+
+
+def fingerprint_diff(old: dict | None, new: dict) -> list[str]:
+    """'field old → new' for every field both fingerprints hold and that differs (a field
+    only one of them has is not a difference: fingerprints may gain fields over versions)."""
+    if not old:
+        return []
+    return [f"{key} {_show(old[key])} → {_show(new[key])}"
+            for key in sorted(set(old) & set(new)) if old[key] != new[key]]
+
+
+class ModelRecords:
+    def upsert_model(self, grid: str, model: str, *, source: str | None = None,
+                     revision: str | None = None, dtype: str | None = None,
+                     quantization: str | None = None, base_model: str | None = None,
+                     provenance: dict | None = None, fingerprint: dict | None = None,
+                     con=None) -> None:
+        """Write a model row whole (imports and simulations, which replace a grid's models)."""
+        args = [grid, model, source, revision, dtype, quantization, base_model,
+                json.dumps(provenance or {}, sort_keys=True, default=str),
+                json.dumps(fingerprint, sort_keys=True) if fingerprint else None]
+        self._in_transaction(con, lambda c: c.execute(
+            "INSERT OR REPLACE INTO models (grid, model, source, revision, dtype, quantization, "
+            "base_model, provenance, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", args))
+
+    def model_fingerprint(self, grid: str, model: str) -> tuple[bool, dict | None]:
+        """(whether the grid has this model row, its fingerprint or None)."""
+        with self.connect() as con:
+            rows = con.execute("SELECT fingerprint FROM models WHERE grid = ? AND model = ?",
+                               [grid, model]).fetchall()
+        if not rows:
+            return False, None
+        return True, json.loads(rows[0][0]) if rows[0][0] else None
+
+    def check_model(self, grid: str, model: str, fingerprint: dict) -> None:
+        """Refuse (FingerprintMismatch) a fingerprint other than the one of the model's
+        existing cells in this grid; reads only."""
+        _, old = self.model_fingerprint(grid, model)
+        differences = fingerprint_diff(old, fingerprint)
+        if differences:
+            raise FingerprintMismatch(grid, model, differences)
+
+    def record_model(self, grid: str, model: str, *, fingerprint: dict, source: str | None,
+                     revision: str | None, dtype: str | None, quantization: str | None,
+                     base_model: str | None, provenance: dict) -> None:
+        """Add the model row if absent, fill a NULL fingerprint, keep an equal one; a
+        different one is refused, all in one transaction (never a blind replace)."""
+        def work(con):
+            rows = con.execute("SELECT fingerprint FROM models WHERE grid = ? AND model = ?",
+                               [grid, model]).fetchall()
+            text = json.dumps(fingerprint, sort_keys=True)
+            prov = json.dumps(provenance, sort_keys=True, default=str)
+            if not rows:
+                con.execute("INSERT INTO models (grid, model, source, revision, dtype, "
+                            "quantization, base_model, provenance, fingerprint) VALUES "
+                            "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [grid, model, source, revision, dtype, quantization, base_model,
+                             prov, text])
+                return
+            if rows[0][0] is None:  # a row from before fingerprints: this run defines it
+                con.execute("UPDATE models SET fingerprint = ?, provenance = ?, source = ?, "
+                            "revision = ?, dtype = ?, quantization = ?, base_model = ? "
+                            "WHERE grid = ? AND model = ?",
+                            [text, prov, source, revision, dtype, quantization, base_model,
+                             grid, model])
+                return
+            differences = fingerprint_diff(json.loads(rows[0][0]), fingerprint)
+            if differences:
+                raise FingerprintMismatch(grid, model, differences)
+        self._in_transaction(None, work)
+
+    def list_models(self, grid: str) -> list[dict]:
+        with self.connect() as con:
+            rows = con.execute(
+                "SELECT model, source, revision, dtype, quantization, base_model, provenance, "
+                "fingerprint FROM models WHERE grid = ? ORDER BY model", [grid]).fetchall()
+        return [dict(zip(MODEL_KEYS, r[:6]), provenance=json.loads(r[6] or "{}"),
+                     fingerprint=json.loads(r[7]) if r[7] else None) for r in rows]
