@@ -11,6 +11,7 @@ before fingerprints (NULL) is filled by the first run that records one.
 from __future__ import annotations
 
 import json
+import re
 
 from fragility_tui.errors import InputError
 
@@ -33,7 +34,7 @@ def _show(value) -> str:
     if value is None:
         return "none"
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return text if len(text) <= 24 else text[:12] + "…"  # hashes: enough to tell apart
+    return text[:12] + "…" if re.fullmatch(r"[0-9a-f]{32,}", text) else text  # a hash: its start
 
 
 def fingerprint_diff(old: dict | None, new: dict) -> list[str]:
