@@ -88,3 +88,19 @@ def test_documents_refuse_tabular_formats(db, tmp_path, what, fmt):
     proc = run_cli("export", "--grid", "sim", "--what", what, "--format", fmt, "--out",
                    str(tmp_path / "x"), db=db)
     assert proc.returncode == 2 and "exports as json, markdown" in proc.stderr
+
+
+def test_shipped_files_hold_no_machine_path():
+    """Shipped provenance names files and their hashes, never where a machine kept them."""
+    import json as _json
+
+    from fragility_tui.exports import strip_local_paths
+    from fragility_tui.grid.sample_grids import SAMPLE_GRIDS_DIR
+
+    for path in SAMPLE_GRIDS_DIR.glob("*.json"):
+        doc = _json.loads(path.read_text())
+        assert strip_local_paths(doc) == doc, path.name
+    doc = _json.loads((SAMPLE_GRIDS_DIR / "starter-real.provenance.json").read_text())
+    quant = {m["model"]: (m["provenance"].get("gguf") or {}).get("quant_type")
+             for m in doc["models"]}
+    assert quant["smollm2-135m-instruct"] == "Q4_1" and quant["gemma3-270m"] == "Q4_K_M"

@@ -46,6 +46,28 @@ def fingerprint_diff(old: dict | None, new: dict) -> list[str]:
             for key in sorted(set(old) & set(new)) if old[key] != new[key]]
 
 
+def legacy_fingerprint(provenance: dict | None) -> dict:
+    """The fingerprint fields a model row from before fingerprints (schema < 3) still tells
+    through its runner provenance: a first run compares these, so it fills the fingerprint
+    when they agree and is refused when they do not (imported or simulated rows tell none)."""
+    p = provenance or {}
+    if "weights_sha256" not in p:
+        return {}
+    mode = {"chat template": "chat", "raw prompt": "raw"}.get(p.get("prompt_mode"))
+    quant = p.get("quantization")
+    legacy = {"weights_sha256": p["weights_sha256"], "revision": p.get("revision"),
+              "dtype": p.get("dtype"),
+              "quantization": (f"{quant.get('library')} {quant.get('weights')} weights"
+                               if isinstance(quant, dict) else quant),
+              "max_new_tokens": p.get("max_new_tokens"), "add_bos": p.get("add_bos"),
+              "prompt_mode": mode}
+    if p.get("device"):
+        legacy["device_type"] = str(p["device"]).split(":")[0]
+    if mode == "chat":
+        legacy["chat_template_sha256"] = p.get("chat_template_sha256")
+    return {k: v for k, v in legacy.items() if k in ("revision", "quantization") or v is not None}
+
+
 class ModelRecords:
     def upsert_model(self, grid: str, model: str, *, source: str | None = None,
                      revision: str | None = None, dtype: str | None = None,
@@ -69,11 +91,20 @@ class ModelRecords:
             return False, None
         return True, json.loads(rows[0][0]) if rows[0][0] else None
 
+    @staticmethod
+    def _recorded(row) -> dict | None:
+        """A row's fingerprint, or what its provenance tells of one (legacy rows)."""
+        if row[0]:
+            return json.loads(row[0])
+        return legacy_fingerprint(json.loads(row[1] or "{}"))
+
     def check_model(self, grid: str, model: str, fingerprint: dict) -> None:
         """Refuse (FingerprintMismatch) a fingerprint other than the one of the model's
         existing cells in this grid; reads only."""
-        _, old = self.model_fingerprint(grid, model)
-        differences = fingerprint_diff(old, fingerprint)
+        with self.connect() as con:
+            rows = con.execute("SELECT fingerprint, provenance FROM models WHERE grid = ? "
+                               "AND model = ?", [grid, model]).fetchall()
+        differences = fingerprint_diff(self._recorded(rows[0]) if rows else None, fingerprint)
         if differences:
             raise FingerprintMismatch(grid, model, differences)
 
@@ -83,8 +114,8 @@ class ModelRecords:
         """Add the model row if absent, fill a NULL fingerprint, keep an equal one; a
         different one is refused, all in one transaction (never a blind replace)."""
         def work(con):
-            rows = con.execute("SELECT fingerprint FROM models WHERE grid = ? AND model = ?",
-                               [grid, model]).fetchall()
+            rows = con.execute("SELECT fingerprint, provenance FROM models WHERE grid = ? "
+                               "AND model = ?", [grid, model]).fetchall()
             text = json.dumps(fingerprint, sort_keys=True)
             prov = json.dumps(provenance, sort_keys=True, default=str)
             if not rows:
@@ -94,16 +125,15 @@ class ModelRecords:
                             [grid, model, source, revision, dtype, quantization, base_model,
                              prov, text])
                 return
+            differences = fingerprint_diff(self._recorded(rows[0]), fingerprint)
+            if differences:
+                raise FingerprintMismatch(grid, model, differences)
             if rows[0][0] is None:  # a row from before fingerprints: this run defines it
                 con.execute("UPDATE models SET fingerprint = ?, provenance = ?, source = ?, "
                             "revision = ?, dtype = ?, quantization = ?, base_model = ? "
                             "WHERE grid = ? AND model = ?",
                             [text, prov, source, revision, dtype, quantization, base_model,
                              grid, model])
-                return
-            differences = fingerprint_diff(json.loads(rows[0][0]), fingerprint)
-            if differences:
-                raise FingerprintMismatch(grid, model, differences)
         self._in_transaction(None, work)
 
     def list_models(self, grid: str) -> list[dict]:

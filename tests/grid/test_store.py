@@ -145,6 +145,33 @@ def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_the
     assert store.item_cells("g", "toy/2")[0]["prompt_sha"] == "ab" * 32
 
 
+def test_a_legacy_model_row_is_compared_through_its_provenance(tmp_path):
+    """A row from before fingerprints that a runner wrote still tells its settings in its
+    provenance: a first run that agrees fills the fingerprint, one that does not is refused."""
+    from fragility_tui.grid.model_records import FingerprintMismatch
+
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    old = {"weights_sha256": "a" * 64, "dtype": "fp32", "prompt_mode": "chat template",
+           "chat_template_sha256": "c" * 64, "max_new_tokens": 16, "add_bos": False,
+           "device": "cpu", "revision": None,
+           "quantization": {"library": "optimum-quanto", "weights": "qint4"}}
+    store.upsert_model("g", "m+int4", provenance=old)
+    fp = {"weights_sha256": "a" * 64, "revision": None, "dtype": "fp32",
+          "quantization": "optimum-quanto qint4 weights", "max_new_tokens": 16,
+          "add_bos": False, "prompt_mode": "chat", "device_type": "cpu",
+          "chat_template_sha256": "c" * 64, "parser_version": "p1"}
+    with pytest.raises(FingerprintMismatch, match="prompt_mode chat → raw"):
+        store.check_model("g", "m+int4", {**fp, "prompt_mode": "raw",
+                                          "chat_template_sha256": None})
+    kw = dict(source="s", revision=None, dtype="fp32", quantization=None, base_model="m",
+              provenance={})
+    with pytest.raises(FingerprintMismatch, match="dtype fp32 → bf16"):
+        store.record_model("g", "m+int4", fingerprint={**fp, "dtype": "bf16"}, **kw)
+    store.record_model("g", "m+int4", fingerprint=fp, **kw)
+    assert store.model_fingerprint("g", "m+int4") == (True, fp)
+
+
 def test_lock_is_waited_for(tmp_path):
     """A connection held by another process (simulated: another DuckDB instance in a
     subprocess) is waited for rather than failing at once."""
