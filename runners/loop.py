@@ -159,6 +159,11 @@ class Run:
                                   mode=spec.prompt_mode,
                                   trust_remote_code=spec.trust_remote_code)
                     for m in spec.models]
+        names = [p.name for p in prepared]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"two --model specs would be recorded as {', '.join(twice)} in "
+                             "one grid; run them separately, one with --name", field="--model")
         for p in prepared:
             self.store.check_model(spec.grid, p.name, p.fingerprint)
         return prepared

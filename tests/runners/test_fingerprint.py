@@ -327,3 +327,17 @@ def test_gpu_provenance_with_cuda_mocked(monkeypatch):
                             "provenance": {"sessions": [session]}})
     assert "GPU NVIDIA H200 ×2, capability 9.0, CUDA 12.8, driver 570.86" in card
     assert "m: attention sdpa, token budget 4096, 3 batches of 8–16 items" in card
+
+
+def test_two_specs_under_one_name_are_refused_before_the_run_row(tiny_folder, tmp_path):
+    from fragility_tui.errors import InputError
+
+    store = Store(tmp_path / "s.duckdb")
+    items = write_items(tmp_path / "items.jsonl", 1)
+    spec = RunSpec(models=[str(tiny_folder), str(tiny_folder)], items=[str(items)], grid="g")
+    with pytest.raises(InputError, match="recorded as tiny-llama"):
+        Run(spec, store, display="none")
+    with pytest.raises(InputError, match="--name"):
+        Run(RunSpec(models=[str(tiny_folder)] * 2, items=[str(items)], grid="g", name="x"),
+            store, display="none")
+    assert store.list_runs() == []
