@@ -20,10 +20,11 @@ def db(tmp_path_factory):
     run_cli("simulate", "--models", "3", "--items", "30", "--seed", "2", "--grid", "sim",
             db=path, check=True)
     grid = path.parent / "g.csv"
-    grid.write_text("model,item,config,correct,pred,raw_output,scores,tokens,ms\n"
-                    f'm,toy/q1,o0.letter,true,1,"{HOSTILE.replace(chr(34), chr(34) * 2)}",,7,12.5\n'
-                    'm,toy/q1,cloze_qa,false,2,,"[-1.5, -2.25, -0.125, -3.0]",9,3.0\n'
-                    "n,toy/q1,o0.letter,false,-1,,,,\n")
+    sha = "ab" * 32  # a cell's prompt token hash travels with it
+    grid.write_text("model,item,config,correct,pred,raw_output,scores,tokens,ms,prompt_sha\n"
+                    f'm,toy/q1,o0.letter,true,1,"{HOSTILE.replace(chr(34), chr(34) * 2)}",,7,12.5,{sha}\n'
+                    'm,toy/q1,cloze_qa,false,2,,"[-1.5, -2.25, -0.125, -3.0]",9,3.0,\n'
+                    "n,toy/q1,o0.letter,false,-1,,,,,\n")
     run_cli("import", str(grid), "--grid", "detail", db=path, check=True)
     return path
 

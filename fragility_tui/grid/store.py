@@ -323,7 +323,7 @@ class Store(ModelRecords, RunRecords):
             return con.sql("""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
                        c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
-                       c.tokens, c.ms, c.run_id
+                       c.tokens, c.ms, c.run_id, c.prompt_sha
                 FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
                 LEFT JOIN configs f ON f.config_id = c.config_id
                 WHERE c.grid = ? ORDER BY c.model, i.position, f.position""", params=[grid]).to_arrow_table()
