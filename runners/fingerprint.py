@@ -64,6 +64,13 @@ def _cached(path: Path, kind: str, compute):
 
 
 def file_sha256(path: Path) -> str:
+    """sha256 of a file's bytes. A hub-cache snapshot file links to a blob named by its
+    sha256 (the Git LFS object id): that name is the hash, nothing to read."""
+    path = Path(path)
+    if path.is_symlink():
+        target = Path(os.readlink(path)).name
+        if re.fullmatch(r"[0-9a-f]{64}", target) and path.parent.parent.name == "snapshots":
+            return target
     return _cached(path, "sha256", sha256_file)
 
 

@@ -284,6 +284,27 @@ def test_file_hashes_are_cached_by_path_size_and_mtime(tmp_path, monkeypatch):
     assert fingerprint.file_sha256(f) != first and len(calls) == 2
 
 
+def test_hub_snapshot_files_are_hashed_by_their_blob_name(tmp_path, monkeypatch):
+    import hashlib
+
+    from runners import fingerprint
+
+    content = b"weights"
+    digest = hashlib.sha256(content).hexdigest()
+    blobs = tmp_path / "models--org--m" / "blobs"
+    blobs.mkdir(parents=True)
+    (blobs / digest).write_bytes(content)
+    snapshot = tmp_path / "models--org--m" / "snapshots" / ("1" * 40)
+    snapshot.mkdir(parents=True)
+    (snapshot / "model.safetensors").symlink_to(f"../../blobs/{digest}")
+
+    def never(path):
+        raise AssertionError("read a blob whose name is its hash")
+
+    monkeypatch.setattr(fingerprint, "sha256_file", never)
+    assert fingerprint.file_sha256(snapshot / "model.safetensors") == digest
+
+
 def test_gguf_quant_type_from_metadata_or_file_name(tmp_path):
     from runners.fingerprint import gguf_quant_type
 
