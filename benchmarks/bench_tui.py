@@ -88,7 +88,7 @@ def _write_large(store, synthetic, grid: str) -> None:
     with store.connect(write=True) as con:
         for m in range(1, len(cube.models)):
             con.register("_bench_cells", model_cells(m))
-            con.execute("INSERT INTO cells SELECT * FROM _bench_cells")
+            con.execute("INSERT INTO cells BY NAME SELECT * FROM _bench_cells")
             con.unregister("_bench_cells")
         store.cache_cube(grid, con)
 

@@ -8,6 +8,7 @@ and Markdown only (a tabular request for them is refused with the alternatives).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from fragility_tui.errors import InputError
@@ -54,12 +55,32 @@ def cells_markdown(table, grid: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# An absolute path inside a string: "/" or "~/" or "C:\\" not inside a word, up to a space or
+# quote. Only its last part is kept (what it names); hashes next to it identify the content.
+_LOCAL_PATH = re.compile(r"(?<![\w.~/-])(?:~?/|[A-Za-z]:\\)[^\s'\"(),;]+")
+
+
+def strip_local_paths(value):
+    """`value` with every absolute machine path replaced by its last component, so an
+    exported or shipped provenance names files (and their hashes), never a machine's
+    layout."""
+    if isinstance(value, str):
+        return _LOCAL_PATH.sub(lambda m: re.split(r"[/\\]", m.group(0).rstrip("/\\"))[-1]
+                               or m.group(0), value)
+    if isinstance(value, dict):
+        return {k: strip_local_paths(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strip_local_paths(v) for v in value]
+    return value
+
+
 def provenance_document(store, grid: str) -> dict:
     meta = store.grid_meta(grid)
     runs = [r for r in store.list_runs(grid)]
-    return {"grid": grid, "synthetic": meta["synthetic"], "description": meta["description"],
-            "item_set_hash": meta.get("item_set_hash"), "models": store.list_models(grid),
-            "runs": runs}
+    return strip_local_paths({
+        "grid": grid, "synthetic": meta["synthetic"], "description": meta["description"],
+        "item_set_hash": meta.get("item_set_hash"), "models": store.list_models(grid),
+        "runs": runs})
 
 
 def provenance_markdown(doc: dict) -> str:

@@ -40,6 +40,10 @@ def provenance_card(row: dict) -> str:
         if m.get("revision"):
             lines.append(f"  revision         {m['revision']}")
         lines.append(f"  weights sha256   {m.get('weights_sha256')}")
+        gguf = m.get("gguf")
+        if gguf:
+            lines.append(f"  GGUF             {_one_line(gguf.get('file'))}, quant type "
+                         f"{gguf.get('quant_type') or 'unknown'}; {_one_line(gguf.get('compute'))}")
         lines.append(f"  dtype            {m.get('dtype')}")
         lines.append("  quantisation     " + (f"{quant['weights']} weights, {quant['library']} "
                                               f"{quant['version']} (base: {m.get('base_model')})"
@@ -47,7 +51,9 @@ def provenance_card(row: dict) -> str:
         if quant and quant.get("execution"):
             lines.append(f"  executed as      {quant['execution']}")
         lines.append(f"  tokenizer sha256 {m.get('tokenizer_sha256')}")
-        lines.append(f"  chat template    {m.get('chat_template_sha256') or 'none'}")
+        lines.append(f"  chat template    {m.get('chat_template_sha256') or 'none'}"
+                     + (f"; arguments {_one_line(m['template_args'])}"
+                        if m.get("template_args") else ""))
         if m.get("attn_implementation"):
             lines.append(f"  attention        {m['attn_implementation']}"
                          + (", sharded across GPUs" if m.get("device_map") else ""))
@@ -71,4 +77,31 @@ def provenance_card(row: dict) -> str:
     lines.append(f"  cells {row.get('cells_done')}/{row.get('cells_total')}, tokens "
                  f"{row.get('tokens')}, seconds {row.get('seconds') or 0:.1f}")
     lines.append(f"  events           {row.get('events_path')}")
+    lines += _session_lines(p.get("sessions") or [])
     return "\n".join(lines)
+
+
+def _session_lines(sessions: list[dict]) -> list[str]:
+    """One block per process that worked on the run (a resume appends one)."""
+    lines = []
+    for k, s in enumerate(sessions, 1):
+        code = s.get("fragility_tui") or {}
+        libs = s.get("libraries") or {}
+        lines += ["", f"Session {k}{' (resumed)' if s.get('resumed') else ''}"]
+        lines.append(f"  {s.get('started_at')} → {s.get('ended_at') or 'running'}, "
+                     f"{s.get('status')}, {s.get('cells_written')} cells written")
+        lines.append(f"  host {_one_line(s.get('host'))}, device {s.get('device')}, python "
+                     f"{s.get('python')}, commit {code.get('git') or 'unknown'}")
+        lines.append("  libraries " + ", ".join(f"{k} {v}" for k, v in libs.items() if v))
+        gpu = s.get("gpu")
+        if gpu:
+            lines.append(f"  GPU {_one_line(gpu.get('name'))} ×{gpu.get('count')}, capability "
+                         f"{gpu.get('capability')}, CUDA {gpu.get('cuda')}, driver "
+                         f"{gpu.get('driver') or 'unknown'}")
+        for name, attn in (s.get("attn_implementation") or {}).items():
+            b = (s.get("batching") or {}).get(name) or {}
+            items = b.get("items_per_batch") or {}
+            lines.append(f"  {_one_line(name)}: attention {attn}, token budget "
+                         f"{b.get('token_budget')}, {b.get('batches')} batches of "
+                         f"{items.get('min')}–{items.get('max')} items")
+    return lines

@@ -1,9 +1,11 @@
 """Items x configs -> token requests for the scorer, and scorer results -> store cells.
 
 Tokenisation rules (SPEC §2, PEERS.md):
-- generation, instruct model: the tokenizer's chat template applied to the prompt's
-  messages with add_generation_prompt=True, then encoded without adding special tokens
-  (the template carries whatever BOS it wants), as `apply_chat_template(tokenize=True)` does;
+- generation, prompt mode chat: the tokenizer's chat template applied to the prompt's
+  messages with add_generation_prompt=True and the pinned template arguments
+  (runners.fingerprint.template_args: thinking off, a fixed date, also for `strftime_now`),
+  then encoded without adding special tokens (the template carries whatever BOS it wants),
+  as `apply_chat_template(tokenize=True)` does;
 - generation, base model: the raw prompt text, encoded with the tokenizer's own default
   special-token setting (BOS iff the tokenizer adds one; recorded as `add_bos`);
 - likelihood: lm-evaluation-harness's rule (`_encode_pair`, PEERS.md): trailing whitespace
@@ -16,7 +18,7 @@ Tokenisation rules (SPEC §2, PEERS.md):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from fragility_tui.grid.configs import perm_to_str
@@ -24,6 +26,7 @@ from fragility_tui.grid.items import Item
 from fragility_tui.grid.parser import is_decided, parse_answer
 from fragility_tui.grid.render import ClozePrompt, GenerationPrompt, render
 from fragility_tui.grid.store import CellRow
+from runners.fingerprint import pinned_date, prompt_sha
 from runners.prefix_tree import build_tree, count_tokens
 from runners.scoring import BatchResult, GenRequest, LikelihoodRequest
 
@@ -31,12 +34,15 @@ from runners.scoring import BatchResult, GenRequest, LikelihoodRequest
 @dataclass
 class Encoder:
     tokenizer: object
-    is_instruct: bool
+    is_instruct: bool  # prompt mode chat
+    template_args: dict = field(default_factory=dict)
 
     def generation(self, prompt: GenerationPrompt) -> list[int]:
         if self.is_instruct:
-            text = self.tokenizer.apply_chat_template(list(prompt.messages), tokenize=False,
-                                                      add_generation_prompt=True)
+            with pinned_date():
+                text = self.tokenizer.apply_chat_template(
+                    list(prompt.messages), tokenize=False, add_generation_prompt=True,
+                    **self.template_args)
             return self.tokenizer(text, add_special_tokens=False)["input_ids"]
         return self.tokenizer(prompt.text)["input_ids"]
 
@@ -62,6 +68,7 @@ class ItemPlan:
     item: Item
     prompts: dict  # config_id -> GenerationPrompt | ClozePrompt
     prompt_tokens: dict  # config_id -> tokens forwarded without reuse (cost per cell)
+    prompt_shas: dict = field(default_factory=dict)  # config_id -> sha256 of its token ids
 
 
 def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
@@ -76,14 +83,17 @@ def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
             decided = partial(is_decided, labels=prompt.labels, options=prompt.options)
             gen.append(GenRequest((item.item_uid, config_id), tokens, decided))
             plan.prompt_tokens[config_id] = len(tokens)
+            plan.prompt_shas[config_id] = prompt_sha([tokens])
         else:
-            total = 0
+            total, sequences = 0, []
             for option, continuation in enumerate(prompt.continuations):
                 tokens, scored_from = encoder.cloze(prompt.context, continuation)
                 lik.append(LikelihoodRequest((item.item_uid, config_id, option), tokens,
                                              scored_from))
                 total += len(tokens)
+                sequences.append(tokens)
             plan.prompt_tokens[config_id] = total
+            plan.prompt_shas[config_id] = prompt_sha(sequences)
     return plan
 
 
@@ -109,13 +119,14 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
             tokens = plan.prompt_tokens[config_id] + out.new_tokens
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred,
                                 perm_to_str(prompt.permutation), out.text, None, tokens,
-                                tokens * ms_per_token, run_id))
+                                tokens * ms_per_token, run_id, plan.prompt_shas.get(config_id)))
         else:
             scores = [result.loglikelihoods[(uid, config_id, i)][0] for i in range(4)]
             pred = normalised_choice(scores, prompt)
             tokens = plan.prompt_tokens[config_id]
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred, None,
-                                None, scores, tokens, tokens * ms_per_token, run_id))
+                                None, scores, tokens, tokens * ms_per_token, run_id,
+                                plan.prompt_shas.get(config_id)))
     return rows
 
 
@@ -135,7 +146,8 @@ class ItemPlanner:
 
     def __init__(self, loaded, todo: list, seed: int):
         self.todo, self.seed, self.next = todo, seed, 0
-        self.encoder = Encoder(loaded.tokenizer, loaded.is_instruct)
+        self.encoder = Encoder(loaded.tokenizer, loaded.is_instruct,
+                               getattr(loaded, "template_args", None) or {})
         self.ready: list[PlannedItem] = []
 
     def __bool__(self) -> bool:

@@ -14,22 +14,18 @@ from __future__ import annotations
 
 import errno
 import os
-import platform
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from fragility_tui import SPEC_VERSION, __version__
 from fragility_tui.errors import InputError
 from fragility_tui.grid.configs import CONFIG_IDS
 from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash
-from fragility_tui.grid.parser import PARSER_VERSION
-from fragility_tui.grid.render import PROMPT_VERSION
 from fragility_tui.grid.store_schema import utc_now
 from runners.events import Display, EventLog, default_events_path
+from runners.run_provenance import gpu_info, new_session
 from fragility_tui.jobs import RunStatus, process_start
 
 if TYPE_CHECKING:
@@ -56,6 +52,8 @@ class RunSpec:
     trust_remote_code: bool = False
     threads: int = 2
     prefix_reuse: bool = True
+    name: str | None = None  # record the (one) model under this grid name
+    prompt_mode: str = "auto"  # auto | chat | raw (runners.fingerprint.prompt_mode)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -102,22 +100,6 @@ class Stopper:
         return bool(self.requested)
 
 
-def code_revision() -> str | None:
-    """The checkout's commit (+ "-dirty" with uncommitted changes) the runner ran from, so
-    a grid records which scorer made it; None outside a git checkout."""
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    try:
-        head = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True,
-                              text=True, timeout=10)
-        if head.returncode != 0:
-            return None
-        dirty = subprocess.run(["git", "-C", repo, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return head.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
-
-
 def _is_oom(exc: BaseException) -> bool:
     import torch
 
@@ -142,6 +124,8 @@ class Run:
         self.spec, self.store = spec, store
         self.display = Display(display)
         self.resuming = run_id is not None
+        # Before the run row: a refused setting leaves the store as it was.
+        self.prepared = self._prepare_models()
         self.run_id = run_id or store.create_run({
             "grid": spec.grid, "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
             "spec": spec.to_dict()})
@@ -158,6 +142,31 @@ class Run:
         self.session_cells = 0  # this process's work, for rates and the ETA
         self.session_tokens = 0
         self.scoring_seconds = 0.0  # time spent scoring (rates exclude model loading)
+        self.session = new_session(self.resuming)
+
+    def _prepare_models(self) -> list:
+        """Each model's name and fingerprint from its spec, tokenizer and config files (no
+        weights load), checked against the grid's model rows: a model whose cells were
+        made with other settings is refused here (FingerprintMismatch, exit 2)."""
+        from runners.prepare import prepare_model
+
+        spec = self.spec
+        if spec.name and len(spec.models) != 1:
+            raise InputError("--name names one model; give a single --model with it",
+                             field="--name")
+        prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype, device=spec.device,
+                                  quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
+                                  mode=spec.prompt_mode,
+                                  trust_remote_code=spec.trust_remote_code)
+                    for m in spec.models]
+        names = [p.name for p in prepared]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"two --model specs would be recorded as {', '.join(twice)} in "
+                             "one grid; run them separately, one with --name", field="--model")
+        for p in prepared:
+            self.store.check_model(spec.grid, p.name, p.fingerprint)
+        return prepared
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -182,6 +191,9 @@ class Run:
         stopper.install()
         try:
             self.events = EventLog(self.events_path, self.run_id)
+            # Earlier sessions are kept as they are; this one is appended and updated.
+            self.provenance["sessions"] = list(self.provenance.get("sessions") or []) + [
+                self.session]
             self.store.update_run(self.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                                   pid_started=process_start(os.getpid()),
                                   started_at=utc_now(), ended_at=None, error=None,
@@ -205,6 +217,7 @@ class Run:
         return status
 
     def _finish(self, status: str, error: str | None = None) -> None:
+        self.session.update(ended_at=utc_now().isoformat(), status=status)
         self.provenance.update(tokens=self.tokens, seconds=self.seconds(),
                                ended_at=utc_now().isoformat())
         try:
@@ -224,7 +237,7 @@ class Run:
         items, report = load_many(spec.items, per_benchmark=spec.per_benchmark, seed=spec.seed)
         set_hash = item_set_hash(items)
         self._prepare_grid(items, set_hash)
-        names = [self._model_name(m) for m in spec.models]
+        names = [p.name for p in self.prepared]
         done = {name: self.store.done_keys(spec.grid, name) for name in names}
         wanted = {(it.item_uid, c) for it in items for c in spec.configs}
         self.cells_total = len(names) * len(wanted)
@@ -237,19 +250,13 @@ class Run:
                   configs=spec.configs, cells_total=self.cells_total,
                   cells_done=self.cells_done, events_path=self.events_path,
                   resumed=self.resuming)
-        for model_spec, name in zip(spec.models, names):
-            if self._evaluate_model(model_spec, name, items, done[name], stopper) == \
+        for prepared in self.prepared:
+            if self._evaluate_model(prepared, items, done[prepared.name], stopper) == \
                     RunStatus.CANCELLED:
                 return RunStatus.CANCELLED
             if stopper.should_stop():
                 return RunStatus.CANCELLED
         return RunStatus.FINISHED
-
-    def _model_name(self, model_spec: str) -> str:
-        from runners.models import resolve_spec
-
-        name = resolve_spec(model_spec).name
-        return f"{name}+{self.spec.quantize}" if self.spec.quantize else name
 
     def _prepare_grid(self, items: list[Item], set_hash: str) -> None:
         spec = self.spec
@@ -268,33 +275,13 @@ class Run:
         self.store.add_items(spec.grid, items)
 
     def _run_provenance(self, items, set_hash, report) -> dict:
-        from runners.models import library_versions
+        from runners.run_provenance import run_provenance
 
-        spec = self.spec
-        return {
-            "spec_version": SPEC_VERSION, "parser_version": PARSER_VERSION,
-            "prompt_version": PROMPT_VERSION, "max_new_tokens": spec.max_new_tokens,
-            "seed": spec.seed, "item_set_hash": set_hash, "items": len(items),
-            "per_benchmark": spec.per_benchmark, "item_sources": spec.items,
-            "load_report": report.to_dict(), "configs": spec.configs,
-            "batch_size": spec.batch_size or "auto",
-            "batch_tokens": spec.batch_tokens or "auto", "threads": spec.threads,
-            "prefix_reuse": spec.prefix_reuse,
-            "padding": "prefill: a row per prefix-tree fragment, its prefix gathered and "
-                       "left-padded, its tokens right-padded, masked; decoding: a row per "
-                       "group of prompts, left-padded, masked (batching.*.layout)",
-            "decoding": "greedy; stop at EOS, max_new_tokens, or once the parse is decided",
-            "likelihood": "lm-eval loglikelihood; acc_norm = ll / option length in characters",
-            "host": platform.node(), "python": platform.python_version(),
-            "fragility_tui": {"version": __version__, "git": code_revision()},
-            "libraries": library_versions(),
-            "started_at": self.provenance.get("started_at") or utc_now().isoformat(),
-            "models": dict(self.provenance.get("models") or {}),
-        }
+        return run_provenance(self.spec, items, set_hash, report, self.provenance)
 
     # -- one model ------------------------------------------------------------------------
 
-    def _evaluate_model(self, model_spec: str, name: str, items: list[Item], done: set,
+    def _evaluate_model(self, prepared, items: list[Item], done: set,
                         stopper: Stopper) -> str:
         from runners.batching import initial_budget
         from runners.item_requests import ItemPlanner
@@ -305,7 +292,8 @@ class Run:
         todo = [(it, configs) for it, configs in todo if configs]
         if not todo:
             return RunStatus.FINISHED
-        loaded, scorer = self._load(model_spec, name)
+        name = prepared.name
+        loaded, scorer = self._load(prepared)
         # Longest items first: the biggest batches run first, so an out-of-memory shows up
         # at once; neighbours in length share batches (little padding).
         todo.sort(key=lambda pair: -(len(pair[0].question) + sum(map(len, pair[0].choices))))
@@ -335,7 +323,9 @@ class Run:
                           batch_tokens=budget.tokens)
                 planned.put_back(chunk)
                 continue
-            self.cells_done += self.store.write_cells(spec.grid, rows)
+            written = self.store.write_cells(spec.grid, rows)
+            self.cells_done += written
+            self.session["cells_written"] += written
             self.tokens += stats.forwarded
             self.scoring_seconds += time.monotonic() - t0
             budget.succeeded(len(chunk))
@@ -343,25 +333,30 @@ class Run:
             item_trees += sum(p.unique_tokens for p in chunk)
             batching[name] = dict(budget.record(), layout=scorer.layout,
                                   tokens=_token_record(totals, item_trees))
+            # This session's effective batching (a resumed run's sessions each keep theirs).
+            self.session.setdefault("batching", {})[name] = {
+                k: batching[name].get(k) for k in ("token_budget", "items_per_batch",
+                                                   "batches", "oom_retries")}
             self._progress(name, len(rows), stats.forwarded)
         return RunStatus.FINISHED
 
-    def _load(self, model_spec: str, name: str):
+    def _load(self, prepared):
         from runners.models import load_model
         from runners.scoring import Scorer
 
         t0 = time.monotonic()
-        loaded = load_model(model_spec, dtype=self.spec.dtype, device=self.spec.device,
-                            quantize=self.spec.quantize,
-                            trust_remote_code=self.spec.trust_remote_code)
+        name = prepared.name
+        loaded = load_model(prepared.spec, quantize=self.spec.quantize,
+                            trust_remote_code=self.spec.trust_remote_code, prepared=prepared)
         prov = dict(loaded.provenance, max_new_tokens=self.spec.max_new_tokens)
         self.provenance.setdefault("models", {})[name] = prov
         self.provenance["device"] = loaded.device
-        self.store.upsert_model(
-            self.spec.grid, name, source=prov["source"], revision=prov["revision"],
-            dtype=loaded.dtype,
-            quantization=(f"optimum-quanto q{loaded.quantization} weights"
-                          if loaded.quantization else None),
+        self.session.update(device=loaded.device, gpu=gpu_info(loaded.device))
+        self.session.setdefault("attn_implementation", {})[name] = prov["attn_implementation"]
+        self.store.record_model(
+            self.spec.grid, name, fingerprint=prepared.fingerprint, source=prov["source"],
+            revision=prov["revision"], dtype=loaded.dtype,
+            quantization=prepared.fingerprint["quantization"],
             base_model=loaded.base_model, provenance=prov)
         self.store.update_run(self.run_id, provenance=self.provenance)
         summary = (f"{prov['kind']}, {loaded.dtype}, {loaded.device}, "

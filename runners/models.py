@@ -14,7 +14,6 @@ the next load takes well under a second.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -25,11 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.hashing import sha256_file
 from fragility_tui.model_aliases import ALIASES, Alias
+from runners.fingerprint import (WEIGHT_SUFFIXES, cache_root, tokenizer_hash,
+                                 weights_hash)
+
+__all__ = ["cache_root", "tokenizer_hash", "weights_hash", "load_model", "resolve_spec"]
 
 CACHE_FORMAT = "v1"  # bump when the conversion changes, so stale caches are not reused
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
 QUANT_SCHEMES = ("int8", "int4")
 
 
@@ -54,20 +55,15 @@ class LoadedModel:
     device: str
     dtype: str
     quantization: str | None  # "int8" | "int4" | None
-    is_instruct: bool  # the tokenizer has a chat template
+    is_instruct: bool  # prompts go through the chat template (prompt mode "chat")
     add_bos: bool  # the tokenizer adds a BOS token by default
     eos_ids: frozenset[int]
     provenance: dict = field(default_factory=dict)
+    template_args: dict = field(default_factory=dict)  # pinned chat-template arguments
+    fingerprint: dict = field(default_factory=dict)
 
 
 # -- resolving specs -----------------------------------------------------------------------
-
-def cache_root() -> Path:
-    import platformdirs
-
-    override = os.environ.get("FRAGILITY_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("fragility-tui"))
-
 
 def resolve_spec(spec: str) -> ResolvedSpec:
     spec = spec.strip()
@@ -79,13 +75,13 @@ def resolve_spec(spec: str) -> ResolvedSpec:
     if spec.endswith(".gguf"):
         if not path.is_file():
             raise InputError(f"no such GGUF file: {spec}", field="--model")
-        return ResolvedSpec(spec, path.stem, "gguf", path.resolve(), str(path.resolve()))
+        return ResolvedSpec(spec, path.stem, "gguf", path.resolve(), f"gguf:{path.name}")
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise InputError(f"{spec} is a folder without config.json (not a transformers "
                              "model folder)", field="--model")
         return ResolvedSpec(spec, path.resolve().name, "folder", path.resolve(),
-                            str(path.resolve()))
+                            f"folder:{path.resolve().name}")
     if path.exists() or spec.startswith((".", "/", "~")) or spec.count("/") != 1:
         raise InputError(f"model {spec!r} not found: not an alias ({', '.join(ALIASES)}), "
                          "a .gguf file, a model folder, or a hub id org/name[@revision]",
@@ -145,25 +141,7 @@ def _resolve_hub(spec: str) -> ResolvedSpec:
     return ResolvedSpec(spec, spec.split("@")[0], "hub", folder, f"hub:{repo}", revision=sha)
 
 
-# -- hashing --------------------------------------------------------------------------------
-
-def weights_hash(folder: Path) -> str:
-    """sha256 over (file name, sha256) of every weight file in a folder, sorted by name."""
-    h = hashlib.sha256()
-    files = sorted(p for p in folder.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.is_file())
-    for p in files:
-        h.update(f"{p.name}\0{sha256_file(p)}\n".encode())
-    return h.hexdigest()
-
-
-def tokenizer_hash(tokenizer) -> str:
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        text = backend.to_str()
-    else:
-        text = json.dumps(sorted(tokenizer.get_vocab().items()))
-    return hashlib.sha256(text.encode()).hexdigest()
-
+# -- versions -------------------------------------------------------------------------------
 
 def library_versions() -> dict:
     versions = {}
@@ -241,21 +219,27 @@ def converted_gguf_folder(gguf_path: Path, gguf_sha: str) -> Path:
 
 
 def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
-               quantize: str | None = None, trust_remote_code: bool = False) -> LoadedModel:
+               quantize: str | None = None, trust_remote_code: bool = False,
+               prepared=None) -> LoadedModel:
+    """Load a model; `prepared` (runners.prepare.PreparedModel) carries what the run
+    decided before loading (name, prompt mode, fingerprint), else it is prepared here."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from runners.prepare import prepare_model
+
     hf_logging.disable_progress_bar()  # the run's own display reports progress
-    resolved = resolve_spec(spec)
-    device = pick_device(device)
-    dtype_name, torch_dtype = pick_dtype(dtype, device)
-    weights_sha = None
+    if prepared is None:
+        prepared = prepare_model(spec, dtype=dtype, device=device, quantize=quantize,
+                                 trust_remote_code=trust_remote_code)
+    resolved, device, dtype_name = prepared.resolved, prepared.device, prepared.dtype
+    _, torch_dtype = pick_dtype(dtype_name, device)
+    weights_sha = prepared.weights_sha256
     folder = resolved.path
     if resolved.kind == "gguf":
-        weights_sha = sha256_file(resolved.path)
         folder = converted_gguf_folder(resolved.path, weights_sha)
     if not trust_remote_code:
-        _refuse_remote_code(spec, folder)
+        refuse_remote_code(spec, folder)
     placement = _placement(folder, device, torch_dtype, quantize)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
@@ -277,21 +261,21 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
     except OSError as exc:
         raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
     model.eval()
-    if weights_sha is None:
-        weights_sha = weights_hash(folder)
-    name, base = resolved.name, None
     scheme = None
     if quantize:
         # Quantised on the CPU, then moved: an int4 build occupies int4 memory on the GPU.
         scheme = quantize_model(model, quantize, device=device)
-        base, name = name, f"{name}+{quantize}"
     if not placement:  # loaded on the CPU to be quantised first
         model.to(device)
     loaded = LoadedModel(
-        name=name, base_model=base, model=model, tokenizer=tokenizer, device=device,
-        dtype=dtype_name, quantization=quantize, is_instruct=bool(tokenizer.chat_template),
-        add_bos=_adds_bos(tokenizer), eos_ids=_eos_ids(model, tokenizer))
-    loaded.provenance = _provenance(resolved, loaded, weights_sha, scheme)
+        name=prepared.name, base_model=prepared.base_model, model=model, tokenizer=tokenizer,
+        device=device, dtype=dtype_name, quantization=quantize,
+        is_instruct=prepared.prompt_mode == "chat", add_bos=prepared.fingerprint["add_bos"],
+        eos_ids=_eos_ids(model, tokenizer), template_args=dict(prepared.template_args),
+        fingerprint=prepared.fingerprint)
+    from runners.run_provenance import model_provenance
+
+    loaded.provenance = model_provenance(prepared, loaded, scheme)
     return loaded
 
 
@@ -331,7 +315,7 @@ def _weights_bytes(folder: Path, torch_dtype) -> float:
     return size * torch_dtype.itemsize / source
 
 
-def _refuse_remote_code(spec: str, folder: Path) -> None:
+def refuse_remote_code(spec: str, folder: Path) -> None:
     """A model whose architecture exists only as code in its repository (config auto_map,
     a model_type transformers does not know) needs --trust-remote-code: say so plainly."""
     from transformers import CONFIG_MAPPING
@@ -370,12 +354,6 @@ def quantize_model(model, scheme: str, *, device: str = "cpu") -> dict:
             "weights": f"q{scheme}", "activations": None, "execution": execution}
 
 
-def _adds_bos(tokenizer) -> bool:
-    bos = tokenizer.bos_token_id
-    ids = tokenizer("a")["input_ids"]
-    return bos is not None and len(ids) > 0 and ids[0] == bos
-
-
 def _eos_ids(model, tokenizer) -> frozenset[int]:
     """The ids generate() would stop at: generation_config's eos plus the tokenizer's."""
     ids = set()
@@ -383,36 +361,3 @@ def _eos_ids(model, tokenizer) -> frozenset[int]:
     ids.update(eos if isinstance(eos, (list, tuple)) else [eos])
     ids.add(tokenizer.eos_token_id)
     return frozenset(i for i in ids if i is not None)
-
-
-def _device_map(model) -> dict | None:
-    """Where the layers went when a model was sharded across GPUs (None: one device)."""
-    mapping = getattr(model, "hf_device_map", None)
-    if not mapping or len(set(mapping.values())) <= 1:
-        return None
-    return {name: str(where) for name, where in mapping.items()}
-
-
-def _provenance(resolved: ResolvedSpec, loaded: LoadedModel, weights_sha: str,
-                scheme: dict | None) -> dict:
-    template = loaded.tokenizer.chat_template
-    return {
-        "spec": resolved.spec,
-        "source": resolved.source,
-        "kind": resolved.kind,
-        "path": str(resolved.path),
-        "revision": resolved.revision,
-        "weights_sha256": weights_sha,
-        "dtype": loaded.dtype,
-        "quantization": scheme,
-        "base_model": loaded.base_model,
-        "tokenizer_sha256": tokenizer_hash(loaded.tokenizer),
-        "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest() if template else None,
-        "prompt_mode": "chat template" if loaded.is_instruct else "raw prompt",
-        "add_bos": loaded.add_bos,
-        "eos_ids": sorted(loaded.eos_ids),
-        "device": loaded.device,
-        "device_map": _device_map(loaded.model),
-        "attn_implementation": getattr(loaded.model.config, "_attn_implementation", None),
-        "libraries": library_versions(),
-    }

@@ -29,17 +29,22 @@ class ReferenceCell:
 
 @torch.no_grad()
 def reference_cell(model, tokenizer, item: Item, config_id: str, seed: int,
-                   max_new_tokens: int = 16) -> ReferenceCell:
+                   max_new_tokens: int = 16, *, chat: bool | None = None,
+                   template_args: dict | None = None) -> ReferenceCell:
+    """`chat`: prompt through the chat template (the run's prompt mode); None: whenever the
+    tokenizer has one. `template_args`: the run's pinned template arguments."""
     prompt = render(item, config_id, seed)
     if isinstance(prompt, GenerationPrompt):
-        return _generate(model, tokenizer, prompt, max_new_tokens)
+        chat = bool(tokenizer.chat_template) if chat is None else chat
+        return _generate(model, tokenizer, prompt, max_new_tokens, chat, template_args or {})
     return _cloze(model, tokenizer, prompt)
 
 
-def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int) -> ReferenceCell:
-    if tokenizer.chat_template:
+def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int, chat: bool,
+              template_args: dict) -> ReferenceCell:
+    if chat:
         text = tokenizer.apply_chat_template(list(prompt.messages), tokenize=False,
-                                             add_generation_prompt=True)
+                                             add_generation_prompt=True, **template_args)
         ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
     else:
         ids = tokenizer(prompt.text, return_tensors="pt")["input_ids"]

@@ -56,11 +56,12 @@ def test_the_tour_quotes_the_shipped_real_grid(tmp_path):
     ref, qa = cube.configs.index("o0.letter"), cube.configs.index("cloze_qa")
     tour = README.split("## A five-minute tour", 1)[1].split("The same answer from the shell", 1)[0]
     tour = " ".join(tour.split())
-    assert f"int4 build scores {accuracy[b, ref]:.1f}% against fp32's {accuracy[a, ref]:.1f}%" in tour
-    assert f"fp32 wins {accuracy[a, qa]:.1f}% to {accuracy[b, qa]:.1f}%" in tour
+    assert (f"int4 build scores {accuracy[b, ref]:.1f}% against the base build's "
+            f"{accuracy[a, ref]:.1f}%") in tour
+    assert f"the base build wins {accuracy[a, qa]:.1f}% to {accuracy[b, qa]:.1f}%" in tour
     only_fp32 = int((cube.bits[a, :, qa] & ~cube.bits[b, :, qa]).sum())
     only_int4 = int((~cube.bits[a, :, qa] & cube.bits[b, :, qa]).sum())
-    assert f"{only_fp32} items only fp32 gets right, {only_int4} only int4" in tour
+    assert f"{only_fp32} items only the base build gets right, {only_int4} only int4" in tour
     report = build_report(cube, pairs=[(fp32, int4)])
     decision = next(d for d in report["decisions"] if (d["a"], d["b"]) == (fp32, int4)
                     and d["target"] == "observed")

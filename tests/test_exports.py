@@ -20,10 +20,11 @@ def db(tmp_path_factory):
     run_cli("simulate", "--models", "3", "--items", "30", "--seed", "2", "--grid", "sim",
             db=path, check=True)
     grid = path.parent / "g.csv"
-    grid.write_text("model,item,config,correct,pred,raw_output,scores,tokens,ms\n"
-                    f'm,toy/q1,o0.letter,true,1,"{HOSTILE.replace(chr(34), chr(34) * 2)}",,7,12.5\n'
-                    'm,toy/q1,cloze_qa,false,2,,"[-1.5, -2.25, -0.125, -3.0]",9,3.0\n'
-                    "n,toy/q1,o0.letter,false,-1,,,,\n")
+    sha = "ab" * 32  # a cell's prompt token hash travels with it
+    grid.write_text("model,item,config,correct,pred,raw_output,scores,tokens,ms,prompt_sha\n"
+                    f'm,toy/q1,o0.letter,true,1,"{HOSTILE.replace(chr(34), chr(34) * 2)}",,7,12.5,{sha}\n'
+                    'm,toy/q1,cloze_qa,false,2,,"[-1.5, -2.25, -0.125, -3.0]",9,3.0,\n'
+                    "n,toy/q1,o0.letter,false,-1,,,,,\n")
     run_cli("import", str(grid), "--grid", "detail", db=path, check=True)
     return path
 
@@ -88,3 +89,19 @@ def test_documents_refuse_tabular_formats(db, tmp_path, what, fmt):
     proc = run_cli("export", "--grid", "sim", "--what", what, "--format", fmt, "--out",
                    str(tmp_path / "x"), db=db)
     assert proc.returncode == 2 and "exports as json, markdown" in proc.stderr
+
+
+def test_shipped_files_hold_no_machine_path():
+    """Shipped provenance names files and their hashes, never where a machine kept them."""
+    import json as _json
+
+    from fragility_tui.exports import strip_local_paths
+    from fragility_tui.grid.sample_grids import SAMPLE_GRIDS_DIR
+
+    for path in SAMPLE_GRIDS_DIR.glob("*.json"):
+        doc = _json.loads(path.read_text())
+        assert strip_local_paths(doc) == doc, path.name
+    doc = _json.loads((SAMPLE_GRIDS_DIR / "starter-real.provenance.json").read_text())
+    quant = {m["model"]: (m["provenance"].get("gguf") or {}).get("quant_type")
+             for m in doc["models"]}
+    assert quant["smollm2-135m-instruct"] == "Q4_1" and quant["gemma3-270m"] == "Q4_K_M"

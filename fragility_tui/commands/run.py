@@ -39,6 +39,13 @@ def register(sub) -> None:
                    help="config ids or groups (generate, likelihood, o0..o5, letter, ...); "
                         "default all 26")
     p.add_argument("--grid", metavar="NAME", help="grid to write into (created if absent)")
+    p.add_argument("--name", metavar="NEW_NAME",
+                   help="record the model under this name in the grid (one --model): how a "
+                        "model already in the grid is evaluated again with other settings")
+    p.add_argument("--prompt-mode", default="auto", choices=("auto", "chat", "raw"),
+                   help="generation prompts through the chat template (chat) or as text "
+                        "(raw); auto: chat only for an instruct model (a chat template and "
+                        "'instruct', 'chat' or '-it' in its name)")
     p.add_argument("--quantize", choices=("int8", "int4"),
                    help="quantise weights with optimum-quanto; recorded as its own model "
                         "(e.g. NAME+int4) linked to its base")
@@ -98,6 +105,11 @@ def spec_from_args(args: argparse.Namespace):
         raise InputError("--max-new-tokens must be at least 1", field="--max-new-tokens")
     if args.threads < 1:
         raise InputError("--threads must be at least 1", field="--threads")
+    if args.name is not None and not args.name.strip():
+        raise InputError("--name must not be empty", field="--name")
+    if args.name and len(args.model) != 1:
+        raise InputError("--name names one model; give a single --model with it",
+                         field="--name")
     if args.per_benchmark < 0:
         raise InputError("--per-benchmark must be 0 (all) or more", field="--per-benchmark")
     return RunSpec(models=list(args.model), items=list(args.items), grid=args.grid,
@@ -107,7 +119,8 @@ def spec_from_args(args: argparse.Namespace):
                    batch_tokens=_positive_or_auto(args.batch_tokens, "--batch-tokens"),
                    max_new_tokens=args.max_new_tokens,
                    trust_remote_code=args.trust_remote_code, threads=args.threads,
-                   prefix_reuse=not args.no_prefix_reuse)
+                   prefix_reuse=not args.no_prefix_reuse, name=args.name or None,
+                   prompt_mode=args.prompt_mode)
 
 
 def _resumed_spec(store, run_id: str, args):

@@ -22,7 +22,7 @@ from fragility_tui.grid.items import Item
 REQUIRED = ("model", "item", "config", "correct")
 OPTIONAL = ("benchmark", "subject", "pred", "raw_output")
 # Written by `export` so a grid re-imports without loss; accepted on import too.
-DETAIL = ("permutation", "scores", "tokens", "ms", "run_id")
+DETAIL = ("permutation", "scores", "tokens", "ms", "run_id", "prompt_sha")
 _TRUE = {"true", "1", "t", "yes", "y"}
 _FALSE = {"false", "0", "f", "no", "n"}
 
@@ -157,12 +157,12 @@ def _empty_as_null(col):
 
 
 def _detail_columns(path: Path, table) -> dict:
-    """permutation, scores, tokens, ms, run_id: typed, nulls where absent."""
+    """permutation, scores, tokens, ms, run_id, prompt_sha: typed, nulls where absent."""
     import pyarrow as pa
 
     n = table.num_rows
     types = {"permutation": pa.string(), "scores": pa.list_(pa.float64()), "tokens": pa.int32(),
-             "ms": pa.float32(), "run_id": pa.string()}
+             "ms": pa.float32(), "run_id": pa.string(), "prompt_sha": pa.string()}
     out = {}
     for name, typ in types.items():
         if name not in table.column_names:
@@ -173,7 +173,7 @@ def _detail_columns(path: Path, table) -> dict:
             col = pa.array([_json_list(path, k, v) for k, v in enumerate(col.to_pylist())], typ)
         elif name in ("tokens", "ms") and pa.types.is_string(col.type):
             col = pa.array([_number(path, k, name, v) for k, v in enumerate(col.to_pylist())], typ)
-        if name in ("permutation", "run_id"):
+        if name in ("permutation", "run_id", "prompt_sha"):
             col = _empty_as_null(col.cast(pa.string()))
         try:
             out[name] = col.cast(typ)
@@ -324,7 +324,7 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
         "permutation": grid.column("permutation"), "raw_output": grid.column("raw_output"),
         "scores": grid.column("scores"), "tokens": grid.column("tokens"),
         "ms": grid.column("ms"), "run_id": grid.column("run_id"),
-    }, schema=cell_schema())
+    }, schema=cell_schema()).append_column("prompt_sha", grid.column("prompt_sha"))
     models = grid.column("model").take(_first_rows(grid.column("model"))).to_pylist()
     written = write_grid(store, GridContent(
         grid_name, grid_items,
@@ -404,7 +404,8 @@ def import_provenance(store, grid: str, doc: dict) -> None:
     for m in doc.get("models", []):
         store.upsert_model(grid, m["model"], source=m.get("source"), revision=m.get("revision"),
                            dtype=m.get("dtype"), quantization=m.get("quantization"),
-                           base_model=m.get("base_model"), provenance=m.get("provenance") or {})
+                           base_model=m.get("base_model"), provenance=m.get("provenance") or {},
+                           fingerprint=m.get("fingerprint"))
     known = {r["run_id"] for r in store.list_runs(grid)}
     for run in doc.get("runs", []):
         if run["run_id"] in known:

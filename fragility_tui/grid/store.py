@@ -30,6 +30,7 @@ from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.grid import cube_cache
 from fragility_tui.grid.cube import Cube
 from fragility_tui.grid.items import Item
+from fragility_tui.grid.model_records import ModelRecords
 from fragility_tui.grid.run_records import RunRecords
 from fragility_tui.grid.store_schema import (MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION,
                                              CellRow, GridInfo, cell_table, utc_now)
@@ -49,7 +50,7 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
-class Store(RunRecords):
+class Store(ModelRecords, RunRecords):
     """A DuckDB file opened per operation (see the module docstring for why)."""
 
     # One DuckDB database may be open only once per process with one configuration;
@@ -247,26 +248,6 @@ class Store(RunRecords):
         u, b, s, q, c, g = row
         return Item(u, b, s, q or "", tuple(c or ()), -1 if g is None else g)
 
-    # -- models --------------------------------------------------------------------------
-
-    def upsert_model(self, grid: str, model: str, *, source: str | None = None,
-                     revision: str | None = None, dtype: str | None = None,
-                     quantization: str | None = None, base_model: str | None = None,
-                     provenance: dict | None = None,
-                     con: duckdb.DuckDBPyConnection | None = None) -> None:
-        args = [grid, model, source, revision, dtype, quantization, base_model,
-                json.dumps(provenance or {}, sort_keys=True, default=str)]
-        self._in_transaction(con, lambda c: c.execute(
-            "INSERT OR REPLACE INTO models VALUES (?, ?, ?, ?, ?, ?, ?, ?)", args))
-
-    def list_models(self, grid: str) -> list[dict]:
-        with self.connect() as con:
-            rows = con.execute(
-                "SELECT model, source, revision, dtype, quantization, base_model, provenance "
-                "FROM models WHERE grid = ? ORDER BY model", [grid]).fetchall()
-        keys = ("model", "source", "revision", "dtype", "quantization", "base_model")
-        return [dict(zip(keys, r[:6]), provenance=json.loads(r[6] or "{}")) for r in rows]
-
     # -- cells ---------------------------------------------------------------------------
 
     def write_cells(self, grid: str, rows: list[CellRow],
@@ -287,11 +268,13 @@ class Store(RunRecords):
             before = con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
             # Keyed on (grid, model, item, config) without an index: an ART index over
             # four strings made the file ~10x larger; the anti-join is a hash join.
-            con.execute("""
-                INSERT INTO cells
+            prompt_sha = "n.prompt_sha" if "prompt_sha" in table.column_names else "NULL"
+            con.execute(f"""
+                INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
+                                   raw_output, scores, tokens, ms, run_id, prompt_sha)
                 SELECT DISTINCT ON (n.grid, n.model, n.item_uid, n.config_id) n.grid, n.model,
                        n.item_uid, n.config_id, n.correct, n.pred, n.permutation, n.raw_output,
-                       n.scores, n.tokens, n.ms, n.run_id
+                       n.scores, n.tokens, n.ms, n.run_id, {prompt_sha}
                 FROM _new_cells n ANTI JOIN cells c
                   ON c.grid = n.grid AND c.model = n.model AND c.item_uid = n.item_uid
                  AND c.config_id = n.config_id""")
@@ -331,7 +314,7 @@ class Store(RunRecords):
         with self.connect() as con:
             cur = con.execute("""
                 SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
-                       c.scores, c.tokens, c.ms, c.run_id
+                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha
                 FROM cells c JOIN configs f USING (config_id)
                 WHERE c.grid = ? AND c.item_uid = ? ORDER BY c.model, f.position""",
                               [grid, item_uid])
@@ -346,7 +329,7 @@ class Store(RunRecords):
             return con.sql("""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
                        c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
-                       c.tokens, c.ms, c.run_id
+                       c.tokens, c.ms, c.run_id, c.prompt_sha
                 FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
                 LEFT JOIN configs f ON f.config_id = c.config_id
                 WHERE c.grid = ? ORDER BY c.model, i.position, f.position""", params=[grid]).to_arrow_table()

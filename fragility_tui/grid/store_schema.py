@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 from fragility_tui.grid.cube_cache import CREATE as CUBE_CACHE_TABLE
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -41,7 +41,11 @@ CREATE TABLE IF NOT EXISTS cells (
 MIGRATIONS: list[str] = [
     # 2: a run's process is identified by pid and start time (a reused pid is not the run)
     "ALTER TABLE runs ADD COLUMN pid_started VARCHAR",
-    # 3: a grid's dense cube, packed, so a big grid opens without joining every cell
+    # 3: a model's fingerprint (every setting that can change a cell; NULL until a run of
+    # this version fills it) and each cell's prompt token hash
+    "ALTER TABLE models ADD COLUMN fingerprint VARCHAR; "
+    "ALTER TABLE cells ADD COLUMN prompt_sha VARCHAR",
+    # 4: a grid's dense cube, packed, so a big grid opens without joining every cell
     CUBE_CACHE_TABLE,
 ]
 
@@ -66,6 +70,7 @@ class CellRow:
     tokens: int | None = None
     ms: float | None = None
     run_id: str | None = None
+    prompt_sha: str | None = None  # sha256 of the prompt token ids the model read
 
 
 @dataclass(frozen=True)
@@ -115,4 +120,6 @@ def cell_table(grid: str, rows: list[CellRow]):
     columns = {"grid": [grid] * len(rows)}
     for name in CELL_COLUMNS:
         columns[name] = [getattr(r, name) for r in rows]
-    return pa.table(columns, schema=cell_schema())
+    table = pa.table(columns, schema=cell_schema())
+    # Optional in a cells batch (imports and simulations have none): see write_cell_table.
+    return table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))

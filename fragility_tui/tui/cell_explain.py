@@ -65,7 +65,8 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) 
     if scores:
         _append_scores(text, scores, item)
     shown = {"tokens": lambda v: f"tokens {int(v):,}", "ms": lambda v: f"{round(v):,} ms",
-             "run_id": lambda v: f"run {v}"}
+             "run_id": lambda v: f"run {v}",
+             "prompt_sha": lambda v: f"prompt tokens sha256 {v[:16]}…"}
     extras = [show(cell[k]) for k, show in shown.items() if cell.get(k) is not None]
     if extras:
         text.append(clean(" · ".join(extras), one_line=True, limit=300) + "\n", style="dim")

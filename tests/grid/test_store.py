@@ -100,14 +100,78 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     run_id = Store(path).create_run({"grid": "g", "status": "running", "pid": 12345})
     con = duckdb.connect(str(path))  # make it what schema 1 wrote: no pid_started
     con.execute("ALTER TABLE runs DROP COLUMN pid_started")
+    con.execute("ALTER TABLE models DROP COLUMN fingerprint")
+    con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
+    con.execute("DROP TABLE cube_cache")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 3
+    assert store.schema_version() == SCHEMA_VERSION == 4
     run = store.get_run(run_id)
     assert run["pid"] == 12345 and run["pid_started"] is None
     store.update_run(run_id, pid_started="987")
     assert store.get_run(run_id)["pid_started"] == "987"
+
+
+def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_them(tmp_path):
+    """2 -> 3 adds models.fingerprint and cells.prompt_sha; old rows keep NULL there, the
+    first run with a fingerprint fills it rather than being refused, later ones compare."""
+    from fragility_tui.grid.model_records import FingerprintMismatch
+
+    path = tmp_path / "s.duckdb"
+    store = Store(path)
+    store.create_grid("g")
+    store.upsert_model("g", "m", source="old", provenance={"dtype": "fp32"})
+    store.write_cells("g", [CellRow("m", "toy/1", "o0.letter", True, 0)])
+    con = duckdb.connect(str(path))  # what schema 2 wrote: neither column
+    con.execute("ALTER TABLE models DROP COLUMN fingerprint")
+    con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
+    con.execute("DROP TABLE cube_cache")
+    con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION
+    assert store.model_fingerprint("g", "m") == (True, None)
+    assert store.item_cells("g", "toy/1")[0]["prompt_sha"] is None
+    fp = {"dtype": "fp32", "max_new_tokens": 16}
+    store.check_model("g", "m", fp)  # NULL: nothing to compare with
+    kw = dict(source="new", revision=None, dtype="fp32", quantization=None, base_model=None,
+              provenance={"x": 1})
+    store.record_model("g", "m", fingerprint=fp, **kw)
+    assert store.model_fingerprint("g", "m") == (True, fp)
+    store.record_model("g", "m", fingerprint=fp, **kw)  # equal: kept as it is
+    with pytest.raises(FingerprintMismatch, match=r"max_new_tokens 16 → 8.*--name NEW_NAME"):
+        store.record_model("g", "m", fingerprint={**fp, "max_new_tokens": 8}, **kw)
+    assert store.list_models("g")[0]["fingerprint"] == fp
+    store.write_cells("g", [CellRow("m", "toy/2", "o0.letter", True, 0, prompt_sha="ab" * 32)])
+    assert store.item_cells("g", "toy/2")[0]["prompt_sha"] == "ab" * 32
+
+
+def test_a_legacy_model_row_is_compared_through_its_provenance(tmp_path):
+    """A row from before fingerprints that a runner wrote still tells its settings in its
+    provenance: a first run that agrees fills the fingerprint, one that does not is refused."""
+    from fragility_tui.grid.model_records import FingerprintMismatch
+
+    store = Store(tmp_path / "s.duckdb")
+    store.create_grid("g")
+    old = {"weights_sha256": "a" * 64, "dtype": "fp32", "prompt_mode": "chat template",
+           "chat_template_sha256": "c" * 64, "max_new_tokens": 16, "add_bos": False,
+           "device": "cpu", "revision": None,
+           "quantization": {"library": "optimum-quanto", "weights": "qint4"}}
+    store.upsert_model("g", "m+int4", provenance=old)
+    fp = {"weights_sha256": "a" * 64, "revision": None, "dtype": "fp32",
+          "quantization": "optimum-quanto qint4 weights", "max_new_tokens": 16,
+          "add_bos": False, "prompt_mode": "chat", "device_type": "cpu",
+          "chat_template_sha256": "c" * 64, "parser_version": "p1"}
+    with pytest.raises(FingerprintMismatch, match="prompt_mode chat → raw"):
+        store.check_model("g", "m+int4", {**fp, "prompt_mode": "raw",
+                                          "chat_template_sha256": None})
+    kw = dict(source="s", revision=None, dtype="fp32", quantization=None, base_model="m",
+              provenance={})
+    with pytest.raises(FingerprintMismatch, match="dtype fp32 → bf16"):
+        store.record_model("g", "m+int4", fingerprint={**fp, "dtype": "bf16"}, **kw)
+    store.record_model("g", "m+int4", fingerprint=fp, **kw)
+    assert store.model_fingerprint("g", "m+int4") == (True, fp)
 
 
 def test_lock_is_waited_for(tmp_path):

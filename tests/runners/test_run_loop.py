@@ -56,6 +56,7 @@ def tiny_folder(tmp_path_factory) -> Path:
 
 
 def spec_for(folder, items, grid="g", **kw) -> RunSpec:
+    kw.setdefault("prompt_mode", "chat")  # "tiny-llama" names no instruct model
     return RunSpec(models=[str(folder)], items=[str(items)], grid=grid, per_benchmark=None,
                    threads=1, batch_size=2, **kw)
 

@@ -59,7 +59,7 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
     from runners.scoring import Scorer
 
     scorer = Scorer(smollm2.model, smollm2.tokenizer, smollm2.eos_ids)
-    encoder = Encoder(smollm2.tokenizer, smollm2.is_instruct)
+    encoder = Encoder(smollm2.tokenizer, smollm2.is_instruct, smollm2.template_args)
     ours = {}
     t0 = time.perf_counter()
     for start in range(0, len(real_items), 4):
@@ -75,7 +75,8 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
     mismatches, near_ties = [], []
     for item in real_items:
         for config_id in CONFIG_IDS:
-            ref = reference_cell(smollm2.model, smollm2.tokenizer, item, config_id, 0)
+            ref = reference_cell(smollm2.model, smollm2.tokenizer, item, config_id, 0,
+                                 chat=smollm2.is_instruct, template_args=smollm2.template_args)
             row = ours[(item.item_uid, config_id)]
             if ref.scores is not None:
                 assert row.scores == pytest.approx(ref.scores, abs=1e-3), (item.item_uid, config_id)

@@ -15,3 +15,9 @@ def test_cost_figures_are_formatted_not_raw():
     text = cell_detail(item, "m", "o0.letter", cell, seed=0).plain
     assert "tokens 12,345 · 214 ms · run r1" in text
     assert "213.69" not in text
+
+
+def test_cell_details_show_the_prompt_hash():
+    cell = {"correct": True, "pred": 0, "scores": None, "prompt_sha": "ab" * 32}
+    assert "prompt tokens sha256 abababababababab…" in cell_detail(None, "m", "cloze_qa", cell,
+                                                                     0).plain

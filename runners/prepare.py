@@ -1,0 +1,105 @@
+"""A model spec prepared for a run without loading its weights: where the weights are and
+their hash, the tokenizer, the prompt mode and template arguments, and the fingerprint the
+store compares before any cell is written (so a refused run loads nothing and writes
+nothing)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from fragility_tui.errors import InputError
+from fragility_tui.grid.parser import PARSER_VERSION
+from fragility_tui.grid.render import PROMPT_VERSION
+from runners.fingerprint import (file_sha256, gguf_quant_type, prompt_mode, template_args,
+                                 tokenizer_hash, weights_hash)
+from runners.models import (CACHE_FORMAT, ResolvedSpec, cache_root, pick_device, pick_dtype,
+                            refuse_remote_code, resolve_spec)
+
+ATTN_REQUESTED = "sdpa"  # the tree masks need an implementation that reads custom masks
+
+
+@dataclass
+class PreparedModel:
+    spec: str
+    name: str  # the grid's model name (--name, or NAME / NAME+int4)
+    base_model: str | None  # the unquantised build's name, for a quantised one
+    resolved: ResolvedSpec
+    device: str
+    dtype: str  # fp32 | fp16 | bf16
+    quantize: str | None
+    prompt_mode: str  # chat | raw
+    template_args: dict
+    tokenizer: object
+    weights_sha256: str
+    gguf_quant: str | None
+    fingerprint: dict
+
+
+def converted_folder(gguf_sha: str) -> Path:
+    return cache_root() / "models" / f"{CACHE_FORMAT}-{gguf_sha[:20]}"
+
+
+def _tokenizer(resolved: ResolvedSpec, weights_sha: str, trust_remote_code: bool):
+    from transformers import AutoTokenizer
+
+    try:
+        if resolved.kind == "gguf":
+            folder = converted_folder(weights_sha)
+            if (folder / "CONVERTED").is_file():
+                return AutoTokenizer.from_pretrained(folder)
+            # Reads the tokenizer out of the GGUF metadata; no tensor is loaded.
+            return AutoTokenizer.from_pretrained(resolved.path.parent,
+                                                 gguf_file=resolved.path.name)
+        return AutoTokenizer.from_pretrained(resolved.path, trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot load the tokenizer of {resolved.spec}: {exc}",
+                         field="--model") from None
+
+
+def adds_bos(tokenizer) -> bool:
+    bos = tokenizer.bos_token_id
+    ids = tokenizer("a")["input_ids"]
+    return bos is not None and len(ids) > 0 and ids[0] == bos
+
+
+def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
+                  device: str = "auto", quantize: str | None = None, max_new_tokens: int = 16,
+                  mode: str = "auto", trust_remote_code: bool = False) -> PreparedModel:
+    resolved = resolve_spec(spec)
+    device = pick_device(device)
+    dtype_name, _ = pick_dtype(dtype, device)
+    quant = None
+    if resolved.kind == "gguf":
+        weights_sha = file_sha256(resolved.path)
+        quant = gguf_quant_type(resolved.path)
+    else:
+        if not trust_remote_code:
+            refuse_remote_code(spec, resolved.path)
+        weights_sha = weights_hash(resolved.path)
+    tokenizer = _tokenizer(resolved, weights_sha, trust_remote_code)
+    template = tokenizer.chat_template if isinstance(tokenizer.chat_template, str) else None
+    chosen = prompt_mode(mode, template, [spec, resolved.name, resolved.path.name,
+                                          resolved.source])
+    args = template_args(template) if chosen == "chat" else {}
+    bos = adds_bos(tokenizer)
+    grid_name = name or (f"{resolved.name}+{quantize}" if quantize else resolved.name)
+    fingerprint = {
+        "weights_sha256": weights_sha, "revision": resolved.revision, "gguf_quant": quant,
+        "dtype": dtype_name,
+        "quantization": f"optimum-quanto q{quantize} weights" if quantize else None,
+        "device_type": device.split(":")[0], "backend": "transformers",
+        "attn_implementation": ATTN_REQUESTED, "max_new_tokens": max_new_tokens,
+        "parser_version": PARSER_VERSION, "prompt_version": PROMPT_VERSION,
+        "prompt_mode": chosen,
+        "chat_template_sha256": (hashlib.sha256(template.encode()).hexdigest()
+                                 if chosen == "chat" else None),
+        "template_args": args, "add_bos": bos,
+        # A GGUF file holds its tokenizer, so its hash covers it (and the tokenizer read
+        # from the file or from its converted folder hash alike).
+        "tokenizer_sha256": None if resolved.kind == "gguf" else tokenizer_hash(tokenizer),
+    }
+    return PreparedModel(spec, grid_name, resolved.name if quantize else None, resolved,
+                         device, dtype_name, quantize, chosen, args, tokenizer, weights_sha,
+                         quant, fingerprint)
