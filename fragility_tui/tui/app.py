@@ -17,41 +17,18 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
+from textual.lazy import Lazy
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
 
 from fragility_tui.tui.bindings import APP_BINDINGS, binding_ids, help_rows
 from fragility_tui.tui.gateway import StoreGateway
-from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, RunsWrote,
-                                        ShowItem, ShowModel, ShowPair, ShowRun, ViewReady,
-                                        WorkFailed)
+from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, PaneMounted,
+                                        RunsWrote, ShowItem, ShowModel, ShowPair, ShowRun,
+                                        ViewReady, WorkFailed)
 from fragility_tui.tui.panes import PANES, Pane
-from fragility_tui.tui.view_model import GridView, Selection, build_view
+from fragility_tui.tui.selection import Selection
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import TABLES, TableRows
-
-
-class PaneTabs(Tabs):
-    """The pane bar: clickable, but never steals keyboard focus from the tables."""
-
-    can_focus = False
-
-
-class GridHeader(Static):
-    """Grid name, a SYNTHETIC badge when the grid is simulated, the size and the selection."""
-
-    def show(self, grid: str | None, synthetic: bool, detail: str) -> None:
-        text = Text()
-        if grid is None:
-            text.append(" no grid open", style="dim")
-        else:
-            text.append(" grid: ")
-            text.append(clean(grid, one_line=True, limit=80), style="bold")
-            if synthetic:
-                text.append("  ")
-                text.append(" SYNTHETIC ", style="bold black on yellow")
-        if detail:
-            text.append("  " + detail, style="dim")
-        self.update(text)
+from fragility_tui.tui.widgets import TABLES, GridHeader, PaneTabs, TableRows
 
 
 class FragilityApp(App):
@@ -65,7 +42,7 @@ class FragilityApp(App):
     # Handed down to every pane (data_bind): panes watch them and re-render when shown.
     grids: var[list | None] = var(None, always_update=True)  # None until the store is read
     grid_name: var[str | None] = var(None)
-    view: var[GridView | None] = var(None, always_update=True)
+    view = var(None, always_update=True)  # tui.view_model.GridView of the open grid
 
     def __init__(self, db_path: str | None = None, *, store=None, load_samples: bool = False):
         super().__init__()
@@ -74,6 +51,7 @@ class FragilityApp(App):
         self.gateway.on_progress = self._sample_progress
         self._grid_meta: dict = {}
         self._force_reload = False
+        self._pending_pane: str | None = None  # a pane asked for before it was composed
         self.selection = Selection()
         self.computing = False
         self.started_at = time.perf_counter()
@@ -91,8 +69,12 @@ class FragilityApp(App):
         with ContentSwitcher(initial="grids", id="panes"):
             for pane_cls in PANES:
                 pane = pane_cls(id=pane_cls.pane_id, gateway=self.gateway)
-                yield pane.data_bind(FragilityApp.grids, FragilityApp.grid_name,
-                                     FragilityApp.view)
+                pane.data_bind(FragilityApp.grids, FragilityApp.grid_name, FragilityApp.view)
+                if pane_cls.pane_id == "grids":
+                    yield pane
+                else:  # the hidden panes are composed after the first frame
+                    pane.display = False
+                    yield Lazy(pane)
         yield Input(placeholder="filter (Enter to keep, Esc to close)", id="filter")
         yield Static("", id="status")
         yield Footer()
@@ -109,7 +91,8 @@ class FragilityApp(App):
         self.main_screen.query_one("#filter", Input).display = False
         self.set_status("opening the store… (a first start loads the shipped grids: a few "
                         "seconds)")
-        self.list_grids()
+        # after the first frame: the worker's imports (duckdb, numpy) would hold the GIL
+        self.call_after_refresh(self.list_grids)
 
     # ---------------------------------------------------------------- store access
     @property
@@ -210,6 +193,8 @@ class FragilityApp(App):
             self._progress(f"computing {grid}: {shape[0]} models × {shape[1]:,} items × "
                            f"{shape[2]} configs ({int(full.present.sum()):,} cells; bootstrap "
                            "intervals take longest)…")
+            from fragility_tui.tui.view_model import build_view  # numpy: after the first frame
+
             view = build_view(grid, bool(meta.get("synthetic")), int(meta.get("seed") or 0),
                               full, items, selection)
         except Exception as exc:
@@ -275,12 +260,21 @@ class FragilityApp(App):
         self.main_screen.query_one(PaneTabs).active = f"tab-{pane_id}"
         self._show_pane(pane_id)
 
+    @on(PaneMounted)
+    def _pane_mounted(self, message: PaneMounted) -> None:
+        if message.pane_id == self._pending_pane:
+            self._show_pane(message.pane_id)
+
     @on(Tabs.TabActivated, "#pane-tabs")
     def _tab_activated(self, event: Tabs.TabActivated) -> None:
         if self.is_running and self.screen_stack:
             self._show_pane(event.tab.id.removeprefix("tab-"))
 
     def _show_pane(self, pane_id: str) -> None:
+        if not self.main_screen.query(f"#{pane_id}"):  # asked for before it is composed
+            self._pending_pane = pane_id  # shown on its PaneMounted
+            return
+        self._pending_pane = None
         switcher = self.main_screen.query_one(ContentSwitcher)
         if switcher.current != pane_id:
             switcher.current = pane_id

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
 
 from fragility_tui.tui.widgets import Column
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ITEM_COLUMNS = [Column("item"), Column("benchmark"), Column("subject"), Column("fragility", "num"),
            Column("discrimination", "num"), Column("fragile models", "int"),
            Column("incomplete", "int"), Column("question", width=60)]
+
 
 def item_rows(view, indices: np.ndarray) -> list[tuple[str, list]]:
     """The Items-pane rows of these item indices (precomputed with the view)."""

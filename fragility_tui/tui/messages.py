@@ -27,6 +27,13 @@ class WorkFailed(Message):
     error: str
 
 
+@dataclass
+class PaneMounted(Message):
+    """A pane composed after the first frame is ready to be shown."""
+
+    pane_id: str
+
+
 # ---------------------------------------------------------------- intents
 @dataclass
 class GridChosen(Message):

@@ -7,7 +7,6 @@ item fragility and discrimination, pair sets). This module only selects and filt
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
@@ -17,37 +16,9 @@ from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE, classify
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.itemstats import discrimination, fragility
 from fragility_tui.analysis.pairs import pair_sets
-from fragility_tui.grid.configs import REFERENCE, default_reference
+from fragility_tui.grid.configs import default_reference
 from fragility_tui.grid.items import Item
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What every pane honours: None means everything."""
-
-    configs: tuple[str, ...] | None = None
-    models: tuple[str, ...] | None = None
-    benchmarks: tuple[str, ...] | None = None
-
-    def apply(self, cube: Cube) -> Cube:
-        if self.configs is not None and cube.reference not in self.configs:
-            raise ValueError(f"the reference config {cube.reference} must stay in the selection")
-        return cube.select(configs=self.configs, models=self.models, benchmarks=self.benchmarks)
-
-    def describe(self, cube: Cube) -> str:
-        """The status line's account of the view; it names the reference when it is not
-        SPEC's o0.letter (a grid without o0.letter cells, see `with_default_reference`)."""
-        note = "" if cube.reference == REFERENCE else f" · reference {cube.reference}"
-        if self == Selection():
-            return "selection: everything" + note
-        parts = []
-        for name, chosen, total in (("configs", self.configs, len(cube.configs)),
-                                    ("models", self.models, len(cube.models)),
-                                    ("benchmarks", self.benchmarks,
-                                     len(set(cube.benchmarks.tolist())))):
-            if chosen is not None:
-                parts.append(f"{len(chosen)}/{total} {name}")
-        return "selection: " + ", ".join(parts) + note
+from fragility_tui.tui.selection import Selection
 
 
 def with_default_reference(cube: Cube) -> Cube:
@@ -190,16 +161,3 @@ def _item_matches(view: GridView, uid: str, needle: str) -> bool:
     if item is None:
         return False
     return needle in item.question.lower() or any(needle in c.lower() for c in item.choices)
-
-
-# ---------------------------------------------------------------- small formatting helpers
-def pct(value: float | None, digits: int = 1) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{100 * value:.{digits}f}"
-
-
-def num(value: float | None, digits: int = 2) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "—"
-    return f"{value:.{digits}f}"

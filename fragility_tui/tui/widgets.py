@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.text import Text
 from textual.binding import Binding
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static, Tabs
 
 from fragility_tui.tui.sanitize import cell, clean
 
@@ -272,6 +272,31 @@ def _sort_key(value):
     if isinstance(value, (int, float, bool)):
         return (0, float(value), "")
     return (1, 0, str(value).lower())
+
+
+# ---------------------------------------------------------------- the app's chrome
+class PaneTabs(Tabs):
+    """The pane bar: clickable, but never steals keyboard focus from the tables."""
+
+    can_focus = False
+
+
+class GridHeader(Static):
+    """Grid name, a SYNTHETIC badge when the grid is simulated, the size and the selection."""
+
+    def show(self, grid: str | None, synthetic: bool, detail: str) -> None:
+        text = Text()
+        if grid is None:
+            text.append(" no grid open", style="dim")
+        else:
+            text.append(" grid: ")
+            text.append(clean(grid, one_line=True, limit=80), style="bold")
+            if synthetic:
+                text.append("  ")
+                text.append(" SYNTHETIC ", style="bold black on yellow")
+        if detail:
+            text.append("  " + detail, style="dim")
+        self.update(text)
 
 
 # ---------------------------------------------------------------- text bars

@@ -61,7 +61,19 @@ def terminal_bytes(app) -> str:
 
 
 async def show_pane(app, pilot, key: str) -> None:
+    """Press a pane's digit and wait until that pane is shown (the hidden panes are composed
+    after the first frame: a key pressed before is honoured when its pane is ready)."""
+    import asyncio
+
+    from fragility_tui.tui.panes import PANES
+
     await pilot.press(key)
+    wanted = PANES[int(key) - 1].pane_id if key.isdigit() else None
+    deadline = asyncio.get_running_loop().time() + 10
+    while wanted and app.query_one("#panes").current != wanted:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"pane {wanted} not shown after 10 s")
+        await pilot.pause(0.02)
     await app.workers.wait_for_complete()
     await pilot.pause()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from fragility_tui.tui.view_model import num
+from fragility_tui.tui.formats import num
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable, hbar

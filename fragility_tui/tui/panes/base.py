@@ -7,11 +7,14 @@ user wants by posting a message (fragility_tui.tui.messages), never by calling i
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
+from textual.events import Mount
 from textual.containers import Vertical
 from textual.reactive import var
 from textual.widgets import Static
 
+from fragility_tui.tui.messages import PaneMounted
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import TABLES, ReportTable, TableRows
 
@@ -46,6 +49,10 @@ class Pane(Vertical):
         self.gateway = gateway  # tui.gateway.StoreGateway: typed store reads, for workers
         self.db_path = gateway.db_path if gateway else None
         self.stale = True
+
+    @on(Mount)  # a decorated handler: subclasses keep their own on_mount
+    def _announce_mount(self) -> None:
+        self.post_message(PaneMounted(self.pane_id))
 
     def watch_grids(self) -> None:
         self._changed()

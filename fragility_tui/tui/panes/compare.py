@@ -12,7 +12,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
 
-from fragility_tui.tui.view_model import num
+from fragility_tui.tui.formats import num
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean

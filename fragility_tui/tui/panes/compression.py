@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.widgets import Static
 
-from fragility_tui.tui.view_model import num
+from fragility_tui.tui.formats import num
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.widgets import Column, ReportTable, hbar
+
+if TYPE_CHECKING:
+    import numpy as np
 
 N_BINS = 10
 COLUMNS = [Column("discrimination bin"), Column("items", "int"), Column("mean fragility", "num"),
@@ -17,6 +21,8 @@ COLUMNS = [Column("discrimination bin"), Column("items", "int"), Column("mean fr
 
 def binned(discrimination: np.ndarray, fragility: np.ndarray) -> list[tuple[str, list]]:
     """Items with both values defined, in equal-count bins of discrimination."""
+    import numpy as np  # not before the app's first frame
+
     ok = ~np.isnan(discrimination) & ~np.isnan(fragility)
     d, f = discrimination[ok], fragility[ok]
     if d.size == 0:

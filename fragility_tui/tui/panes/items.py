@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 
-from fragility_tui.tui.view_model import ItemFilter, filter_items
 from fragility_tui.tui.item_table import ITEM_COLUMNS, item_rows
 from fragility_tui.tui.messages import ShowItem
 from fragility_tui.tui.panes.base import Pane
@@ -30,6 +29,8 @@ class ItemsPane(Pane, pane_id="items", title="Items"):
         self._fill(view)
 
     def _fill(self, view) -> None:
+        from fragility_tui.tui.view_model import ItemFilter, filter_items  # numpy: not at start
+
         flt = ItemFilter.parse(self.query_text)
         indices = filter_items(view, flt)
         table = self.query_one(VirtualTable)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
-from fragility_tui.tui.view_model import num, pct
+from fragility_tui.tui.formats import num, pct
 from fragility_tui.tui.messages import ShowPair
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.widgets import Column, ReportTable

@@ -1,0 +1,42 @@
+"""What every pane honours: the configs, models and benchmarks in view. numpy-free, so
+the app's first frame does not wait for the analysis stack (tui/view_model.py)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dataclasses import dataclass
+
+from fragility_tui.grid.configs import REFERENCE
+
+if TYPE_CHECKING:
+    from fragility_tui.grid.cube import Cube
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What every pane honours: None means everything."""
+
+    configs: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+    benchmarks: tuple[str, ...] | None = None
+
+    def apply(self, cube: Cube) -> Cube:
+        if self.configs is not None and cube.reference not in self.configs:
+            raise ValueError(f"the reference config {cube.reference} must stay in the selection")
+        return cube.select(configs=self.configs, models=self.models, benchmarks=self.benchmarks)
+
+    def describe(self, cube: Cube) -> str:
+        """The status line's account of the view; it names the reference when it is not
+        SPEC's o0.letter (a grid without o0.letter cells, see `with_default_reference`)."""
+        note = "" if cube.reference == REFERENCE else f" · reference {cube.reference}"
+        if self == Selection():
+            return "selection: everything" + note
+        parts = []
+        for name, chosen, total in (("configs", self.configs, len(cube.configs)),
+                                    ("models", self.models, len(cube.models)),
+                                    ("benchmarks", self.benchmarks,
+                                     len(set(cube.benchmarks.tolist())))):
+            if chosen is not None:
+                parts.append(f"{len(chosen)}/{total} {name}")
+        return "selection: " + ", ".join(parts) + note
