@@ -177,8 +177,8 @@ async def measure(db: str, grid: str, drill: bool) -> dict:
             app.action_pane(PANES[int(key) - 1].pane_id)
             await pilot.pause()
             t0 = time.perf_counter()
-            app.screen.focused.action_select_cursor()  # what Enter does on the table
-            await pilot.pause()  # the screen is pushed and mounted by messages: wait for idle
+            await pilot.press("enter")  # the screen is pushed and mounted by messages
+            await pilot.pause()  # wait for idle
             paint(app)
             out["drill"][PANES[int(key) - 1].title] = time.perf_counter() - t0
             await app.workers.wait_for_complete()

@@ -77,19 +77,14 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
 
     return {
         "spec_version": SPEC_VERSION,
-        "grid": {"name": name, "models": ranked, "n_items": len(cube.items),
-                 "configs": list(cube.configs), "reference": cube.reference,
-                 "benchmarks": sorted(set(map(str, cube.benchmarks))),
-                 "complete": cube.complete},
+        "grid": _grid_section(cube, name, ranked),
         "settings": {"target": target, "margin": float(margin), "seed": int(seed),
                      "n_boot": int(n_boot), "k": int(k), "n_random": int(n_random),
                      # the config every figure is measured against (SPEC's is o0.letter)
                      "reference": cube.reference,
                      "reference_is_spec": cube.reference == REFERENCE,
                      "discrimination": discrimination},
-        # rank: 1 + models strictly ahead at the reference, so exact ties share a rank (§6)
-        "bands": [{"rank": int(ranks_.ranks[m, ref]) or None, **band_list[m].to_json()}
-                  for m in order],
+        "bands": _bands_section(band_list, ranks_, order, ref),
         "pairs": [s.to_json() for s in splits],
         "pairs_summary": pairs_summary([s for s in splits if s.adjacent]),
         "configs": _configs_section(cube, ranks_, order),
@@ -109,6 +104,33 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
                              for key in ("seconds_per_item", "tokens_per_item")}
             for m in order},
     }
+
+
+def first_sections(cube: Cube, *, name: str | None = None) -> dict:
+    """The report's grid, bands and configs sections alone (SPEC §4–6, no bootstrap): what
+    the app shows first on a big grid while build_report computes the rest. Marked
+    "partial"; each section equals build_report's."""
+    cube = canonical(cube)
+    acc = config_accuracy(cube)
+    order = reference_ranking(cube, acc)
+    ranks_ = rankings(cube, acc)
+    return {"spec_version": SPEC_VERSION, "partial": True,
+            "grid": _grid_section(cube, name, [cube.models[m] for m in order]),
+            "bands": _bands_section(bands(cube, classify(cube), acc), ranks_, order,
+                                    cube.reference_index),
+            "configs": _configs_section(cube, ranks_, order)}
+
+
+def _grid_section(cube: Cube, name: str | None, ranked: list[str]) -> dict:
+    return {"name": name, "models": ranked, "n_items": len(cube.items),
+            "configs": list(cube.configs), "reference": cube.reference,
+            "benchmarks": sorted(set(map(str, cube.benchmarks))), "complete": cube.complete}
+
+
+def _bands_section(band_list, ranks_, order, ref: int) -> list[dict]:
+    # rank: 1 + models strictly ahead at the reference, so exact ties share a rank (§6)
+    return [{"rank": int(ranks_.ranks[m, ref]) or None, **band_list[m].to_json()}
+            for m in order]
 
 
 def _extra_pairs(cube: Cube, pairs, adjacent) -> list[tuple[int, int]]:

@@ -31,6 +31,9 @@ from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import TABLES, GridHeader, PaneTabs, TableRows
 
 
+FIRST_SECTIONS_CELLS = 5_000_000  # from this size a grid shows its bands before the rest
+
+
 class FragilityApp(App):
     """Explore a fragility grid: bands, pairs, items, axes, compression, runs, compare."""
 
@@ -189,14 +192,18 @@ class FragilityApp(App):
                 self._progress(f"reading grid {grid}…")
                 full, items, meta = self.gateway.load_grid(grid)
                 self._grid_meta = meta
-            shape = full.bits.shape
-            self._progress(f"computing {grid}: {shape[0]} models × {shape[1]:,} items × "
-                           f"{shape[2]} configs ({int(full.present.sum()):,} cells; bootstrap "
-                           "intervals take longest)…")
             from fragility_tui.tui.view_model import build_view  # numpy: after the first frame
 
-            view = build_view(grid, bool(meta.get("synthetic")), int(meta.get("seed") or 0),
-                              full, items, selection)
+            shape, cells = full.bits.shape, int(full.present.sum())
+            args = (grid, bool(meta.get("synthetic")), int(meta.get("seed") or 0), full, items,
+                    selection)
+            self._progress(f"computing {grid}: {shape[0]} models × {shape[1]:,} items × "
+                           f"{shape[2]} configs ({cells:,} cells; bootstrap intervals take "
+                           "longest)…")
+            if cells >= FIRST_SECTIONS_CELLS:  # bands first, the bootstrap statistics after
+                self.post_message(ViewReady(build_view(*args, first=True),
+                                            time.perf_counter() - started))
+            view = build_view(*args)
         except Exception as exc:
             self.post_message(WorkFailed(f"computing grid {grid!r}", _describe(exc)))
             return
@@ -206,8 +213,12 @@ class FragilityApp(App):
     def _view_ready(self, message: ViewReady) -> None:
         if message.view.grid != self.grid_name:
             return  # a grid switch overtook this computation
+        if message.view.partial and self.view is not None and \
+                self.view.grid == message.view.grid and not self.view.partial and \
+                self.view.selection == message.view.selection:
+            return  # the full view of a reload is on screen: keep it until the new one
         self.view = message.view
-        self.computing = False
+        self.computing = message.view.partial
         if self.first_view_seconds is None:
             self.first_view_seconds = time.perf_counter() - self.started_at
         cube = message.view.cube
@@ -216,6 +227,10 @@ class FragilityApp(App):
         self.main_screen.query_one(GridHeader).show(self.view.grid, self.view.synthetic, detail)
         self.last_compute_seconds = message.seconds  # measured by the bench, not shown:
         # a clock on screen would make every snapshot differ
+        if message.view.partial:
+            self.set_status(f"{self.selection.describe(message.view.full)} · bands ready; "
+                            "the other statistics (bootstrap intervals) are being computed…")
+            return
         self.set_status(f"{self.selection.describe(message.view.full)} · ready · "
                         "s changes the selection · F1 help")
 

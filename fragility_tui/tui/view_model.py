@@ -46,19 +46,25 @@ class GridView:
     item_table: list = field(default_factory=list)  # per item: (uid, Items-pane row values)
 
     @property
+    def partial(self) -> bool:
+        """Only the report's first sections so far (a big grid: the rest is on its way)."""
+        return bool(self.report.get("partial"))
+
+    @property
     def classes(self) -> np.ndarray:
         """int8 [M, I] classification codes (analysis.classify constants)."""
         return self.classification.codes
 
 
 def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[str, Item],
-               selection: Selection) -> GridView:
-    """The slow part of a selection change: runs in a worker thread."""
-    from fragility_tui.analysis.report import build_report  # heavy, imported on first use
+               selection: Selection, *, first: bool = False) -> GridView:
+    """The slow part of a selection change: runs in a worker thread. `first`: only the
+    report's first sections (bands, configs: no bootstrap), for a big grid's first frame."""
+    from fragility_tui.analysis.report import build_report, first_sections  # heavy: lazily
 
     full = with_default_reference(full)
     cube = selection.apply(full)
-    report = build_report(cube, seed=seed, name=grid)
+    report = first_sections(cube, name=grid) if first else build_report(cube, seed=seed, name=grid)
     cls = classify(cube)
     view = GridView(grid, synthetic, seed, full, cube, items, report, cls,
                     fragility(cube, cls), discrimination(cube), selection)

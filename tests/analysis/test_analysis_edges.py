@@ -139,3 +139,16 @@ def test_a_cloze_only_grid_reports_against_its_own_reference(tiny):
     assert {d["config"] for d in r["decisions"]} == {"cloze_qa"}
     with pytest.raises(ValueError, match="reference config cloze_qa must be in view"):
         build_report(tiny.select(configs=["o0.letter"]).with_reference("cloze_qa"), **FAST)
+
+
+def test_first_sections_equal_the_full_reports():
+    """The app shows these first on a big grid: they must be the report's own figures."""
+    from fragility_tui.analysis.report import build_report, first_sections
+    from fragility_tui.grid.simulate import simulate_cube
+
+    cube = simulate_cube(5, 60, seed=4)
+    full = build_report(cube, name="g", n_boot=50, n_random=20)
+    first = first_sections(cube, name="g")
+    assert first["partial"] is True and "partial" not in full
+    for section in ("grid", "bands", "configs"):
+        assert first[section] == full[section]

@@ -96,3 +96,42 @@ async def test_the_model_drilldown_shows_every_item_in_one_compact_row(synthetic
         await pilot.press("down", "enter")
         await pilot.pause()
         assert isinstance(app.screen, ItemScreen) and app.screen.item_uid == cube.items[1]
+
+
+async def test_a_big_grid_shows_its_bands_before_the_bootstrap_statistics(synthetic_store,
+                                                                          monkeypatch):
+    """From FIRST_SECTIONS_CELLS a grid's Bands and Items come first; the panes that need the
+    bootstrap statistics say so until they are computed, then show them."""
+    import threading
+
+    import fragility_tui.analysis.report as report
+
+    monkeypatch.setattr("fragility_tui.tui.app.FIRST_SECTIONS_CELLS", 1)
+    release = threading.Event()
+    full_report = report.build_report
+
+    def slow_build_report(*args, **kwargs):
+        release.wait(30)
+        return full_report(*args, **kwargs)
+
+    monkeypatch.setattr(report, "build_report", slow_build_report)
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.view is None:
+            await pilot.pause(0.05)
+        assert app.view.partial and app.computing
+        assert "bands ready" in str(app.query_one("#status").render())
+        for key, pane in (("2", "bands"), ("3", "pairs")):  # not show_pane: it waits for
+            await pilot.press(key)                        # the worker held above
+            while app.query_one("#panes").current != pane:
+                await pilot.pause(0.05)
+            await pilot.pause()
+            if pane == "bands":
+                assert "synthetic-model" in screen_text(app)
+        assert "computing the statistics" in screen_text(app)
+        release.set()
+        await wait_ready(app, pilot)
+        assert not app.view.partial
+        await show_pane(app, pilot, "3")
+        text = screen_text(app)
+        assert "computing the statistics" not in text and "Adjacent pairs" in text

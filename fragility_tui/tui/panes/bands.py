@@ -18,7 +18,9 @@ LEGEND = "● reference  ◆ mean  ├─┤ min…max over configs  ▓ robust 
 
 
 class BandsPane(Pane, pane_id="bands", title="Bands", below="band-chart"):
-    help = "Accuracy band per model over the configs in view. Enter: the model's 26 configs; o sorts."
+    help = ("Accuracy band per model over the configs in view. Enter: the model's configs and "
+            "items; o sorts.")
+    needs_statistics = False
 
     def render_view(self, view) -> None:
         bands = view.report.get("bands", [])

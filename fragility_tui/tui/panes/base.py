@@ -26,6 +26,7 @@ class Pane(Vertical):
     title = "Pane"
     help = ""
     needs_view = True  # False for panes that work without an open grid (Grids, Runs)
+    needs_statistics = True  # False for panes a big grid's first sections serve (Bands, Items)
     # The usual body: a ReportTable named after the pane, with optional Statics (by id)
     # above and below it. Panes with other bodies override compose_body.
     static_above: str | None = None
@@ -85,14 +86,22 @@ class Pane(Vertical):
         self.stale = False
         view = self.view
         empty = self.query_one(".pane-empty", Static)
-        if self.needs_view and view is None:
-            empty.display = True
+        waiting = (self.needs_view and view is None) or \
+            (self.needs_statistics and view is not None and view.partial)
+        if self.needs_view:  # no other grid's figures under the waiting message
+            for child in self.children:
+                if not (child.has_class("pane-help") or child.has_class("pane-empty")):
+                    child.display = not waiting
+        empty.display = waiting
+        if waiting:
             empty.update(Text(self.waiting_message(), style="italic"))
             return
-        empty.display = False
         self.render_view(view)
 
     def waiting_message(self) -> str:
+        if self.view is not None and self.view.partial:
+            return ("computing the statistics (bootstrap intervals) of this big grid… "
+                    "the Bands (2) and Items (4) panes are ready")
         if self.grids is None:
             return "opening the store…"
         if self.grid_name is not None:

@@ -17,6 +17,7 @@ QUERY_HELP = ("/ filters: bench:NAME subject:NAME frag>0.5 flips:MODEL and free 
 
 class ItemsPane(Pane, pane_id="items", title="Items"):
     help = QUERY_HELP
+    needs_statistics = False
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
