@@ -24,6 +24,9 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: install
+	@# bytecode first (a no-op when current): the app starts without compiling itself, even
+	@# where PYTHONDONTWRITEBYTECODE is set
+	@$(PY) -m compileall -q fragility_tui
 	$(VENV)/bin/fragility-tui
 
 test: install

@@ -80,7 +80,7 @@ class FragilityApp(App):
                     yield Lazy(pane)
         yield Input(placeholder="filter (Enter to keep, Esc to close)", id="filter")
         yield Static("", id="status")
-        yield Footer()
+        yield Lazy(Footer())  # its key list follows the first frame
 
     def on_mount(self) -> None:
         from fragility_tui.tui.keymap import load_keymap
