@@ -8,15 +8,14 @@ import numpy as np
 from rich.text import Text
 
 from fragility_tui.tui.sanitize import block, clean
+from fragility_tui.tui.widgets import mark_text
 
 
 
 
 def bit_mark(correct: bool, present: bool) -> Text:
     """One character: ✓ correct, ✗ wrong, · no cell."""
-    if not present:
-        return Text("·", style="dim")
-    return Text("✓", style="bold green") if correct else Text("✗", style="bold red")
+    return mark_text("·" if not present else "✓" if correct else "✗")
 
 
 ITEM_TEXT_LIMIT = 4_000  # characters of one question/choice/output shown in the drill-down

@@ -7,8 +7,6 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
-from fragility_tui.tui.cell_explain import bit_mark
-
 CONFIG_SHORT = {"letter": "L", "paren": "P", "digit": "D", "instruct": "I",
                 "cloze_qa": "q", "cloze_bare": "b"}
 MODEL_WIDTH = 24  # the model column of the matrix: all 26 configs fit at 80 columns
@@ -47,18 +45,15 @@ def group_header(columns: list[str | None], model_width: int) -> Text:
     return Text(line, style="bold")
 
 
-def compact_marks(bits: np.ndarray, present: np.ndarray, columns: list[str | None],
-                  position: dict[str, int]) -> Text:
-    """One model × one item across the configs: ✓/✗/· per config, a space per group gap
-    (bits and present indexed by the cube's config order, `position`)."""
-    line = Text()
-    for config_id in columns:
-        if config_id is None:
-            line.append(" ")
-        else:
-            j = position[config_id]
-            line.append_text(bit_mark(bool(bits[j]), bool(present[j])))
-    return line
+def compact_rows(bits: np.ndarray, present: np.ndarray, columns: list[str | None],
+                 position: dict[str, int]) -> list[str]:
+    """One model's items across the configs, a plain string per item: ✓/✗/· per config and
+    a space per group gap (bits, present: [item, config] in the cube's config order). Built
+    vectorised; widgets.mark_text colours a row when it is drawn."""
+    marks = np.where(present, np.where(bits, "✓", "✗"), "·")
+    layout = np.array([position[c] if c is not None else -1 for c in columns])
+    cells = np.where(layout >= 0, marks[:, np.maximum(layout, 0)], " ")
+    return ["".join(row) for row in cells.tolist()]
 
 
 def config_letters(columns: list[str | None]) -> str:

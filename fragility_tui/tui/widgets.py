@@ -21,7 +21,7 @@ MAX_ROWS_SHOWN = 500  # rows put in a DataTable (filling costs ~0.1 ms a row); c
 @dataclass
 class Column:
     label: str
-    kind: str = "text"  # text | pct | num | pts | rate | int | bool | rich
+    kind: str = "text"  # text | pct | num | pts | rate | int | bool | marks | rich
     width: int = 0  # 0 = fit
 
 
@@ -43,6 +43,8 @@ def format_value(value, kind: str, width: int = 0) -> Text:
         return Text(f"{int(value):,}", justify="right")
     if kind == "bool":
         return Text("yes" if value else "no")
+    if kind == "marks":  # a compact config row (tui.config_matrix), coloured when drawn
+        return mark_text(value)
     return cell(value, width or DEFAULT_MAX_WIDTH)
 
 
@@ -300,6 +302,17 @@ class GridHeader(Static):
 
 
 # ---------------------------------------------------------------- text bars
+MARK_STYLES = {"✓": "bold green", "✗": "bold red", "·": "dim"}  # correct, wrong, no cell
+
+
+def mark_text(marks: str) -> Text:
+    """✓/✗/· marks coloured (the glyphs carry the meaning without colour)."""
+    text = Text()
+    for ch in marks:
+        text.append(ch, style=MARK_STYLES.get(ch, ""))
+    return text
+
+
 def band_bar(lo: float, hi: float, ref: float, mean: float, robust: float,
              width: int) -> Text:
     """One model's band on a 0–100 % scale: robust ▓, range ─, mean ◆, reference ●.

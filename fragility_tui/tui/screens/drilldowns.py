@@ -7,7 +7,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from fragility_tui.tui.config_matrix import compact_marks, config_letters, group_header, matrix_layout
+from fragility_tui.tui.config_matrix import compact_rows, config_letters, group_header, matrix_layout
 from fragility_tui.tui.item_table import ITEM_COLUMNS, item_rows
 from fragility_tui.tui.messages import ShowItem
 from fragility_tui.tui.screens.base import DrillScreen
@@ -71,13 +71,14 @@ class ModelScreen(DrillScreen):
         correct = (bits & present).sum(axis=1).tolist()
         shown = present.sum(axis=1).tolist()
         classes = view.classes[m].tolist()
-        rows = [(uid, [keep_end(uid, ITEM_WIDTH), compact_marks(bits[k], present[k], columns, position),
+        marks = compact_rows(bits, present, columns, position)
+        rows = [(uid, [keep_end(uid, ITEM_WIDTH), marks[k],
                        f"{correct[k]}/{shown[k]}", SHORT_CLASS[classes[k]]])
                 for k, uid in enumerate(view.cube.items)]
         groups = group_header(columns, 0).plain.rstrip()
         table = self.query_one("#model-items", VirtualTable)
         table.set_data([Column("item", width=ITEM_WIDTH),
-                        Column(f"{groups}\n{config_letters(columns)}", "rich"),
+                        Column(f"{groups}\n{config_letters(columns)}", "marks"),
                         Column("✓/n"), Column("class")], rows)
         table.border_title = safe_title(
             f"{self.model} × {len(rows):,} items (✓ correct ✗ wrong · missing)")
