@@ -45,14 +45,29 @@ class RunStatus(str, enum.Enum):
 def start_detached(argv: list[str], log_path: str | os.PathLike) -> int:
     """Start `fragility-tui ARGV` (argv without the program name) in a new session with
     stdin closed and stdout/stderr appended to `log_path`; returns its pid."""
+    return launch_detached(argv, log_path).pid
+
+
+def launch_detached(argv: list[str], log_path: str | os.PathLike) -> subprocess.Popen:
+    """start_detached, keeping the process handle: a launcher that stays up (the app) can
+    see a run refused at its start (exit status 2, no run row) and say why."""
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "fragility_tui.cli", *argv]
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True, close_fds=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    return proc.pid
+
+
+def failure_line(log_path: str | os.PathLike) -> str:
+    """The last non-empty line of a launched process's log: where the CLI says why it
+    stopped (`error: ...`)."""
+    try:
+        lines = Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return next((line for line in reversed(lines) if line.strip()), "(empty log)")
 
 
 def process_start(pid: int) -> str | None:

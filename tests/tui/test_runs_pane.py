@@ -126,3 +126,24 @@ async def test_a_doomed_run_is_not_launched(tmp_path):
         note = str(pane.query_one("#run-note").render())
         assert "is not an alias" in note and "no such file or folder" in note
     assert Store(db).list_runs() == []
+
+
+async def test_a_run_refused_at_its_start_says_why_in_the_pane(tmp_path, tiny_model_folder):
+    """A run the CLI refuses before it writes a run row (exit 2) shows the CLI's reason."""
+    db = tmp_path / "runs.duckdb"
+    Store(db)
+    items = write_items(tmp_path / "items.jsonl")
+    app = FragilityApp(str(db))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await show_pane(app, pilot, "7")
+        pane = app.pane("runs")
+        for field, value in (("model", str(tiny_model_folder)), ("items", str(items)),
+                             ("grid", "tiny"), ("extra", "--no-such-flag")):
+            pane.query_one(f"#run-{field}").value = value
+        await pilot.click("#run-start")
+        note = await until(pilot, lambda: "failed" in str(pane.query_one("#run-note").render())
+                           and str(pane.query_one("#run-note").render()), "the refusal",
+                           timeout=60)
+        assert "exit 2" in note and "--no-such-flag" in note
+    assert Store(db).list_runs() == []

@@ -20,8 +20,8 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
-from fragility_tui.jobs import (RunStatus, check_run_form, db_args, log_dir, merge_progress,
-                                run_argv, start_detached)
+from fragility_tui.jobs import (RunStatus, check_run_form, db_args, failure_line,
+                                launch_detached, log_dir, merge_progress, run_argv)
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
@@ -86,6 +86,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
 
     def on_mount(self) -> None:
         self.runs: list[dict] = []
+        self.launched: list[tuple] = []  # (process, log, what) until each has exited
         self.set_interval(REFRESH_SECONDS, self._tick)
 
     def render_view(self, view) -> None:
@@ -96,8 +97,21 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         self.poll()
 
     def _tick(self) -> None:
+        self._check_launched()
         if self.display:  # the pane switcher hides the panes not shown
             self.poll()
+
+    def _check_launched(self) -> None:
+        """A launched command that failed says why here (a run refused before it starts,
+        e.g. a model already in the grid under other settings, leaves no run row)."""
+        running = []
+        for proc, log, what in self.launched:
+            code = proc.poll()
+            if code is None:
+                running.append((proc, log, what))
+            elif code != 0:
+                self.note(f"{what} failed (exit {code}): {failure_line(log)}", error=True)
+        self.launched = running
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def poll(self) -> None:
@@ -175,11 +189,12 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
     def launch(self, argv: list[str], what: str) -> None:
         log = log_dir(self.db_path) / f"tui-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
         try:
-            pid = start_detached(argv, log)
+            proc = launch_detached(argv, log)
         except OSError as exc:
             self.note(f"could not {what}: {exc}", error=True)
             return
-        self.note(f"{what}: process {pid} started, log {log}")
+        self.launched.append((proc, log, what))
+        self.note(f"{what}: process {proc.pid} started, log {log}")
         self.poll()
 
     def note(self, text: str, error: bool = False) -> None:
