@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tiny_models import make_model, make_tokenizer  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory) -> Path:
+    """A tiny llama saved as a model folder (what `run --model FOLDER` loads)."""
+    folder = tmp_path_factory.mktemp("models") / "tiny-llama"
+    tokenizer = make_tokenizer()
+    make_model(tokenizer).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tiny_models import make_model, make_tokenizer  # noqa: E402
+from tiny_models import make_tokenizer  # noqa: E402
 from fragility_tui.grid.model_records import FingerprintMismatch  # noqa: E402
 from fragility_tui.grid.store import Store  # noqa: E402
 from runners.loop import Run, RunSpec  # noqa: E402
@@ -31,15 +31,6 @@ def write_items(path: Path, n: int) -> Path:
             for i in range(n)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
-
-
-@pytest.fixture(scope="module")
-def tiny_folder(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("models") / "tiny-llama"
-    tokenizer = make_tokenizer()
-    make_model(tokenizer).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(autouse=True)

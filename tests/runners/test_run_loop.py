@@ -16,7 +16,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tiny_models import make_model, make_tokenizer  # noqa: E402
 from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.grid.store import Store  # noqa: E402
@@ -44,15 +43,6 @@ def write_items(path: Path, n: int) -> Path:
                      "question": f"{q} (variant {i})", "choices": choices, "gold": gold})
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
-
-
-@pytest.fixture(scope="session")
-def tiny_folder(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("models") / "tiny-llama"
-    tokenizer = make_tokenizer()
-    make_model(tokenizer).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
 
 
 def spec_for(folder, items, grid="g", **kw) -> RunSpec:
