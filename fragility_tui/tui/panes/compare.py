@@ -84,7 +84,7 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
             if len(models) >= 2:
                 sel_a.value = old_a if old_a in models else models[0]
                 sel_b.value = old_b if old_b in models else models[1]
-        self.compare()
+        self.call_after_refresh(self.compare)  # the pane paints first, the worker starts after
 
     def set_pair(self, a: str, b: str) -> None:
         with self.prevent(Select.Changed):
