@@ -12,6 +12,11 @@ Scenarios (label the decision under the observed target at the reference must re
 - target-sensitive mix: A far ahead on the big benchmark, B far
   ahead on the small one (observed favours A, balanced favours B)   -> target-sensitive
 - missing support: a stable gap, but B has no cells on one benchmark -> unsupported
+
+Beside the procedure, each replicate is also judged by the point-estimate-only rule a
+leaderboard applies: the model with the higher reference accuracy wins ("stable"), an exact
+tie is "underpowered". It cannot tell noise, harness or target from a real gap; its
+recovery rates show what the full procedure adds.
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ class ScenarioResult:
     replicates: int
     labels: dict  # label -> count
     recovered: int
+    point_estimate_recovered: int = 0  # replicates the point-estimate-only rule got right
 
     @property
     def rate(self) -> float:
@@ -104,6 +110,10 @@ class ScenarioResult:
     @property
     def interval(self) -> tuple[float, float]:
         return wilson(self.recovered, self.replicates)
+
+    @property
+    def point_estimate_rate(self) -> float:
+        return self.point_estimate_recovered / self.replicates if self.replicates else 0.0
 
     @property
     def modal_label(self) -> str:
@@ -121,11 +131,23 @@ def run_check(replicates: int = 300, seed: int = 0, n_boot: int = 1000,
     for k, scenario in enumerate(scenarios):
         rng = np.random.default_rng([seed, 9000 + k])
         labels: Counter = Counter()
+        point_estimate = 0
         for r in range(replicates):
             cube = simulate_pair(scenario, rng)
             d = decide(cube, "A", "B", REFERENCE, target="observed", margin=margin,
                        seed=seed * 100_003 + r, n_boot=n_boot)
             labels[d.label] += 1
+            point_estimate += point_estimate_label(cube) == scenario.expected
         results.append(ScenarioResult(scenario.name, scenario.expected, replicates,
-                                      dict(sorted(labels.items())), labels[scenario.expected]))
+                                      dict(sorted(labels.items())), labels[scenario.expected],
+                                      point_estimate))
     return results
+
+
+def point_estimate_label(cube: Cube) -> str:
+    """The leaderboard's rule: a higher reference accuracy wins, whatever the noise, the
+    harness or the target ("stable"); only an exact tie is "underpowered"."""
+    ref = cube.configs.index(REFERENCE)
+    acc = [cube.bits[m, :, ref][cube.present[m, :, ref]].mean() for m in (0, 1)]
+    return "underpowered" if acc[0] == acc[1] else "stable"
+

@@ -41,3 +41,14 @@ def test_wilson_interval():
     assert (round(lo, 4), round(hi, 4)) == (0.4038, 0.5962)
     assert wilson(0, 10)[0] == 0.0 and wilson(10, 10)[1] == pytest.approx(1.0)
     assert wilson(0, 10)[1] == pytest.approx(0.2775, abs=1e-4)
+
+
+def test_the_point_estimate_rule_recovers_only_the_plain_gap(results):
+    """A leaderboard's rule (higher reference accuracy wins) is right on the stable gap and
+    wrong wherever noise, the harness, the target or missing support decide."""
+    by_name = {r.scenario: r for r in results}
+    assert by_name["stable gap"].point_estimate_rate >= 0.99
+    for name in ("no gap", "harness reversal", "target-sensitive mix", "missing support"):
+        assert by_name[name].point_estimate_rate <= 0.1, (name, by_name[name])
+    assert sum(r.recovered for r in results) > 3 * sum(r.point_estimate_recovered
+                                                      for r in results)
