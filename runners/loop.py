@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from fragility_tui.errors import InputError
 from fragility_tui.grid.configs import CONFIG_IDS
-from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash
+from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash, shard_of
 from fragility_tui.grid.store_schema import utc_now
 from runners.events import Display, EventLog, default_events_path
 from runners.run_provenance import gpu_info, new_session
@@ -54,6 +54,7 @@ class RunSpec:
     prefix_reuse: bool = True
     name: str | None = None  # record the (one) model under this grid name
     prompt_mode: str = "auto"  # auto | chat | raw (runners.fingerprint.prompt_mode)
+    shard: list[int] | None = None  # [i, n]: only the items of shard i of n (grid.items.shard_of)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -235,7 +236,10 @@ class Run:
         spec = self.spec
         torch.set_num_threads(spec.threads)
         items, report = load_many(spec.items, per_benchmark=spec.per_benchmark, seed=spec.seed)
-        set_hash = item_set_hash(items)
+        set_hash = item_set_hash(items)  # of every shard's items: one grid, one item set
+        if spec.shard:  # after sampling, so every shard samples the same items
+            index, count = spec.shard
+            items = [it for it in items if shard_of(it.item_uid, count) == index]
         self._prepare_grid(items, set_hash)
         names = [p.name for p in self.prepared]
         done = {name: self.store.done_keys(spec.grid, name) for name in names}

@@ -35,6 +35,10 @@ def register(sub) -> None:
                         "0 = all)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="sampling and option-shuffle seed (default 0)")
+    p.add_argument("--shard", metavar="I/N",
+                   help="evaluate only shard I of N (0 <= I < N) of the sampled items, split "
+                        "by a stable hash of each item id: N workers with the same command "
+                        "and shards 0/N … N-1/N cover the items once; recorded in the run spec")
     p.add_argument("--configs", metavar="ID,...",
                    help="config ids or groups (generate, likelihood, o0..o5, letter, ...); "
                         "default all 26")
@@ -112,6 +116,14 @@ def spec_from_args(args: argparse.Namespace):
                          field="--name")
     if args.per_benchmark < 0:
         raise InputError("--per-benchmark must be 0 (all) or more", field="--per-benchmark")
+    shard = None
+    if args.shard is not None:
+        from fragility_tui.grid.items import parse_shard
+
+        try:
+            shard = list(parse_shard(args.shard))
+        except ValueError as exc:
+            raise InputError(str(exc), field="--shard") from None
     return RunSpec(models=list(args.model), items=list(args.items), grid=args.grid,
                    per_benchmark=args.per_benchmark or None, seed=args.seed, configs=configs,
                    quantize=args.quantize, dtype=args.dtype, device=args.device,
@@ -120,7 +132,7 @@ def spec_from_args(args: argparse.Namespace):
                    max_new_tokens=args.max_new_tokens,
                    trust_remote_code=args.trust_remote_code, threads=args.threads,
                    prefix_reuse=not args.no_prefix_reuse, name=args.name or None,
-                   prompt_mode=args.prompt_mode)
+                   prompt_mode=args.prompt_mode, shard=shard)
 
 
 def _resumed_spec(store, run_id: str, args):

@@ -171,3 +171,22 @@ def item_set_hash(items: list[Item]) -> str:
 def item_content_hash(question: str, choices: list[str] | tuple[str, ...]) -> str:
     """Hash of an item's text alone (used to match items across tools, e.g. lm-eval logs)."""
     return hashlib.sha256(json.dumps([question, list(choices)], ensure_ascii=False).encode()).hexdigest()
+
+
+def shard_of(item_uid: str, shards: int) -> int:
+    """The shard (0 … shards-1) an item belongs to: a stable hash of its id, the same on every
+    machine and Python, so `run --shard i/n` workers split the items without talking."""
+    return int(hashlib.sha256(item_uid.encode()).hexdigest()[:16], 16) % shards
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`I/N` (0 <= I < N) -> (I, N); ValueError with the rule otherwise."""
+    index, sep, count = text.partition("/")
+    try:
+        i, n = int(index), int(count)
+    except ValueError:
+        raise ValueError(f"{text!r} is not I/N (e.g. 0/4)") from None
+    if not sep or n < 1 or not 0 <= i < n:
+        raise ValueError(f"{text!r}: need 0 <= I < N, e.g. 0/4 … 3/4")
+    return i, n
+

@@ -21,6 +21,7 @@ from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.grid.store import Store  # noqa: E402
 from fragility_tui.jobs import effective_status  # noqa: E402
 from runners.loop import Run, RunSpec  # noqa: E402
+from helpers import run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -388,3 +389,37 @@ def test_hub_id_offline_is_a_clear_error(tmp_path):
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("error: ") and "someorg/somemodel" in out.stderr
     assert "offline" in out.stderr
+
+
+def test_shards_split_the_items_and_together_make_the_whole_grid(tiny_folder, tmp_path):
+    """`run --shard i/n`: each worker takes the items whose id hashes to its shard (after
+    sampling), so n shards written into one grid hold exactly the cells of one whole run."""
+    from fragility_tui.grid.items import parse_shard, shard_of
+
+    items = write_items(tmp_path / "items.jsonl", 6)
+    configs = ["o0.letter", "cloze_qa"]
+    whole = Store(tmp_path / "whole.duckdb")
+    assert Run(spec_for(tiny_folder, items, configs=configs), whole,
+               display="none").execute() == "finished"
+    sharded = Store(tmp_path / "sharded.duckdb")
+    per_shard = []
+    for i in range(3):
+        run = Run(spec_for(tiny_folder, items, configs=configs, shard=[i, 3]), sharded,
+                  display="none")
+        assert run.execute() == "finished"
+        row = sharded.get_run(run.run_id)
+        assert row["spec"]["shard"] == [i, 3]
+        per_shard.append({k[1] for k in cells_of(sharded, "g")} - set().union(*per_shard))
+    assert all(shard_of(uid, 3) == i for i, uids in enumerate(per_shard) for uid in uids)
+    assert_same_cells(cells_of(sharded, "g"), cells_of(whole, "g"))
+    assert sharded.grid_info("g").complete
+    assert parse_shard("2/3") == (2, 3)
+    for bad in ("3/3", "-1/3", "1", "a/b", "0/0"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+def test_a_bad_shard_is_refused_by_the_cli(tmp_path):
+    proc = run_cli("run", "--model", "smollm2-135m-instruct", "--shard", "4/4", "--grid", "g",
+                   db=tmp_path / "s.duckdb")
+    assert proc.returncode == 2 and "--shard" in proc.stderr and "0 <= I < N" in proc.stderr
