@@ -4,6 +4,7 @@ into them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def load_sample_grids(store, recorded: set[str] | None = None, progress=None) ->
         name = meta["name"]
         if not cells_path.is_file():
             continue
-        digest = sha256_file(cells_path)
+        digest = shipped_digest(cells_path, meta)
         if store.has_grid(name):
             if not _holds_older_shipped_version(store, name, cells_path, digest):
                 continue
@@ -48,6 +49,16 @@ def load_sample_grids(store, recorded: set[str] | None = None, progress=None) ->
         _load_sample_grid(store, cells_path, meta, digest)
         loaded.append(name)
     return loaded
+
+
+def shipped_digest(cells_path: Path, meta: dict) -> str:
+    """The shipped version of a grid: its cells file and, where it has one, its provenance
+    file (a release that only corrects the provenance still reaches existing stores)."""
+    digest = sha256_file(cells_path)
+    if meta.get("provenance") and (SAMPLE_GRIDS_DIR / meta["provenance"]).is_file():
+        provenance = sha256_file(SAMPLE_GRIDS_DIR / meta["provenance"])
+        digest = hashlib.sha256(f"{digest}:{provenance}".encode()).hexdigest()
+    return digest
 
 
 def _load_sample_grid(store, cells_path: Path, meta: dict, digest: str) -> None:

@@ -53,6 +53,17 @@ def test_a_newer_shipped_version_replaces_the_older_one(shipped, tmp_path):
     assert sorted(r["run_id"] for r in store.list_runs("demo")) == ["run-a", "run-b"]
 
 
+def test_a_release_that_only_corrects_the_provenance_reaches_the_store(shipped, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    assert ensure_sample_grids(store) == ["demo"]
+    doc = json.loads((shipped / "demo.provenance.json").read_text())
+    doc["runs"][0]["events_path"] = "run-a.jsonl"  # e.g. a machine path removed
+    (shipped / "demo.provenance.json").write_text(json.dumps(doc))
+    assert ensure_sample_grids(store) == ["demo"]
+    assert store.get_run("run-a")["events_path"] == "run-a.jsonl"
+    assert ensure_sample_grids(store) == []
+
+
 def test_a_grid_a_local_run_wrote_into_is_kept(shipped, tmp_path):
     store = Store(tmp_path / "s.duckdb")
     ensure_sample_grids(store)
