@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "fragility_tui.commands.run",
     "fragility_tui.commands.runs",
     "fragility_tui.commands.lmeval",
+    "fragility_tui.commands.merge",
 )
 
 

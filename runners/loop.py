@@ -131,8 +131,10 @@ class Run:
             "grid": spec.grid, "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
             "spec": spec.to_dict()})
         previous = store.get_run(self.run_id) or {}
+        # A parts folder keeps its runs' events beside them (a cluster driver reads them).
+        default_events = getattr(store, "events_path_for", default_events_path)
         self.events_path = events_path or previous.get("events_path") or str(
-            default_events_path(self.run_id))
+            default_events(self.run_id))
         self.events: EventLog | None = None
         self.tokens = int(previous.get("tokens") or 0)  # accumulates over resumes
         self.seconds_before = float(previous.get("seconds") or 0.0)
@@ -237,10 +239,12 @@ class Run:
         torch.set_num_threads(spec.threads)
         items, report = load_many(spec.items, per_benchmark=spec.per_benchmark, seed=spec.seed)
         set_hash = item_set_hash(items)  # of every shard's items: one grid, one item set
+        positions = list(range(len(items)))  # each item's place in the whole sampled set
         if spec.shard:  # after sampling, so every shard samples the same items
             index, count = spec.shard
-            items = [it for it in items if shard_of(it.item_uid, count) == index]
-        self._prepare_grid(items, set_hash)
+            positions = [k for k, it in enumerate(items) if shard_of(it.item_uid, count) == index]
+            items = [items[k] for k in positions]
+        self._prepare_grid(items, set_hash, positions)
         names = [p.name for p in self.prepared]
         done = {name: self.store.done_keys(spec.grid, name) for name in names}
         wanted = {(it.item_uid, c) for it in items for c in spec.configs}
@@ -262,7 +266,7 @@ class Run:
                 return RunStatus.CANCELLED
         return RunStatus.FINISHED
 
-    def _prepare_grid(self, items: list[Item], set_hash: str) -> None:
+    def _prepare_grid(self, items: list[Item], set_hash: str, positions: list[int]) -> None:
         spec = self.spec
         if self.store.has_grid(spec.grid):
             meta = self.store.grid_meta(spec.grid)
@@ -276,7 +280,7 @@ class Run:
             self.store.create_grid(spec.grid, seed=spec.seed, item_set_hash=set_hash,
                                    description=f"runner: {', '.join(spec.items)}",
                                    meta={"per_benchmark": spec.per_benchmark})
-        self.store.add_items(spec.grid, items)
+        self.store.add_items(spec.grid, items, positions=positions)
 
     def _run_provenance(self, items, set_hash, report) -> dict:
         from runners.run_provenance import run_provenance

@@ -69,6 +69,11 @@ def register(sub) -> None:
                    help="allow a model's own Python code to run (off unless given)")
     p.add_argument("--no-prefix-reuse", action="store_true",
                    help="forward every prompt whole (for checks and benchmarks)")
+    p.add_argument("--out-parts", metavar="DIR",
+                   help="write no store: each committed batch becomes a Parquet part under "
+                        "DIR, with the run's record and items beside it (a cluster worker); "
+                        "rerunning skips the cells DIR holds; `fragility-tui merge DIR` "
+                        "brings them into a store (docs/scale.md)")
     p.add_argument("--events", metavar="PATH",
                    help="JSON-lines progress file (default: under the user data dir)")
     p.add_argument("--display", choices=("full", "plain", "none"),
@@ -156,7 +161,12 @@ def run(args: argparse.Namespace) -> int:
     from runners.events import choose_display
     from runners.loop import Run
 
-    store = open_store(args.db)
+    if getattr(args, "out_parts", None):
+        from fragility_tui.grid.parts import PartsStore
+
+        store = PartsStore(args.out_parts)
+    else:
+        store = open_store(args.db)
     if args.resume:
         spec = _resumed_spec(store, args.resume, args)
     else:

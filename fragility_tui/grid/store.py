@@ -200,8 +200,11 @@ class Store(ModelRecords, RunRecords):
     # -- items ---------------------------------------------------------------------------
 
     def add_items(self, grid: str, items: list[Item],
-                  con: duckdb.DuckDBPyConnection | None = None) -> int:
-        """Insert items not yet in the grid (by item_uid), after the existing ones."""
+                  con: duckdb.DuckDBPyConnection | None = None,
+                  positions: list[int] | None = None) -> int:
+        """Insert items not yet in the grid (by item_uid), after the existing ones, in the
+        order given. (`positions`, each item's place in a whole sampled set, is what parts
+        record for a later merge, grid/parts.py; the store keeps its own order.)"""
         if con is None:
             return self._in_transaction(None, lambda c: self.add_items(grid, items, con=c))
         existing = {r[0] for r in con.execute("SELECT item_uid FROM items WHERE grid = ?",

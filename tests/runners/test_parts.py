@@ -1,0 +1,210 @@
+"""Store-less workers (`run --out-parts DIR`) and `merge`: shards written as Parquet parts
+and merged equal one single-process run cell for cell; merging is idempotent; a rerun
+resumes; parts that would mix seeds, item sets or settings are refused with the file named."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fragility_tui.errors import InputError  # noqa: E402
+from fragility_tui.grid.merge import merge_parts  # noqa: E402
+from fragility_tui.grid.parts import PartsStore, visible_files  # noqa: E402
+from fragility_tui.grid.store import Store  # noqa: E402
+from runners.loop import Run  # noqa: E402
+from helpers import run_cli  # noqa: E402
+from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
+
+CONFIGS = ["o0.letter", "o2.digit", "cloze_qa"]
+
+
+@pytest.fixture(scope="module")
+def whole_and_parts(tiny_folder, tmp_path_factory):
+    """One whole run into a store, and the same spec as 2 shards into one parts folder."""
+    tmp = tmp_path_factory.mktemp("parts")
+    items = write_items(tmp / "items.jsonl", 6)
+    whole = Store(tmp / "whole.duckdb")
+    assert Run(spec_for(tiny_folder, items, configs=CONFIGS), whole,
+               display="none").execute() == "finished"
+    folder = tmp / "parts"
+    for i in range(2):
+        run = Run(spec_for(tiny_folder, items, configs=CONFIGS, shard=[i, 2]),
+                  PartsStore(folder), display="none")
+        assert run.execute() == "finished"
+    return tmp, items, whole, folder
+
+
+def test_two_shards_merged_equal_one_whole_run(whole_and_parts, tmp_path):
+    _, _, whole, folder = whole_and_parts
+    assert len(visible_files(folder / "runs", "*.json")) == 2
+    assert len(visible_files(folder / "items", "*.parquet")) == 2
+    assert visible_files(folder / "cells", "*.parquet")
+    assert not list(folder.rglob(".*"))  # no temporary file left behind
+    store = Store(tmp_path / "merged.duckdb")
+    summary = merge_parts(store, [folder], "g")
+    assert summary["cells_added"] == 6 * len(CONFIGS) == summary["cells"]
+    assert_same_cells(cells_of(store, "g"), cells_of(whole, "g"))
+    assert [it.item_uid for it in store.load_items("g")] == [
+        it.item_uid for it in whole.load_items("g")]  # sampled order, as one run gives
+    assert store.grid_meta("g")["item_set_hash"] == whole.grid_meta("g")["item_set_hash"]
+    # each worker's run keeps its own provenance and sessions
+    runs = store.list_runs("g")
+    assert sorted(r["spec"]["shard"][0] for r in runs) == [0, 1]
+    assert all(r["status"] == "finished" and r["provenance"]["sessions"] for r in runs)
+    (model,) = store.list_models("g")
+    assert model["fingerprint"] == whole.list_models("g")[0]["fingerprint"]
+    # idempotent: again, and with a copy of every part beside the originals
+    assert merge_parts(store, [folder], "g")["cells_added"] == 0
+    copy = tmp_path / "copy"
+    shutil.copytree(folder, copy)
+    for part in visible_files(copy / "cells", "*.parquet"):
+        part.rename(part.with_name("dup-" + part.name))
+    assert merge_parts(store, [folder, copy], "g")["cells_added"] == 0
+    assert store.count_cells("g") == 6 * len(CONFIGS)
+
+
+def test_one_shard_then_the_other_through_the_cli(whole_and_parts, tmp_path):
+    _, _, whole, folder = whole_and_parts
+    db = tmp_path / "cli.duckdb"
+    first, second = tmp_path / "a", tmp_path / "b"
+    for target in (first, second):
+        (target / "cells").mkdir(parents=True)
+        for sub in ("runs", "items"):
+            shutil.copytree(folder / sub, target / sub)
+    runs = sorted(p.stem for p in visible_files(folder / "runs", "*.json"))
+    for part in visible_files(folder / "cells", "*.parquet"):
+        target = first if part.name.startswith(runs[0]) else second
+        shutil.copy(part, target / "cells" / part.name)
+    import pyarrow.parquet as pq
+
+    in_first = sum(pq.read_metadata(p).num_rows for p in visible_files(first / "cells", "*"))
+    proc = run_cli("merge", str(first), "--grid", "g", "--json", db=db, check=True)
+    assert 0 < json.loads(proc.stdout)["cells_added"] == in_first < 6 * len(CONFIGS)
+    proc = run_cli("merge", str(second), "--grid", "g", db=db, check=True)
+    assert "new cell(s)" in proc.stdout
+    assert_same_cells(cells_of(Store(db), "g"), cells_of(whole, "g"))
+
+
+def test_a_rerun_skips_the_cells_its_parts_hold(tiny_folder, whole_and_parts, tmp_path):
+    _, items, _, folder = whole_and_parts
+    again = tmp_path / "again"
+    shutil.copytree(folder, again)
+    before = visible_files(again / "cells", "*.parquet")
+    run = Run(spec_for(tiny_folder, items, configs=CONFIGS, shard=[0, 2]), PartsStore(again),
+              display="none")
+    assert run.execute() == "finished"
+    assert visible_files(again / "cells", "*.parquet") == before  # nothing new to write
+    assert PartsStore(again).get_run(run.run_id)["cells_done"] == \
+        PartsStore(again).get_run(run.run_id)["cells_total"]
+    events = (again / "events" / f"{run.run_id}.jsonl").read_text()
+    assert '"finished"' in events
+
+
+def _edit_run(folder, edit):
+    path = visible_files(folder / "runs", "*.json")[0]
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_parts_that_would_mix_settings_are_refused(whole_and_parts, tmp_path):
+    _, _, _, folder = whole_and_parts
+    store = Store(tmp_path / "s.duckdb")
+    bad_seed = tmp_path / "seed"
+    shutil.copytree(folder, bad_seed)
+    path = _edit_run(bad_seed, lambda d: d["provenance"].update(seed=7))
+    with pytest.raises(InputError, match="seed") as err:
+        merge_parts(store, [bad_seed], "g")
+    assert path.name in str(err.value) or "seed" in str(err.value)
+    assert not store.has_grid("g")  # nothing written
+
+    other = tmp_path / "fp"
+    shutil.copytree(folder, other)
+    name = next(iter(json.loads(visible_files(other / "runs", "*.json")[0].read_text())["models"]))
+    _edit_run(other, lambda d: d["models"][name]["fingerprint"].update(dtype="bf16"))
+    with pytest.raises(InputError, match="other settings"):
+        merge_parts(store, [other], "g")
+    assert not store.has_grid("g")
+
+    merge_parts(store, [folder], "g")  # the grid now exists with seed 0
+    reseeded = tmp_path / "reseeded"
+    shutil.copytree(folder, reseeded)
+    for p in visible_files(reseeded / "runs", "*.json"):
+        doc = json.loads(p.read_text())
+        doc["provenance"]["seed"] = 3
+        p.write_text(json.dumps(doc))
+    cells = store.count_cells("g")
+    with pytest.raises(InputError, match="seed 0"):
+        merge_parts(store, [reseeded], "g")
+    assert store.count_cells("g") == cells
+
+
+def test_bad_parts_name_the_file(whole_and_parts, tmp_path):
+    _, _, _, folder = whole_and_parts
+    store = Store(tmp_path / "s.duckdb")
+    with pytest.raises(InputError, match="not a parts folder"):
+        merge_parts(store, [tmp_path], "g")
+    broken = tmp_path / "broken"
+    shutil.copytree(folder, broken)
+    part = visible_files(broken / "cells", "*.parquet")[0]
+    part.write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="cannot read the cells part") as err:
+        merge_parts(store, [broken], "g")
+    assert part.name in str(err.value)
+    stray = tmp_path / "stray"
+    shutil.copytree(folder, stray)
+    run_file = visible_files(stray / "runs", "*.json")[0]
+    run_file.unlink()
+    with pytest.raises(InputError, match="has no record in runs/"):
+        merge_parts(store, [stray], "g")
+    (stray / "runs" / "x.json").write_text("{not json")
+    with pytest.raises(InputError, match="x.json:1"):
+        merge_parts(store, [stray], "g")
+    assert store.list_grids() == []
+    proc = run_cli("merge", str(tmp_path / "nowhere"), "--grid", "g", db=tmp_path / "c.duckdb")
+    assert proc.returncode == 2 and "not a parts folder" in proc.stderr
+
+
+def test_a_worker_killed_mid_run_then_rerun_completes_the_whole_grid(tiny_folder, tmp_path):
+    """The CLI as a cluster node runs it: no store is touched; SIGKILL after a committed
+    batch, the same command again (resume = rerun), then merge: the single-process grid."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from test_run_loop import REPO, wait_for_batches
+
+    items = write_items(tmp_path / "items.jsonl", 8)
+    common = ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
+              "--batch-size", "1", "--threads", "1", "--display", "none", "--grid", "g",
+              "--configs", ",".join(CONFIGS), "--prompt-mode", "chat"]
+    whole_db = tmp_path / "whole.duckdb"
+    assert run_cli("run", *common, db=whole_db, timeout=300).returncode == 0
+    folder, never = tmp_path / "parts", tmp_path / "never.duckdb"
+    worker = [*common, "--out-parts", str(folder), "--shard", "0/1"]
+    env = {"FRAGILITY_TUI_DB": str(never)}
+    proc = subprocess.Popen([sys.executable, "-m", "fragility_tui.cli", "run", *worker],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **env})
+    deadline = time.monotonic() + 120
+    while not list(folder.glob("events/*.jsonl")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert wait_for_batches(next(folder.glob("events/*.jsonl")), 2, proc)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    held = sum(1 for _ in visible_files(folder / "cells", "*.parquet"))
+    assert 0 < held < 8
+    assert not list(folder.rglob(".*.tmp"))  # no partial file is visible or left
+    assert run_cli("run", *worker, env=env, timeout=300).returncode == 0
+    assert not never.exists()  # a worker writes no store
+    db = tmp_path / "merged.duckdb"
+    run_cli("merge", str(folder), "--grid", "g", db=db, check=True)
+    assert_same_cells(cells_of(Store(db), "g"), cells_of(Store(whole_db), "g"))
+    assert len(Store(db).list_runs("g")) == 2  # the killed run and its rerun, both recorded
