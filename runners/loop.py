@@ -65,6 +65,29 @@ class RunSpec:
         return cls(**known)
 
 
+def prepare_models(spec: RunSpec, store) -> list:
+    """Each model's name and fingerprint from its spec, tokenizer and config files (no
+    weights load), checked against the grid's model rows: a model whose cells were made
+    with other settings is refused here (FingerprintMismatch, exit 2)."""
+    from runners.prepare import prepare_model
+
+    if spec.name and len(spec.models) != 1:
+        raise InputError("--name names one model; give a single --model with it",
+                         field="--name")
+    prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype, device=spec.device,
+                              quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
+                              mode=spec.prompt_mode, trust_remote_code=spec.trust_remote_code)
+                for m in spec.models]
+    names = [p.name for p in prepared]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"two --model specs would be recorded as {', '.join(twice)} in "
+                         "one grid; run them separately, one with --name", field="--model")
+    for p in prepared:
+        store.check_model(spec.grid, p.name, p.fingerprint)
+    return prepared
+
+
 class RunFailed(Exception):
     """A run stopped by an error that is not the user's input (OOM, disk full, ...)."""
 
@@ -78,6 +101,10 @@ class Stopper:
         self._previous = {}
 
     def install(self) -> None:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            return  # signals reach the main thread only (a run inside a worker thread)
         for sig in (signal.SIGINT, signal.SIGTERM):
             self._previous[sig] = signal.signal(sig, self._handle)
 
@@ -126,7 +153,7 @@ class Run:
         self.display = Display(display)
         self.resuming = run_id is not None
         # Before the run row: a refused setting leaves the store as it was.
-        self.prepared = self._prepare_models()
+        self.prepared = prepare_models(spec, store)
         self.run_id = run_id or store.create_run({
             "grid": spec.grid, "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
             "spec": spec.to_dict()})
@@ -146,30 +173,6 @@ class Run:
         self.session_tokens = 0
         self.scoring_seconds = 0.0  # time spent scoring (rates exclude model loading)
         self.session = new_session(self.resuming)
-
-    def _prepare_models(self) -> list:
-        """Each model's name and fingerprint from its spec, tokenizer and config files (no
-        weights load), checked against the grid's model rows: a model whose cells were
-        made with other settings is refused here (FingerprintMismatch, exit 2)."""
-        from runners.prepare import prepare_model
-
-        spec = self.spec
-        if spec.name and len(spec.models) != 1:
-            raise InputError("--name names one model; give a single --model with it",
-                             field="--name")
-        prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype, device=spec.device,
-                                  quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
-                                  mode=spec.prompt_mode,
-                                  trust_remote_code=spec.trust_remote_code)
-                    for m in spec.models]
-        names = [p.name for p in prepared]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise InputError(f"two --model specs would be recorded as {', '.join(twice)} in "
-                             "one grid; run them separately, one with --name", field="--model")
-        for p in prepared:
-            self.store.check_model(spec.grid, p.name, p.fingerprint)
-        return prepared
 
     # -- plumbing -------------------------------------------------------------------------
 

@@ -74,6 +74,16 @@ def register(sub) -> None:
                         "DIR, with the run's record and items beside it (a cluster worker); "
                         "rerunning skips the cells DIR holds; `fragility-tui merge DIR` "
                         "brings them into a store (docs/scale.md)")
+    p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
+                   help="run one Ray task per (model, shard) on the cluster at ADDRESS (none: "
+                        "start a local one), into parts under --out-parts (default: the user "
+                        "data dir's parts/GRID), merged into the store as tasks finish; "
+                        "needs the optional extra: pip install -e '.[cluster]'")
+    p.add_argument("--shards", type=int, default=1, metavar="N",
+                   help="with --ray: split each model's items into N shards (default 1)")
+    p.add_argument("--gpus-per-task", type=float, metavar="G",
+                   help="with --ray: GPUs each task asks Ray for (default: 1 when the cluster "
+                        "has GPUs and --device is not cpu, else 0)")
     p.add_argument("--events", metavar="PATH",
                    help="JSON-lines progress file (default: under the user data dir)")
     p.add_argument("--display", choices=("full", "plain", "none"),
@@ -161,6 +171,11 @@ def run(args: argparse.Namespace) -> int:
     from runners.events import choose_display
     from runners.loop import Run
 
+    if args.ray is not None:
+        return _launch_on_ray(args)
+    if args.shards != 1 or args.gpus_per_task is not None:
+        raise InputError("--shards and --gpus-per-task go with --ray (one worker: --shard I/N)",
+                         field="--shards")
     if getattr(args, "out_parts", None):
         from fragility_tui.grid.parts import PartsStore
 
@@ -183,5 +198,26 @@ def run(args: argparse.Namespace) -> int:
         from runners.loop import failure_reason
 
         print(f"error: run {runner.run_id} failed: {failure_reason(exc)}", file=sys.stderr)
+        return 1
+    return 0 if status == RunStatus.FINISHED else 130
+
+
+def _launch_on_ray(args: argparse.Namespace) -> int:
+    from fragility_tui.bootstrap import open_store
+    from runners.events import choose_display
+    from runners.loop import RunFailed
+    from runners.ray_launcher import Launch
+
+    if args.resume:
+        raise InputError("--ray does not take --resume: run the same command again (it skips "
+                         "the cells the parts hold)", field="--resume")
+    spec = spec_from_args(args)
+    launch = Launch(spec, open_store(args.db), address=args.ray or None, shards=args.shards,
+                    folder=args.out_parts, gpus_per_task=args.gpus_per_task,
+                    display=choose_display(args.display))
+    try:
+        status = launch.execute()
+    except RunFailed as exc:  # recorded in the launch's run row; one line for the user
+        print(f"error: run {launch.run_id} failed: {exc}", file=sys.stderr)
         return 1
     return 0 if status == RunStatus.FINISHED else 130

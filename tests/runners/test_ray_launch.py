@@ -1,0 +1,116 @@
+"""`run --ray --shards N` on a local Ray cluster: one task per (model, shard) into parts,
+merged as tasks finish; the grid equals a single-process run cell for cell, also when a
+worker process is killed mid-task (Ray retries it; the retry skips the cells held)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fragility_tui.errors import InputError  # noqa: E402
+from fragility_tui.grid.parts import visible_files  # noqa: E402
+from fragility_tui.grid.store import Store  # noqa: E402
+from helpers import run_cli  # noqa: E402
+from test_run_loop import REPO, assert_same_cells, cells_of, write_items  # noqa: E402
+
+CONFIGS = "o0.letter,o1.paren,cloze_qa"
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def common_args(tiny_folder, items):
+    return ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
+            "--threads", "1", "--display", "plain", "--grid", "g", "--configs", CONFIGS,
+            "--prompt-mode", "chat", "--batch-size", "1"]
+
+
+@pytest.fixture(scope="module")
+def whole(tiny_folder, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ray")
+    items = write_items(tmp / "items.jsonl", 8)
+    db = tmp / "whole.duckdb"
+    run_cli("run", *common_args(tiny_folder, items), db=db, timeout=300, check=True)
+    return items, cells_of(Store(db), "g")
+
+
+@pytest.mark.slow
+def test_ray_shards_on_a_local_cluster_give_the_single_process_grid(tiny_folder, whole,
+                                                                     tmp_path):
+    pytest.importorskip("ray")
+    items, reference = whole
+    db, parts = tmp_path / "s.duckdb", tmp_path / "parts"
+    proc = run_cli("run", *common_args(tiny_folder, items), "--ray", "--shards", "2",
+                   "--out-parts", str(parts), db=db, env=RAY_ENV, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    store = Store(db)
+    assert_same_cells(cells_of(store, "g"), reference)
+    runs = store.list_runs("g")
+    launch = [r for r in runs if r["spec"].get("launcher")]
+    assert len(launch) == 1 and launch[0]["status"] == "finished"
+    assert launch[0]["provenance"]["launcher"] == "ray" and launch[0]["cells_done"] == 24
+    assert sorted(r["spec"]["shard"][0] for r in runs if not r["spec"].get("launcher")) == [0, 1]
+    events = [json.loads(line) for line in open(launch[0]["events_path"])]
+    assert events[0]["event"] == "started" and events[-1]["event"] == "finished"
+    assert "g" in proc.stdout  # the plain display printed progress
+
+
+@pytest.mark.slow
+def test_a_killed_ray_worker_is_retried_and_the_grid_is_still_whole(tiny_folder, whole,
+                                                                      tmp_path):
+    pytest.importorskip("ray")
+    items, reference = whole
+    db, parts = tmp_path / "s.duckdb", tmp_path / "parts"
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "fragility_tui.cli", "run", *common_args(tiny_folder, items),
+         "--ray", "--shards", "1", "--out-parts", str(parts), "--db", str(db)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, **RAY_ENV})
+    victim = _wait_for_a_worker_with_parts(parts, driver)
+    os.kill(victim, signal.SIGKILL)
+    _, err = driver.communicate(timeout=600)
+    assert driver.returncode == 0, err[-3000:]
+    store = Store(db)
+    assert_same_cells(cells_of(store, "g"), reference)
+    workers = [r for r in store.list_runs("g") if not r["spec"].get("launcher")]
+    assert len(workers) == 2  # the killed attempt and Ray's retry, both recorded
+    assert victim in {r["pid"] for r in workers}
+
+
+def _wait_for_a_worker_with_parts(parts, driver, timeout=300) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert driver.poll() is None, driver.stderr.read()[-3000:]
+        if (parts / "cells").is_dir() and visible_files(parts / "cells", "*.parquet"):
+            for path in visible_files(parts / "runs", "*.json"):
+                doc = json.loads(path.read_text())
+                if doc.get("status") == "running" and doc.get("pid"):
+                    return int(doc["pid"])
+        time.sleep(0.05)
+    raise AssertionError("no worker wrote a part in time")
+
+
+def test_without_ray_the_error_names_the_install_command(monkeypatch):
+    from runners import ray_launcher
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(InputError, match=r"pip install -e '\.\[cluster\]'"):
+        ray_launcher.require_ray()
+
+
+def test_ray_flags_are_checked(tmp_path):
+    proc = run_cli("run", "--model", "x", "--grid", "g", "--shards", "2", db=tmp_path / "s.db")
+    assert proc.returncode == 2 and "--ray" in proc.stderr
+    from runners.ray_launcher import task_specs
+    from runners.loop import RunSpec
+
+    specs = task_specs(RunSpec(models=["a", "b"], items=["i"], grid="g"), 3)
+    assert [(s.models, s.shard) for s in specs] == [
+        (["a"], [0, 3]), (["a"], [1, 3]), (["a"], [2, 3]),
+        (["b"], [0, 3]), (["b"], [1, 3]), (["b"], [2, 3])]
