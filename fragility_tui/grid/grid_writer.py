@@ -7,13 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fragility_tui.errors import InputError
+from fragility_tui.grid import cube_cache
 from fragility_tui.grid.items import Item
 
 
 @dataclass
 class GridContent:
     """What to write: the grid row's settings, its items, its models (name -> (source,
-    provenance)) and its cells as an Arrow table in `store_schema.cell_schema()`."""
+    provenance)) and its cells: an Arrow table in `store_schema.cell_schema()`, or a source
+    that inserts them itself (`insert_into(con, grid)`, e.g. a validated long_grid.LongGrid
+    that DuckDB streams from its file)."""
 
     name: str
     items: list[Item]
@@ -22,6 +25,9 @@ class GridContent:
     synthetic: bool = False
     description: str = ""
     meta: dict = field(default_factory=dict)
+    # (models, configs, bits, present) when the writer already has the dense cube: it is
+    # packed as it is instead of being read back from the cells just written
+    cube: tuple | None = None
 
 
 def write_grid(store, content: GridContent, *, mode: str = "new") -> int:
@@ -44,6 +50,14 @@ def write_grid(store, content: GridContent, *, mode: str = "new") -> int:
         for model, (source, provenance) in content.models.items():
             store.upsert_model(content.name, model, source=source, provenance=provenance,
                                con=con)
-        written = store.write_cell_table(content.cells, con)
-        store.cache_cube(content.name, con)  # the app opens a new grid without a cold read
+        if hasattr(content.cells, "insert_into"):
+            written = content.cells.insert_into(con, content.name)
+        else:
+            written = store.write_cell_table(content.cells, con)
+        # the app opens a new grid without a cold read
+        if content.cube is not None and mode != "add":
+            cube_cache.write(con, content.name, cube_cache.grid_stamp(con, content.name),
+                             *content.cube)
+        else:
+            store.cache_cube(content.name, con)
         return written

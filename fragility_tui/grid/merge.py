@@ -1,9 +1,10 @@
 """`fragility-tui merge`: bring the parts of store-less workers (grid/parts.py) into a grid.
 
 One transaction: the grid (created with the parts' seed and item-set hash when absent), the
-items, each model's row, every run's own record and provenance, and the cells. DuckDB reads
-the Parquet parts itself and inserts by anti-join on (grid, model, item, config), so merging
-again, or a part that is there twice, adds nothing, and no Python object is made per cell.
+items, each model's row, every run's own record and provenance, and the cells, streamed a
+batch at a time and placed by index in the grid's dense cube (grid/merge_cells.py), so
+merging again, or a part that is there twice, adds nothing, and no Python object is made
+per cell.
 
 Refused, before anything is written: parts whose seed or item set differs from each other or
 from the grid's, a model whose parts were made under different settings (its fingerprint)
@@ -18,15 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.grid.configs import CONFIG_IDS
 from fragility_tui.grid.items import Item
 from fragility_tui.grid.model_records import FingerprintMismatch, fingerprint_diff
 from fragility_tui.grid.parts import (CELLS, ITEMS, RUNS, item_schema, part_schema, read_json,
                                       visible_files)
 from fragility_tui.grid.store_schema import JSON_RUN_FIELDS, RUN_FIELDS
 from fragility_tui.grid import cube_cache
+from fragility_tui.grid.merge_cells import CellMerger
 
-MERGE_MEMORY_LIMIT = "1GB"  # DuckDB spills to disk beyond this (a 52 M-cell merge)
+MEMORY_LIMIT = "1GB"
+
 
 
 @dataclass
@@ -133,11 +135,9 @@ def merge_parts(store, folders: list[str | Path], grid: str) -> dict:
     settings = _settings(parts)
     models = _models(parts)
     with store.connect(write=True) as con:
-        con.execute(f"SET memory_limit = '{MERGE_MEMORY_LIMIT}'")
-        con.execute("SET preserve_insertion_order = false")
+        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # DuckDB spills beyond it
         _check_grid(con, grid, settings, parts)
-        _check_cells(con, parts, models)
-        before = con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
+        existing = cube_cache.read(con, grid) or store._cube_from_cells(con, grid)
         store.create_grid(grid, seed=settings["seed"], item_set_hash=settings["item_set_hash"],
                           description="merged from parts: " + ", ".join(
                               Path(f).name for f in folders), meta={"merged": True}, con=con)
@@ -147,11 +147,15 @@ def merge_parts(store, folders: list[str | Path], grid: str) -> dict:
             _record_model(con, store, grid, name, row)
         for run_id, (path, doc) in parts.runs.items():
             _write_run(con, grid, run_id, doc)
-        added = _insert_cells(con, grid, parts.cell_files)
-        total = before + added
+        merger = CellMerger(con, grid, existing, {
+            run_id: sorted(doc.get("models") or {}) for run_id, (_, doc) in parts.runs.items()},
+            set(parts.items))
+        merger.merge(parts.cell_files)
+        merger.pack_cube()
+        total = con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
     return {"grid": grid, "folders": [str(f) for f in folders], "runs": len(parts.runs),
             "parts": len(parts.cell_files), "models": sorted(models), "items_added": new_items,
-            "cells_added": added, "cells": total}
+            "cells_added": merger.added, "cells": total}
 
 
 def _check_grid(con, grid: str, settings: dict, parts: Parts) -> None:
@@ -175,46 +179,6 @@ def _check_grid(con, grid: str, settings: dict, parts: Parts) -> None:
                 item.question, item.choices, item.gold):
             raise InputError(f"item {uid!r} differs from grid {grid!r}'s item of that id",
                              path=str(path))
-
-
-def _check_cells(con, parts: Parts, models: dict) -> None:
-    """Every cell belongs to a run, model, item and config the parts account for."""
-    if not parts.cell_files:
-        return
-    runs = {run_id: sorted((doc.get("models") or {})) for run_id, (_, doc) in parts.runs.items()}
-    con.register("_part_runs", _table({"run_id": list(runs), "models": list(runs.values())}))
-    con.register("_part_items", _table({"item": list(parts.items)}))
-    bad = con.execute("""
-        SELECT p.filename, p.model, p.item, p.config, p.run_id, p.correct
-        FROM read_parquet($files, filename = true) p
-        LEFT JOIN _part_runs r ON r.run_id = p.run_id
-        LEFT JOIN _part_items i ON i.item = p.item
-        WHERE r.run_id IS NULL OR NOT list_contains(r.models, p.model) OR i.item IS NULL
-           OR NOT list_contains($configs, p.config) OR p.correct IS NULL
-        LIMIT 1""", {"files": [str(f) for f in parts.cell_files],
-                     "configs": list(CONFIG_IDS)}).fetchall()
-    con.unregister("_part_runs")
-    con.unregister("_part_items")
-    if bad:
-        path, model, item, config, run_id, correct = bad[0]
-        if run_id not in runs:
-            why = f"run {run_id!r} has no record in runs/"
-        elif model not in runs[run_id]:
-            why = f"model {model!r} is not among run {run_id}'s models"
-        elif item not in parts.items:
-            why = f"item {item!r} is in no items part"
-        elif config not in CONFIG_IDS:
-            why = f"unknown config id {config!r}"
-        else:
-            why = "a cell without a correct value"
-        raise InputError(f"{why} (model {model!r}, item {item!r}, config {config!r})",
-                         path=str(path))
-
-
-def _table(columns: dict):
-    import pyarrow as pa
-
-    return pa.table(columns)
 
 
 def _record_model(con, store, grid: str, name: str, row: dict) -> None:
@@ -249,23 +213,3 @@ def _write_run(con, grid: str, run_id: str, doc: dict) -> None:
     con.execute(f"INSERT INTO runs (run_id, {', '.join(RUN_FIELDS)}) VALUES "
                 f"({', '.join('?' * (len(RUN_FIELDS) + 1))})",
                 [run_id] + [fields[k] for k in RUN_FIELDS])
-
-
-def _insert_cells(con, grid: str, files: list[Path]) -> int:
-    if not files:
-        return 0
-    before = con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
-    con.execute("""
-        INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
-                           raw_output, scores, tokens, ms, run_id, prompt_sha)
-        SELECT DISTINCT ON (n.model, n.item, n.config) $grid, n.model, n.item, n.config,
-               n.correct, n.pred, n.permutation, n.raw_output, n.scores, n.tokens, n.ms,
-               n.run_id, n.prompt_sha
-        FROM read_parquet($files) n
-        ANTI JOIN (SELECT model, item_uid, config_id FROM cells WHERE grid = $grid) c
-          ON c.model = n.model AND c.item_uid = n.item AND c.config_id = n.config""",
-                {"grid": grid, "files": [str(f) for f in files]})
-    added = con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0] - before
-    if added:
-        cube_cache.invalidate(con, [grid])
-    return added

@@ -375,25 +375,28 @@ class Store(ModelRecords, RunRecords):
         present_configs = {r[0] for r in con.execute(
             "SELECT DISTINCT config_id FROM cells WHERE grid = ?", [grid]).fetchall()}
         configs = [c for c in CONFIG_IDS if c in present_configs]
-        arrays = con.execute("""
-            WITH m AS (SELECT model, CAST(row_number() OVER (ORDER BY model) - 1 AS INTEGER) AS mi
-                       FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
-                 i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS INTEGER) AS ii
-                       FROM items WHERE grid = $g)
-            SELECT m.mi, i.ii, f.position AS ci, c.correct
-            FROM cells c JOIN m USING (model) JOIN i USING (item_uid)
-            JOIN configs f USING (config_id) WHERE c.grid = $g""", {"g": grid}).fetchnumpy()
-        canon_to_view = np.full(len(CONFIG_IDS), -1, dtype=np.intp)
+        canon_to_view = np.full(len(CONFIG_IDS), -1, dtype=np.int64)
         for k, cid in enumerate(configs):
             canon_to_view[CONFIG_IDS.index(cid)] = k
         shape = (len(models), n_items, len(configs))
         bits = np.zeros(shape, dtype=bool)
         present = np.zeros(shape, dtype=bool)
-        mi = np.asarray(arrays["mi"], dtype=np.intp)
-        ii = np.asarray(arrays["ii"], dtype=np.intp)
-        ci = canon_to_view[np.asarray(arrays["ci"], dtype=np.intp)]
-        bits[mi, ii, ci] = np.asarray(arrays["correct"], dtype=bool)
-        present[mi, ii, ci] = True
+        # Streamed a batch at a time: a 52 M-cell grid's indices are never all in memory.
+        cells = con.sql(f"""
+            WITH m AS (SELECT model, CAST(row_number() OVER (ORDER BY model) - 1 AS BIGINT) AS mi
+                       FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
+                 i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS BIGINT) AS ii
+                       FROM items WHERE grid = $g)
+            SELECT (m.mi * {n_items} + i.ii) * {len(CONFIG_IDS)} + f.position AS cell, c.correct
+            FROM cells c JOIN m USING (model) JOIN i USING (item_uid)
+            JOIN configs f USING (config_id) WHERE c.grid = $g""", params={"g": grid})
+        with cells.to_arrow_reader(batch_size=1 << 20) as reader:
+            for batch in reader:
+                cell = batch.column(0).to_numpy()
+                canon = cell % len(CONFIG_IDS)
+                flat = cell // len(CONFIG_IDS) * len(configs) + canon_to_view[canon]
+                present.reshape(-1)[flat] = True
+                bits.reshape(-1)[flat[batch.column(1).to_numpy(zero_copy_only=False)]] = True
         return models, configs, bits, present
 
 

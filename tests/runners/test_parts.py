@@ -51,6 +51,11 @@ def test_two_shards_merged_equal_one_whole_run(whole_and_parts, tmp_path):
     assert [it.item_uid for it in store.load_items("g")] == [
         it.item_uid for it in whole.load_items("g")]  # sampled order, as one run gives
     assert store.grid_meta("g")["item_set_hash"] == whole.grid_meta("g")["item_set_hash"]
+    cube = store.load_cube("g")  # packed by the merge: equal to one read from the cells
+    with store.connect() as con:
+        models, configs, bits, present = store._cube_from_cells(con, "g")
+    assert (cube.models, cube.configs) == (tuple(models), tuple(configs))
+    assert (cube.bits == bits).all() and (cube.present == present).all() and present.all()
     # each worker's run keeps its own provenance and sessions
     runs = store.list_runs("g")
     assert sorted(r["spec"]["shard"][0] for r in runs) == [0, 1]
