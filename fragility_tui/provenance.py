@@ -57,7 +57,7 @@ def provenance_card(row: dict) -> str:
         backend = m.get("backend")
         if isinstance(backend, dict):  # runs before this field was recorded have none
             lines.append(f"  backend          {_one_line(backend.get('name'))} "
-                         f"{backend.get('version') or '(version unknown)'}"
+                         f"{_one_line(backend.get('version') or '(version unknown)')}"
                          + (f" ({_one_line(backend['status'])})" if backend.get("status") else "")
                          + (f"; engine {_one_line(backend['engine'])}"
                             if backend.get("engine") else ""))
