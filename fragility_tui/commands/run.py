@@ -119,6 +119,9 @@ def spec_from_args(args: argparse.Namespace):
     if args.name and len(args.model) != 1:
         raise InputError("--name names one model; give a single --model with it",
                          field="--name")
+    if args.backend == "vllm" and len(args.model) > 1:  # one engine holds the GPU per process
+        raise InputError("--backend vllm evaluates one --model per run: vLLM does not reliably "
+                         "free the GPU between engines in one process", field="--model")
     if args.per_benchmark < 0:
         raise InputError("--per-benchmark must be 0 (all) or more", field="--per-benchmark")
     shard = None

@@ -208,5 +208,9 @@ def test_the_cli_without_vllm_fails_at_once_and_writes_nothing(tiny_folder, tmp_
     assert len(proc.stderr.strip().splitlines()) == 1
     store = Store(db)
     assert store.list_runs() == [] and not store.has_grid("g")
+    two = run_cli("run", "--backend", "vllm", "--model", str(tiny_folder), "--model",
+                  str(tiny_folder), "--items", str(items), "--grid", "g", db=db)
+    assert two.returncode == 2 and "one --model per run" in two.stderr
+    assert store.list_runs() == []
     help_text = " ".join(run_cli("run", "--help").stdout.split())
     assert "(experimental: not yet run on a GPU; pip install -e '.[vllm]')" in help_text
