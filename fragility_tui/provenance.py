@@ -54,6 +54,13 @@ def provenance_card(row: dict) -> str:
         lines.append(f"  chat template    {m.get('chat_template_sha256') or 'none'}"
                      + (f"; arguments {_one_line(m['template_args'])}"
                         if m.get("template_args") else ""))
+        backend = m.get("backend")
+        if isinstance(backend, dict):  # runs before this field was recorded have none
+            lines.append(f"  backend          {_one_line(backend.get('name'))} "
+                         f"{_one_line(backend.get('version') or '(version unknown)')}"
+                         + (f" ({_one_line(backend['status'])})" if backend.get("status") else "")
+                         + (f"; engine {_one_line(backend['engine'])}"
+                            if backend.get("engine") else ""))
         if m.get("attn_implementation"):
             lines.append(f"  attention        {m['attn_implementation']}"
                          + (", sharded across GPUs" if m.get("device_map") else ""))

@@ -55,6 +55,7 @@ class RunSpec:
     name: str | None = None  # record the (one) model under this grid name
     prompt_mode: str = "auto"  # auto | chat | raw (runners.fingerprint.prompt_mode)
     shard: list[int] | None = None  # [i, n]: only the items of shard i of n (grid.items.shard_of)
+    backend: str = "transformers"  # or vllm (runners.vllm_backend, experimental)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -76,7 +77,8 @@ def prepare_models(spec: RunSpec, store) -> list:
                          field="--name")
     prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype, device=spec.device,
                               quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
-                              mode=spec.prompt_mode, trust_remote_code=spec.trust_remote_code)
+                              mode=spec.prompt_mode, trust_remote_code=spec.trust_remote_code,
+                              backend=spec.backend)
                 for m in spec.models]
     names = [p.name for p in prepared]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -308,9 +310,12 @@ class Run:
         # Longest items first: the biggest batches run first, so an out-of-memory shows up
         # at once; neighbours in length share batches (little padding).
         todo.sort(key=lambda pair: -(len(pair[0].question) + sum(map(len, pair[0].choices))))
-        budget = initial_budget(scorer.kv_bytes_per_token, loaded.device, loaded.model.config,
-                                _dtype_bytes(loaded.dtype), tokens=spec.batch_tokens,
-                                item_cap=spec.batch_size)
+        if spec.backend == "vllm":  # the engine schedules its own memory
+            budget = scorer.token_budget(spec.batch_tokens, spec.batch_size)
+        else:
+            budget = initial_budget(scorer.kv_bytes_per_token, loaded.device,
+                                    loaded.model.config, _dtype_bytes(loaded.dtype),
+                                    tokens=spec.batch_tokens, item_cap=spec.batch_size)
         batching = self.provenance.setdefault("batching", {})
         planned = ItemPlanner(loaded, todo, spec.seed)
         totals, item_trees = ScoreStats(), 0
@@ -357,8 +362,13 @@ class Run:
 
         t0 = time.monotonic()
         name = prepared.name
-        loaded = load_model(prepared.spec, quantize=self.spec.quantize,
-                            trust_remote_code=self.spec.trust_remote_code, prepared=prepared)
+        if self.spec.backend == "vllm":  # experimental: runners/vllm_backend.py
+            from runners.vllm_backend import load_vllm
+            loaded, scorer = load_vllm(prepared, self.spec)
+        else:
+            loaded, scorer = load_model(prepared.spec, quantize=self.spec.quantize,
+                                        trust_remote_code=self.spec.trust_remote_code,
+                                        prepared=prepared), None
         prov = dict(loaded.provenance, max_new_tokens=self.spec.max_new_tokens)
         self.provenance.setdefault("models", {})[name] = prov
         self.provenance["device"] = loaded.device
@@ -370,13 +380,14 @@ class Run:
             quantization=prepared.fingerprint["quantization"],
             base_model=loaded.base_model, provenance=prov)
         self.store.update_run(self.run_id, provenance=self.provenance)
-        summary = (f"{prov['kind']}, {loaded.dtype}, {loaded.device}, "
+        summary = (f"{prov['kind']}, {self.spec.backend}, {loaded.dtype}, {loaded.device}, "
                    f"{prov['prompt_mode']}, BOS {'added' if loaded.add_bos else 'not added'}"
                    + (f", {prov['quantization']['weights']}" if loaded.quantization else ""))
         self.emit("model_loaded", model=name, load_s=time.monotonic() - t0, summary=summary)
-        scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
-                        max_new_tokens=self.spec.max_new_tokens,
-                        prefix_reuse=self.spec.prefix_reuse)
+        if scorer is None:
+            scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
+                            max_new_tokens=self.spec.max_new_tokens,
+                            prefix_reuse=self.spec.prefix_reuse)
         return loaded, scorer
 
     def _score_chunk(self, loaded, scorer, chunk: list["PlannedItem"], max_slots: int):

@@ -146,7 +146,7 @@ def _resolve_hub(spec: str) -> ResolvedSpec:
 def library_versions() -> dict:
     versions = {}
     for dist in ("torch", "transformers", "optimum", "optimum-quanto", "tokenizers", "gguf",
-                 "accelerate"):
+                 "accelerate", "vllm"):
         try:
             versions[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -355,9 +355,13 @@ def quantize_model(model, scheme: str, *, device: str = "cpu") -> dict:
 
 
 def _eos_ids(model, tokenizer) -> frozenset[int]:
+    return eos_ids(model.generation_config, tokenizer)
+
+
+def eos_ids(generation_config, tokenizer) -> frozenset[int]:
     """The ids generate() would stop at: generation_config's eos plus the tokenizer's."""
     ids = set()
-    eos = getattr(model.generation_config, "eos_token_id", None)
+    eos = getattr(generation_config, "eos_token_id", None)
     ids.update(eos if isinstance(eos, (list, tuple)) else [eos])
     ids.add(tokenizer.eos_token_id)
     return frozenset(i for i in ids if i is not None)

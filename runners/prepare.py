@@ -18,6 +18,7 @@ from runners.models import (CACHE_FORMAT, ResolvedSpec, cache_root, pick_device,
                             refuse_remote_code, resolve_spec)
 
 ATTN_REQUESTED = "sdpa"  # the tree masks need an implementation that reads custom masks
+BACKENDS = ("transformers", "vllm")  # vllm: runners.vllm_backend (experimental)
 
 
 @dataclass
@@ -66,7 +67,15 @@ def adds_bos(tokenizer) -> bool:
 
 def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
                   device: str = "auto", quantize: str | None = None, max_new_tokens: int = 16,
-                  mode: str = "auto", trust_remote_code: bool = False) -> PreparedModel:
+                  mode: str = "auto", trust_remote_code: bool = False,
+                  backend: str = "transformers") -> PreparedModel:
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend {backend!r}; use {' or '.join(BACKENDS)}",
+                         field="--backend")
+    if backend == "vllm":  # installed, with a GPU: checked before anything loads
+        from runners.vllm_backend import check_backend
+
+        check_backend(quantize, device)
     resolved = resolve_spec(spec)
     device = pick_device(device)
     dtype_name, _ = pick_dtype(dtype, device)
@@ -89,8 +98,10 @@ def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
         "weights_sha256": weights_sha, "revision": resolved.revision, "gguf_quant": quant,
         "dtype": dtype_name,
         "quantization": f"optimum-quanto q{quantize} weights" if quantize else None,
-        "device_type": device.split(":")[0], "backend": "transformers",
-        "attn_implementation": ATTN_REQUESTED, "max_new_tokens": max_new_tokens,
+        # Another backend computes other numbers: its cells are another setting.
+        "device_type": device.split(":")[0], "backend": backend,
+        "attn_implementation": ATTN_REQUESTED if backend == "transformers" else "chosen by vllm",
+        "max_new_tokens": max_new_tokens,
         "parser_version": PARSER_VERSION, "prompt_version": PROMPT_VERSION,
         "prompt_mode": chosen,
         "chat_template_sha256": (hashlib.sha256(template.encode()).hexdigest()

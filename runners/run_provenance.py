@@ -74,7 +74,10 @@ def model_provenance(prepared, loaded, scheme: dict | None) -> dict:
         "eos_ids": sorted(loaded.eos_ids),
         "device": loaded.device,
         "device_map": _device_map(loaded.model),
-        "attn_implementation": getattr(loaded.model.config, "_attn_implementation", None),
+        "attn_implementation": getattr(getattr(loaded.model, "config", None),
+                                       "_attn_implementation", None),
+        "backend": {"name": "transformers",
+                    "version": library_versions().get("transformers")},
         "libraries": library_versions(),
         "fingerprint": prepared.fingerprint,
     }
@@ -151,17 +154,27 @@ def run_provenance(spec, items, set_hash: str, report, previous: dict) -> dict:
         "batch_size": spec.batch_size or "auto",
         "batch_tokens": spec.batch_tokens or "auto", "threads": spec.threads,
         "prefix_reuse": spec.prefix_reuse, "prompt_mode": spec.prompt_mode,
-        "padding": "prefill: a row per prefix-tree fragment, its prefix gathered and "
-                   "left-padded, its tokens right-padded, masked; decoding: a row per "
-                   "group of prompts, left-padded, masked (batching.*.layout)",
-        "decoding": "greedy; stop at EOS, max_new_tokens, or once the parse is decided",
-        "likelihood": "lm-eval loglikelihood; acc_norm = ll / option length in characters",
+        "backend": spec.backend,
+        **_scoring_text(spec.backend),
         "host": platform.node(), "python": platform.python_version(),
         "fragility_tui": {"version": __version__, "git": code_revision()},
         "libraries": library_versions(),
         "started_at": previous.get("started_at") or utc_now().isoformat(),
         "models": dict(previous.get("models") or {}),
     }
+
+
+def _scoring_text(backend: str) -> dict:
+    """How the run's backend pads, decodes and scores, in words, for the card."""
+    if backend == "vllm":
+        from runners.vllm_backend import SCORING_TEXT
+
+        return dict(SCORING_TEXT)
+    return {"padding": "prefill: a row per prefix-tree fragment, its prefix gathered and "
+                       "left-padded, its tokens right-padded, masked; decoding: a row per "
+                       "group of prompts, left-padded, masked (batching.*.layout)",
+            "decoding": "greedy; stop at EOS, max_new_tokens, or once the parse is decided",
+            "likelihood": "lm-eval loglikelihood; acc_norm = ll / option length in characters"}
 
 
 def _portable_report(report: dict) -> dict:

@@ -63,6 +63,23 @@ class GenResult:
     stop: str  # decided | eos | length
 
 
+def stop_reason(request: GenRequest, tokens: list[int], token: int, eos_ids, max_new_tokens: int,
+                text: Callable[[list[int]], str]) -> str | None:
+    """Append `token` (unless EOS) to a generation's `tokens` and say why it stops now, if
+    it does: eos, decided (the parse cannot change) or length. Every backend cuts its
+    generations with this rule (runners.vllm_backend replays it over the engine's tokens)."""
+    if token in eos_ids:
+        return "eos"
+    tokens.append(token)
+    decoded = text(tokens)
+    # A trailing U+FFFD is half a multi-byte character: wait for the rest before judging.
+    if not decoded.endswith("\ufffd") and request.decided(decoded):
+        return "decided"
+    if len(tokens) >= max_new_tokens:
+        return "length"
+    return None
+
+
 @dataclass
 class ScoreStats:
     prompt_tokens: int = 0  # prompt tokens forwarded in prefill
@@ -345,17 +362,7 @@ class Scorer:
         return still
 
     def _stop_reason(self, request: GenRequest, tokens: list[int], token: int) -> str | None:
-        """Append `token` (unless EOS) and say why the sequence stops now, if it does."""
-        if token in self.eos_ids:
-            return "eos"
-        tokens.append(token)
-        text = self._text(tokens)
-        # A trailing U+FFFD is half a multi-byte character: wait for the rest before judging.
-        if not text.endswith("\ufffd") and request.decided(text):
-            return "decided"
-        if len(tokens) >= self.max_new_tokens:
-            return "length"
-        return None
+        return stop_reason(request, tokens, token, self.eos_ids, self.max_new_tokens, self._text)
 
     def _text(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True)

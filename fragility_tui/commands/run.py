@@ -53,6 +53,11 @@ def register(sub) -> None:
     p.add_argument("--quantize", choices=("int8", "int4"),
                    help="quantise weights with optimum-quanto; recorded as its own model "
                         "(e.g. NAME+int4) linked to its base")
+    p.add_argument("--backend", default="transformers", choices=("transformers", "vllm"),
+                   help="what computes the cells (recorded in the model's fingerprint): "
+                        "transformers (default; batched prefix-tree scoring) or vllm, an "
+                        "offline vLLM engine with prefix caching on a CUDA GPU "
+                        "(experimental: not yet run on a GPU; pip install -e '.[vllm]')")
     p.add_argument("--dtype", default="auto", choices=("auto", "bf16", "fp16", "fp32"))
     p.add_argument("--device", default="auto", metavar="DEV", help="auto, cpu or cuda:N")
     p.add_argument("--batch-size", default="auto", metavar="N",
@@ -129,6 +134,9 @@ def spec_from_args(args: argparse.Namespace):
     if args.name and len(args.model) != 1:
         raise InputError("--name names one model; give a single --model with it",
                          field="--name")
+    if args.backend == "vllm" and len(args.model) > 1:  # one engine holds the GPU per process
+        raise InputError("--backend vllm evaluates one --model per run: vLLM does not reliably "
+                         "free the GPU between engines in one process", field="--model")
     if args.per_benchmark < 0:
         raise InputError("--per-benchmark must be 0 (all) or more", field="--per-benchmark")
     shard = None
@@ -147,7 +155,7 @@ def spec_from_args(args: argparse.Namespace):
                    max_new_tokens=args.max_new_tokens,
                    trust_remote_code=args.trust_remote_code, threads=args.threads,
                    prefix_reuse=not args.no_prefix_reuse, name=args.name or None,
-                   prompt_mode=args.prompt_mode, shard=shard)
+                   prompt_mode=args.prompt_mode, shard=shard, backend=args.backend)
 
 
 def _resumed_spec(store, run_id: str, args):
