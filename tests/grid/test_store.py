@@ -103,10 +103,11 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     con.execute("ALTER TABLE models DROP COLUMN fingerprint")
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
     con.execute("DROP TABLE cube_cache")
+    con.execute("DROP TABLE calibration_cache")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 4
+    assert store.schema_version() == SCHEMA_VERSION == 5
     run = store.get_run(run_id)
     assert run["pid"] == 12345 and run["pid_started"] is None
     store.update_run(run_id, pid_started="987")
@@ -127,6 +128,7 @@ def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_the
     con.execute("ALTER TABLE models DROP COLUMN fingerprint")
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
     con.execute("DROP TABLE cube_cache")
+    con.execute("DROP TABLE calibration_cache")
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
