@@ -278,6 +278,6 @@ def summary_line(result: dict, outcome: str, target: str | None = None,
         f"calibration ({n} replicates): {what} in {real}% with a real gap of this size, "
         f"{none}% with none",
         f"calibration ({n} reps): {what} {real}% with a real gap, {none}% with none",
-        f"calib. ({n} reps): {what} {real}% if gap real, {none}% if none",
+        f"calib. {n} reps: {what} {real}% if gap real, {none}% if none",
     ]
     return next((v for v in variants if len(v) <= width), variants[-1])
