@@ -62,9 +62,9 @@ def sections(result: dict) -> list[dict]:
     which = "adjacent pairs" if all(p["adjacent"] for p in pairs) else "named pairs"
     secs = [{"title": f"Verdict calibration of grid {result['grid']} (reference "
                       f"{s['reference']})", "notes": [
-        f"{s['replicates']} replicates per scenario and pair, {len(pairs)} {which}; each "
-        f"simulated label from {s['n_boot']} bootstrap resamples",
-        f"(report: 2000); margin {s['margin_points']:g} points; seed {s['seed']}",
+        f"{s['replicates']} replicates per scenario and pair, {len(pairs)} {which}",
+        f"each simulated label from {s['n_boot']} bootstrap resamples (report: 2000), margin "
+        f"{s['margin_points']:g} points, seed {s['seed']}",
         "real gap: each benchmark's items redrawn with replacement, both models' rows with "
         "them:",
         "  the observed grid is the truth, so the true gap is the observed one",
