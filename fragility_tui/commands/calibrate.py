@@ -71,14 +71,17 @@ def sections(result: dict) -> list[dict]:
         "no gap: the same draws with the two rows of each item swapped by a coin: one shared "
         "profile,",
         "  true gap 0 (docs/spec.md, 'Verdict calibration')",
-        "cells: % of replicates with that outcome, with a real gap/with none"]}]
+        "cells: % of replicates with that outcome, with a real gap/with none; label columns: "
+        "stable,",
+        "  underpowered, harness-sensitive, target-sensitive, unsupported (SPEC 9)"]}]
     secs.append({
         "title": "Gap-split verdicts (SPEC 6)",
         "headers": ["A", "B", "gap", "verdict", "man", *VERDICTS, "manuf."],
         "rows": [[p["a"], p["b"], p["observed"]["gap"], p["observed"]["verdict"],
                   "yes" if p["observed"]["manufactured"] else "no",
                   *(_pcts(p, v) for v in VERDICTS), _pcts(p, "manufactured")] for p in pairs]})
-    short = {"harness-sensitive": "harness", "target-sensitive": "target"}
+    short = {"underpowered": "underpow", "harness-sensitive": "harness",
+             "target-sensitive": "target", "unsupported": "unsupp"}  # names stay uncut
     for t in TARGETS:
         secs.append({
             "title": f"Decision labels at {s['reference']}, {t} target (SPEC 9)",
