@@ -57,6 +57,7 @@ def _pcts(result: dict, outcome: str, target: str | None = None) -> str:
 def sections(result: dict) -> list[dict]:
     from fragility_tui.analysis.calibration import LABELS, VERDICTS
     from fragility_tui.analysis.decisions import TARGETS
+    from fragility_tui.grid.configs import REFERENCE
 
     s, pairs = result["settings"], result["pairs"]
     which = "adjacent pairs" if all(p["adjacent"] for p in pairs) else "named pairs"
@@ -74,6 +75,9 @@ def sections(result: dict) -> list[dict]:
         "cells: % of replicates with that outcome, with a real gap/with none; label columns: "
         "stable,",
         "  underpowered, harness-sensitive, target-sensitive, unsupported (SPEC 9)"]}]
+    if s["reference"] != REFERENCE:
+        secs[0]["notes"].insert(0, f"reference {s['reference']} stands in for SPEC's "
+                                   f"{REFERENCE}: every verdict is measured against it")
     secs.append({
         "title": "Gap-split verdicts (SPEC 6)",
         "headers": ["A", "B", "gap", "verdict", "man", *VERDICTS, "manuf."],

@@ -101,6 +101,8 @@ def test_a_named_pair_and_the_reference_stand_in(db):
     cloze = json.loads(run_cli("calibrate", "--grid", "cloze", "--json", *FAST, db=db,
                                check=True).stdout)
     assert cloze["settings"]["reference"] == "cloze_qa" and len(cloze["pairs"]) == 2
+    text = run_cli("calibrate", "--grid", "cloze", *FAST, db=db, check=True).stdout
+    assert "reference cloze_qa stands in for SPEC's o0.letter" in text
     bare = json.loads(run_cli("calibrate", "--grid", "cloze", "--reference", "cloze_bare",
                               "--json", *FAST, db=db, check=True).stdout)
     assert bare["settings"]["reference"] == "cloze_bare"

@@ -149,6 +149,24 @@ def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_the
     assert store.item_cells("g", "toy/2")[0]["prompt_sha"] == "ab" * 32
 
 
+def test_a_schema_4_store_gets_the_calibration_cache(tmp_path):
+    path = tmp_path / "s.duckdb"
+    store = Store(path)
+    store.create_grid("g")
+    store.write_cells("g", [CellRow("m", "toy/1", "o0.letter", True, 0)])
+    con = duckdb.connect(str(path))  # what schema 4 wrote: no calibration_cache
+    con.execute("DROP TABLE calibration_cache")
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 5
+    assert store.calibration_results("g", "k") == {}
+    store.save_calibration("g", "k", {("a", "b"): {"replicates": 3}})
+    assert store.calibration_results("g", "k") == {("a", "b"): {"replicates": 3}}
+    store.save_calibration("gone", "k", {("a", "b"): {"replicates": 3}})  # no such grid
+    assert store.calibration_results("gone", "k") == {}
+
+
 def test_a_legacy_model_row_is_compared_through_its_provenance(tmp_path):
     """A row from before fingerprints that a runner wrote still tells its settings in its
     provenance: a first run that agrees fills the fingerprint, one that does not is refused."""

@@ -104,3 +104,20 @@ async def test_the_line_says_calibrating_until_the_worker_is_done(synthetic_stor
         pair = app.view.report["pairs"][1]
         outcome = "manufactured" if pair["manufactured"] else pair["verdict"]
         assert f"'{outcome}'" in line_text(app, "pairs-calibration")
+
+
+async def test_a_failed_calibration_says_so_instead_of_calibrating(synthetic_store,
+                                                                    monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("no room \x1b[31mleft")
+
+    monkeypatch.setattr(exports, "grid_calibration", broken)
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "8")
+        await until(pilot, lambda: "failed" in line_text(app, "compare-calibration"))
+        text = line_text(app, "compare-calibration")
+        assert text.startswith("calibration failed: RuntimeError: no room") and "\x1b" not in text
+        await show_pane(app, pilot, "3")
+        await until(pilot, lambda: "failed" in line_text(app, "pairs-calibration"))

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.message import Message
 
+from fragility_tui.tui.sanitize import clean
+
 CALIBRATING = "calibrating…"
 _ONE_AT_A_TIME = threading.Lock()  # a calibration holds a few stacked cubes: never two at once
 
@@ -19,7 +21,13 @@ class CalibrationReady(Message):
     view: object  # the GridView it was computed for
     a: str
     b: str
-    result: dict | None  # the pair's tallies (oriented A, B), None when given up
+    result: dict | None  # the pair's tallies (oriented A, B); None when it failed
+    error: str | None = None
+
+
+def failed_line(error: str) -> Text:
+    """The line when the worker failed (the error may quote untrusted names: cleaned)."""
+    return Text("calibration failed: " + clean(error, one_line=True, limit=200), style="yellow")
 
 
 def pair_calibration(gateway, view, a: str, b: str, still_wanted) -> dict | None:

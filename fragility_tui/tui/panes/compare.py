@@ -16,8 +16,8 @@ from textual.worker import get_current_worker
 from fragility_tui.tui.formats import num
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, label_line,
-                                                 line_width, pair_calibration)
+from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, failed_line,
+                                                 label_line, line_width, pair_calibration)
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable
 
@@ -126,7 +126,9 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
         try:
             result = pair_calibration(self.gateway, view, a, b, lambda: not worker.is_cancelled)
         except Exception as exc:
-            self.post_message(WorkFailed(f"calibrating {a} vs {b}", f"{type(exc).__name__}: {exc}"))
+            error = f"{type(exc).__name__}: {exc}"
+            self.post_message(WorkFailed(f"calibrating {a} vs {b}", error))
+            self.post_message(CalibrationReady(view, a, b, None, error))
             return
         if result is not None:
             self.post_message(CalibrationReady(view, a, b, result))
@@ -136,7 +138,8 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
         message.stop()
         if message.view is self.view and self._picked_pair() == (message.a, message.b):
             line = self.query_one("#compare-calibration", Static)
-            line.update(label_line(message.result, line_width(line)))
+            line.update(label_line(message.result, line_width(line)) if message.result
+                        else failed_line(message.error or "unknown error"))
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _compare(self, view, a: str, b: str) -> None:

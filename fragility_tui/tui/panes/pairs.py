@@ -9,11 +9,10 @@ from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from fragility_tui.tui.formats import num, pct
-from fragility_tui.tui.messages import ShowPair
-from fragility_tui.tui.messages import WorkFailed
+from fragility_tui.tui.messages import ShowPair, WorkFailed
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, line_width,
-                                                 pair_calibration, verdict_line)
+from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, failed_line,
+                                                 line_width, pair_calibration, verdict_line)
 from fragility_tui.tui.widgets import Column, ReportTable
 
 COLUMNS = [Column("A"), Column("B"), Column("gap Δ", "int"), Column("|S|", "int"),
@@ -104,7 +103,9 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
         try:
             result = pair_calibration(self.gateway, view, a, b, lambda: not worker.is_cancelled)
         except Exception as exc:
-            self.post_message(WorkFailed(f"calibrating {a} vs {b}", f"{type(exc).__name__}: {exc}"))
+            error = f"{type(exc).__name__}: {exc}"
+            self.post_message(WorkFailed(f"calibrating {a} vs {b}", error))
+            self.post_message(CalibrationReady(view, a, b, None, error))
             return
         if result is not None:
             self.post_message(CalibrationReady(view, a, b, result))
@@ -112,12 +113,16 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
     @on(CalibrationReady)
     def _calibration_ready(self, message: CalibrationReady) -> None:
         message.stop()
-        if message.view is not self.view:
-            return  # computed for a view that has since been replaced
+        if message.view is not self.view or self._current_pair() != (message.a, message.b):
+            if message.result is not None and message.view is self.view:
+                self._calibrated[(message.a, message.b)] = message.result
+            return  # computed for a view since replaced, or the cursor moved on
+        line = self.query_one("#pairs-calibration", Static)
+        if message.result is None:
+            line.update(failed_line(message.error or "unknown error"))
+            return
         self._calibrated[(message.a, message.b)] = message.result
-        if self._current_pair() == (message.a, message.b):
-            line = self.query_one("#pairs-calibration", Static)
-            line.update(verdict_line(message.result, line_width(line)))
+        line.update(verdict_line(message.result, line_width(line)))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
