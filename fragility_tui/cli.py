@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "fragility_tui.commands.grid_commands",
     "fragility_tui.commands.report",
     "fragility_tui.commands.selfcheck",
+    "fragility_tui.commands.calibrate",
     "fragility_tui.commands.run",
     "fragility_tui.commands.runs",
     "fragility_tui.commands.lmeval",

@@ -171,3 +171,29 @@ def choose_reference(cube, reference: str | None):
         raise InputError(f"the grid has no cells for {reference}; it has "
                          f"{', '.join(cube.configs)}", field="--reference")
     return cube.with_reference(reference)
+
+
+def grid_calibration(store, grid: str, *, cube=None, reference: str | None = None,
+                     pairs=None, **settings) -> dict:
+    """Verdict calibration (analysis/calibration.py) of a grid's adjacent pairs, or of
+    `pairs`, reusing the tallies the store keeps for this content and these settings
+    (grid/calibration_cache.py) and keeping the ones computed now. `store`: a Store or
+    anything with its load_cube / calibration_results / save_calibration (the app's
+    StoreGateway). The result says how many pairs came from the cache."""
+    from fragility_tui.analysis import calibration
+
+    if cube is None:
+        cube = choose_reference(store.load_cube(grid), reference)
+    if cube.reference not in cube.configs:
+        raise InputError(f"grid {grid!r} has no cells for the reference config "
+                         f"{cube.reference}; a calibration measures every verdict against it",
+                         field="--grid")
+    key = calibration.cache_key(cube, calibration.settings(cube, **settings))
+    cached = store.calibration_results(grid, key)
+    result = calibration.calibrate(cube, pairs, cached=cached, **settings)
+    new = result.pop("new")
+    store.save_calibration(grid, key, new)
+    result["grid"] = grid
+    result["cache"] = {"key": key, "pairs_reused": len(result["pairs"]) - len(new),
+                       "pairs_computed": len(new)}
+    return result

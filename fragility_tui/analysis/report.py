@@ -324,8 +324,13 @@ def _is_number(text: str) -> bool:
 
 
 def render_text(report: dict, width: int = TEXT_WIDTH) -> str:
+    return render_sections(_sections(report), width)
+
+
+def render_sections(sections: list[dict], width: int = TEXT_WIDTH) -> str:
+    """Titled tables and notes ({title, headers?, rows?, notes?}) as text within width."""
     out = []
-    for sec in _sections(report):
+    for sec in sections:
         out.append(sec["title"])
         out.append("-" * min(len(sec["title"]), width))
         if "headers" in sec:

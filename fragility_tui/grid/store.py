@@ -27,7 +27,8 @@ import numpy as np
 
 from fragility_tui.errors import InputError, StoreBusyError
 from fragility_tui.grid.configs import CONFIG_IDS, CONFIGS
-from fragility_tui.grid import cube_cache
+from fragility_tui.grid import calibration_cache, cube_cache
+from fragility_tui.grid.calibration_cache import CalibrationRecords
 from fragility_tui.grid.cube import Cube
 from fragility_tui.grid.items import Item
 from fragility_tui.grid.model_records import ModelRecords
@@ -50,7 +51,7 @@ def _is_lock_error(exc: Exception) -> bool:
     return "lock" in text and ("conflicting" in text or "could not set" in text)
 
 
-class Store(ModelRecords, RunRecords):
+class Store(ModelRecords, RunRecords, CalibrationRecords):
     """A DuckDB file opened per operation (see the module docstring for why)."""
 
     # One DuckDB database may be open only once per process with one configuration;
@@ -192,7 +193,8 @@ class Store(ModelRecords, RunRecords):
     def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
         def run(c):
             for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),
-                                  ("cube_cache", "grid"), ("grids", "name")):
+                                  ("cube_cache", "grid"), ("calibration_cache", "grid"),
+                                  ("grids", "name")):
                 c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
 
         self._in_transaction(con, run)
@@ -231,6 +233,7 @@ class Store(ModelRecords, RunRecords):
         con.execute("INSERT INTO items SELECT * FROM _new_items")
         con.unregister("_new_items")
         cube_cache.invalidate(con, [grid])
+        calibration_cache.invalidate(con, [grid])
         return len(new)
 
     def load_items(self, grid: str) -> list[Item]:
@@ -283,8 +286,10 @@ class Store(ModelRecords, RunRecords):
                  AND c.config_id = n.config_id""")
             added = con.execute("SELECT count(*) FROM cells").fetchall()[0][0] - before
             if added:
-                cube_cache.invalidate(con, [r[0] for r in con.execute(
-                    "SELECT DISTINCT grid FROM _new_cells").fetchall()])
+                grids = [r[0] for r in con.execute("SELECT DISTINCT grid FROM _new_cells")
+                         .fetchall()]
+                cube_cache.invalidate(con, grids)
+                calibration_cache.invalidate(con, grids)
             return added
         finally:
             con.unregister("_new_cells")

@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from fragility_tui.grid.calibration_cache import CREATE as CALIBRATION_CACHE_TABLE
 from fragility_tui.grid.cube_cache import CREATE as CUBE_CACHE_TABLE
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -47,6 +48,8 @@ MIGRATIONS: list[str] = [
     "ALTER TABLE cells ADD COLUMN prompt_sha VARCHAR",
     # 4: a grid's dense cube, packed, so a big grid opens without joining every cell
     CUBE_CACHE_TABLE,
+    # 5: verdict calibrations of a grid's pairs (grid/calibration_cache.py), one row a pair
+    CALIBRATION_CACHE_TABLE,
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",

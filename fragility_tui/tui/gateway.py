@@ -37,6 +37,12 @@ class StoreGateway:
         items = {it.item_uid: it for it in self._call("load_items", grid)}
         return cube, items, self._call("grid_meta", grid)
 
+    def calibration_results(self, grid: str, key: str) -> dict:
+        return self._call("calibration_results", grid, key)
+
+    def save_calibration(self, grid: str, key: str, results: dict) -> None:
+        self._call("save_calibration", grid, key, results)
+
     def model_costs(self, grid: str) -> dict:
         return self._call("model_costs", grid)
 

@@ -103,10 +103,11 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     con.execute("ALTER TABLE models DROP COLUMN fingerprint")
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
     con.execute("DROP TABLE cube_cache")
+    con.execute("DROP TABLE calibration_cache")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 4
+    assert store.schema_version() == SCHEMA_VERSION == 5
     run = store.get_run(run_id)
     assert run["pid"] == 12345 and run["pid_started"] is None
     store.update_run(run_id, pid_started="987")
@@ -127,6 +128,7 @@ def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_the
     con.execute("ALTER TABLE models DROP COLUMN fingerprint")
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
     con.execute("DROP TABLE cube_cache")
+    con.execute("DROP TABLE calibration_cache")
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
@@ -145,6 +147,24 @@ def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_the
     assert store.list_models("g")[0]["fingerprint"] == fp
     store.write_cells("g", [CellRow("m", "toy/2", "o0.letter", True, 0, prompt_sha="ab" * 32)])
     assert store.item_cells("g", "toy/2")[0]["prompt_sha"] == "ab" * 32
+
+
+def test_a_schema_4_store_gets_the_calibration_cache(tmp_path):
+    path = tmp_path / "s.duckdb"
+    store = Store(path)
+    store.create_grid("g")
+    store.write_cells("g", [CellRow("m", "toy/1", "o0.letter", True, 0)])
+    con = duckdb.connect(str(path))  # what schema 4 wrote: no calibration_cache
+    con.execute("DROP TABLE calibration_cache")
+    con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 5
+    assert store.calibration_results("g", "k") == {}
+    store.save_calibration("g", "k", {("a", "b"): {"replicates": 3}})
+    assert store.calibration_results("g", "k") == {("a", "b"): {"replicates": 3}}
+    store.save_calibration("gone", "k", {("a", "b"): {"replicates": 3}})  # no such grid
+    assert store.calibration_results("gone", "k") == {}
 
 
 def test_a_legacy_model_row_is_compared_through_its_provenance(tmp_path):

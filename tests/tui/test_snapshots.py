@@ -39,10 +39,20 @@ def steps(*keys: str):
             await pilot.pause(0.05)
         for key in keys:
             await pilot.press(key)
-            await app.workers.wait_for_complete()
-            await pilot.pause()
+            await settle(pilot)
         await pilot.pause()
     return run
+
+
+async def settle(pilot) -> None:
+    """Let workers finish, and the workers they lead to (a pane's calibration line starts
+    after the pane's first paint)."""
+    app = pilot.app
+    for _ in range(100):
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        if not any(w.is_running for w in app.workers):
+            return
 
 
 @pytest.mark.parametrize("size", [WIDE, SMALL_TERM], ids=["120x40", "80x24"])

@@ -11,10 +11,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
+from textual.worker import get_current_worker
 
 from fragility_tui.tui.formats import num
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, failed_line,
+                                                 label_line, line_width, pair_calibration)
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable
 
@@ -70,6 +73,7 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
             yield Select([], prompt="model A", id="compare-a", allow_blank=True)
             yield Select([], prompt="model B", id="compare-b", allow_blank=True)
         yield Static("", id="compare-result")
+        yield Static("", id="compare-calibration")
         yield ReportTable(table_name="compare", id="compare-table")
 
     def render_view(self, view) -> None:
@@ -102,11 +106,40 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
         a, b = self.query_one("#compare-a", Select).value, self.query_one("#compare-b", Select).value
         if view is None or not isinstance(a, str) or not isinstance(b, str):
             return
+        line = self.query_one("#compare-calibration", Static)
         if a == b:
             self.query_one("#compare-result", Static).update(Text("pick two different models"))
+            line.update("")
             return
         self.query_one("#compare-result", Static).update(Text("computing…", style="italic"))
+        line.update(Text(CALIBRATING, style="italic"))
         self._compare(view, a, b)
+        self._calibrate(view, a, b)
+
+    def _picked_pair(self) -> tuple:
+        return (self.query_one("#compare-a", Select).value,
+                self.query_one("#compare-b", Select).value)
+
+    @work(thread=True, exclusive=True, group="compare-calibration", exit_on_error=False)
+    def _calibrate(self, view, a: str, b: str) -> None:
+        worker = get_current_worker()
+        try:
+            result = pair_calibration(self.gateway, view, a, b, lambda: not worker.is_cancelled)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.post_message(WorkFailed(f"calibrating {a} vs {b}", error))
+            self.post_message(CalibrationReady(view, a, b, None, error))
+            return
+        if result is not None:
+            self.post_message(CalibrationReady(view, a, b, result))
+
+    @on(CalibrationReady)
+    def _calibration_ready(self, message: CalibrationReady) -> None:
+        message.stop()
+        if message.view is self.view and self._picked_pair() == (message.a, message.b):
+            line = self.query_one("#compare-calibration", Static)
+            line.update(label_line(message.result, line_width(line)) if message.result
+                        else failed_line(message.error or "unknown error"))
 
     @work(thread=True, exclusive=True, group="compare", exit_on_error=False)
     def _compare(self, view, a: str, b: str) -> None:

@@ -4,11 +4,15 @@ fragile parts."""
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on, work
 from textual.widgets import DataTable, Static
+from textual.worker import get_current_worker
 
 from fragility_tui.tui.formats import num, pct
-from fragility_tui.tui.messages import ShowPair
+from fragility_tui.tui.messages import ShowPair, WorkFailed
 from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, failed_line,
+                                                 line_width, pair_calibration, verdict_line)
 from fragility_tui.tui.widgets import Column, ReportTable
 
 COLUMNS = [Column("A"), Column("B"), Column("gap Δ", "int"), Column("|S|", "int"),
@@ -32,8 +36,13 @@ def decision_label(decisions: list[dict], a: str, b: str, target: str,
     return None
 
 
-class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary"):
+class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
+                below="pairs-calibration"):
     help = "Adjacent pairs of the reference ranking (A above B). Enter: items behind the gap."
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._calibrated: dict = {}  # (a, b) -> tallies, for the view shown
 
     def render_view(self, view) -> None:
         report = view.report
@@ -63,6 +72,57 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary"):
         summary.append(f" · {rk.get('champion_count', '—')} champions over configs · mean "
                        f"Kendall τ {num(rk.get('mean_kendall_tau'))}")
         self.query_one("#pairs-summary", Static).update(summary)
+        self._calibrated = {}
+        self.call_after_refresh(self._calibrate_current)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self._calibrate_current()
+
+    def _current_pair(self) -> tuple[str, str] | None:
+        key = self.query_one(ReportTable).current_key()
+        return None if key is None else tuple(key.split("\x1f"))
+
+    def _calibrate_current(self) -> None:
+        line = self.query_one("#pairs-calibration", Static)
+        pair, view = self._current_pair(), self.view
+        if pair is None or view is None:
+            line.update("")
+            return
+        done = self._calibrated.get(pair)
+        if done is not None:
+            line.update(verdict_line(done, line_width(line)))
+            return
+        line.update(Text(CALIBRATING, style="italic"))
+        self._calibrate(view, *pair)
+
+    @work(thread=True, exclusive=True, group="pairs-calibration", exit_on_error=False)
+    def _calibrate(self, view, a: str, b: str) -> None:
+        worker = get_current_worker()
+        try:
+            result = pair_calibration(self.gateway, view, a, b, lambda: not worker.is_cancelled)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}"
+            self.post_message(WorkFailed(f"calibrating {a} vs {b}", error))
+            self.post_message(CalibrationReady(view, a, b, None, error))
+            return
+        if result is not None:
+            self.post_message(CalibrationReady(view, a, b, result))
+
+    @on(CalibrationReady)
+    def _calibration_ready(self, message: CalibrationReady) -> None:
+        message.stop()
+        if message.view is not self.view or self._current_pair() != (message.a, message.b):
+            if message.result is not None and message.view is self.view:
+                self._calibrated[(message.a, message.b)] = message.result
+            return  # computed for a view since replaced, or the cursor moved on
+        line = self.query_one("#pairs-calibration", Static)
+        if message.result is None:
+            line.update(failed_line(message.error or "unknown error"))
+            return
+        self._calibrated[(message.a, message.b)] = message.result
+        line.update(verdict_line(message.result, line_width(line)))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -1,0 +1,180 @@
+"""`fragility-tui calibrate` as a user runs it (subprocess), and its cache in the store: one
+result per (grid content, reference, replicates, seed, bootstrap), never a stale one."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import duckdb
+import numpy as np
+import pytest
+
+from helpers import run_cli
+
+from fragility_tui.analysis import calibration
+from fragility_tui.commands import calibrate as command
+from fragility_tui.exports import grid_calibration
+from fragility_tui.grid.store import Store
+from fragility_tui.grid.store_schema import CellRow
+
+FAST = ("--replicates", "12", "--boot", "30")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A synthetic grid (4 models x 40 items x 26 configs) and a cloze-only one."""
+    folder = tmp_path_factory.mktemp("calib")
+    db = folder / "store.duckdb"
+    run_cli("simulate", "--models", "4", "--items", "40", "--seed", "3", "--grid", "syn",
+            db=db, check=True)
+    rng = np.random.default_rng(3)
+    path = folder / "cloze.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "item", "benchmark", "config", "correct"])
+        for m, skill in enumerate((0.8, 0.6, 0.4)):
+            for i in range(20):
+                for config in ("cloze_qa", "cloze_bare"):
+                    w.writerow([f"m{m}", f"arc/q{i}", "arc", config,
+                                str(bool(rng.random() < skill)).lower()])
+    run_cli("import", str(path), "--grid", "cloze", db=db, check=True)
+    return db
+
+
+@pytest.fixture
+def db(template, tmp_path):
+    path = tmp_path / "store.duckdb"
+    path.write_bytes(template.read_bytes())
+    return path
+
+
+def test_text_output_states_the_replicates_and_every_verdict_and_label(db):
+    proc = run_cli("calibrate", "--grid", "syn", *FAST, db=db)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "Verdict calibration of grid syn (reference o0.letter)" in out
+    assert "12 replicates per scenario and pair, 3 adjacent pairs" in out
+    assert "from 30 bootstrap resamples" in out
+    for word in ("ordered", "one item", "cancel", "identical", "manuf.", "stable",
+                 "underpowered", "harness", "target", "unsupported"):
+        assert word in out
+    assert "cache: 0 pairs reused, 3 computed" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+    again = run_cli("calibrate", "--grid", "syn", *FAST, db=db, check=True).stdout
+    assert "cache: 3 pairs reused, 0 computed" in again
+    strip = lambda text: [x for x in text.splitlines() if not x.startswith("cache:")]  # noqa: E731
+    assert strip(again) == strip(out)
+
+
+def test_json_output_tallies_every_replicate(db):
+    r = json.loads(run_cli("calibrate", "--grid", "syn", "--json", *FAST, db=db,
+                           check=True).stdout)
+    assert r["grid"] == "syn"
+    assert r["settings"] == {"method_version": calibration.METHOD_VERSION,
+                             "reference": "o0.letter", "replicates": 12, "seed": 0,
+                             "n_boot": 30, "margin_points": 2.0}
+    report = json.loads(run_cli("report", "--grid", "syn", "--json", "--boot", "100",
+                                "--random-draws", "5", db=db, check=True).stdout)
+    adjacent = [(p["a"], p["b"]) for p in report["pairs"]]
+    assert [(p["a"], p["b"]) for p in r["pairs"]] == adjacent
+    for p, rp in zip(r["pairs"], report["pairs"]):
+        assert p["replicates"] == 12 and p["adjacent"] is True
+        assert p["observed"]["verdict"] == rp["verdict"] and p["observed"]["gap"] == rp["gap"]
+        assert p["observed"]["manufactured"] == rp["manufactured"]
+        for scenario in ("real", "none"):
+            tally = p[scenario]
+            assert sum(tally["verdicts"].values()) == 12
+            assert 0 <= tally["manufactured"] <= 12
+            for target in ("observed", "balanced"):
+                assert sum(tally["labels"][target].values()) == 12
+    assert r["totals"]["replicates"] == 36
+    assert r["cache"]["pairs_computed"] == 3
+
+
+def test_a_named_pair_and_the_reference_stand_in(db):
+    r = json.loads(run_cli("calibrate", "--grid", "syn", "--json", "--pair",
+                           "synthetic-model-01,synthetic-model-04", *FAST, db=db,
+                           check=True).stdout)
+    assert [(p["a"], p["b"], p["adjacent"]) for p in r["pairs"]] == [
+        ("synthetic-model-01", "synthetic-model-04", False)]
+    cloze = json.loads(run_cli("calibrate", "--grid", "cloze", "--json", *FAST, db=db,
+                               check=True).stdout)
+    assert cloze["settings"]["reference"] == "cloze_qa" and len(cloze["pairs"]) == 2
+    text = run_cli("calibrate", "--grid", "cloze", *FAST, db=db, check=True).stdout
+    assert "reference cloze_qa stands in for SPEC's o0.letter" in text
+    bare = json.loads(run_cli("calibrate", "--grid", "cloze", "--reference", "cloze_bare",
+                              "--json", *FAST, db=db, check=True).stdout)
+    assert bare["settings"]["reference"] == "cloze_bare"
+    assert bare["cache"]["key"] != cloze["cache"]["key"]
+
+
+@pytest.mark.parametrize("args, field", [
+    (("--grid", "nope"), "no grid named 'nope'"),
+    (("--grid", "syn", "--replicates", "0"), "--replicates"),
+    (("--grid", "syn", "--boot", "0"), "--boot"),
+    (("--grid", "syn", "--reference", "o9.letter"), "--reference"),
+    (("--grid", "cloze", "--reference", "o0.letter"), "the grid has no cells for o0.letter"),
+    (("--grid", "syn", "--pair", "synthetic-model-01,ghost"), "ghost"),
+])
+def test_bad_input_exits_2_with_a_clear_error(db, args, field):
+    proc = run_cli("calibrate", *args, db=db)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith("error:") and field in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_defaults_match_the_analysis_module():
+    assert (command.REPLICATES, command.N_BOOT) == (calibration.REPLICATES, calibration.N_BOOT)
+
+
+def cached_rows(path, grid):
+    con = duckdb.connect(str(path))
+    try:
+        return con.execute("SELECT count(*) FROM calibration_cache WHERE grid = ?",
+                           [grid]).fetchall()[0][0]
+    finally:
+        con.close()
+
+
+def test_new_cells_drop_the_cached_calibration_in_their_transaction(db):
+    store = Store(db)
+    first = grid_calibration(store, "syn", replicates=6, n_boot=20)
+    assert cached_rows(db, "syn") == 3 and first["cache"]["pairs_computed"] == 3
+    item = store.load_items("syn")[0].item_uid
+    store.write_cells("syn", [CellRow("newcomer", item, "o0.letter", True, 0)])
+    assert cached_rows(db, "syn") == 0
+    second = grid_calibration(store, "syn", replicates=6, n_boot=20)
+    assert second["cache"]["key"] != first["cache"]["key"]
+    assert second["cache"]["pairs_reused"] == 0
+    store.delete_grid("syn")
+    assert cached_rows(db, "syn") == 0
+
+
+def test_a_grid_changed_behind_the_cache_gets_a_fresh_result(db):
+    """Even a change that skips the invalidation (raw SQL) is never served the old result:
+    the key is a digest of the content calibrated."""
+    store = Store(db)
+    first = grid_calibration(store, "syn", replicates=6, n_boot=20)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE cells SET correct = NOT correct WHERE grid = 'syn' AND "
+                "config_id = 'o0.letter' AND model = 'synthetic-model-01'")
+    con.execute("DELETE FROM cube_cache WHERE grid = 'syn'")  # the packed cube, rebuilt
+    con.close()
+    assert cached_rows(db, "syn") == 3  # the old rows are still there...
+    second = grid_calibration(store, "syn", replicates=6, n_boot=20)
+    assert second["cache"]["key"] != first["cache"]["key"]  # ...and are not used
+    assert second["cache"]["pairs_computed"] == len(second["pairs"])
+    third = grid_calibration(store, "syn", replicates=6, n_boot=20)
+    assert third["cache"]["pairs_reused"] == len(third["pairs"])
+    assert third["pairs"] == second["pairs"]
+
+
+def test_each_setting_has_its_own_cached_result(db):
+    store = Store(db)
+    base = grid_calibration(store, "syn", replicates=6, n_boot=20)
+    for change in ({"replicates": 7}, {"seed": 1}, {"n_boot": 21}):
+        other = grid_calibration(store, "syn", **{"replicates": 6, "n_boot": 20, **change})
+        assert other["cache"]["pairs_computed"] == 3, change
+        assert other["cache"]["key"] != base["cache"]["key"]
+    assert grid_calibration(store, "syn", replicates=6, n_boot=20)["cache"]["pairs_reused"] == 3
