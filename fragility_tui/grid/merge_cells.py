@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from fragility_tui.errors import InputError
-from fragility_tui.grid import cube_cache
+from fragility_tui.grid import calibration_cache, cube_cache
 from fragility_tui.grid.configs import CONFIG_IDS
 
 BATCH_ROWS = 1 << 20
@@ -160,6 +160,7 @@ class CellMerger:
         """Keep the merged grid's cube packed (its configs: those with a cell)."""
         if self.added:
             cube_cache.invalidate(self.con, [self.grid])
+            calibration_cache.invalidate(self.con, [self.grid])
         if not self.present.any():
             return
         held = self.present.any(axis=(0, 1))
