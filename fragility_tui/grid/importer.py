@@ -338,7 +338,10 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
 
 
 def write_synthetic_grid(store, synthetic, grid_name: str, *, replace: bool = False) -> dict:
-    """Write a simulate() result as a grid labelled synthetic, in one transaction."""
+    """Write a simulate() result as a grid labelled synthetic, in one transaction: each
+    cell with the option it chose (pred, native index; its permutation is the grid seed's
+    shuffle, which `render` reproduces), the grid's metadata with the generator's true
+    parameters (`SyntheticGrid.meta`)."""
     import pyarrow as pa
 
     from fragility_tui.grid.store_schema import cell_schema
@@ -346,13 +349,15 @@ def write_synthetic_grid(store, synthetic, grid_name: str, *, replace: bool = Fa
     cube = synthetic.cube
     m, i, c = np.nonzero(cube.present)
     n = len(m)
+    pred = (pa.nulls(n, pa.int8()) if synthetic.pred is None
+            else pa.array(synthetic.pred[m, i, c], pa.int8()))
     table = pa.table({
         "grid": pa.array([grid_name] * n, pa.string()),
         "model": pa.DictionaryArray.from_arrays(m.astype(np.int32), list(cube.models)).cast(pa.string()),
         "item_uid": pa.DictionaryArray.from_arrays(i.astype(np.int32), list(cube.items)).cast(pa.string()),
         "config_id": pa.DictionaryArray.from_arrays(c.astype(np.int32), list(cube.configs)).cast(pa.string()),
         "correct": cube.bits[m, i, c],
-        "pred": pa.nulls(n, pa.int8()), "permutation": pa.nulls(n, pa.string()),
+        "pred": pred, "permutation": pa.nulls(n, pa.string()),
         "raw_output": pa.nulls(n, pa.string()), "scores": pa.nulls(n, pa.list_(pa.float64())),
         "tokens": pa.nulls(n, pa.int32()), "ms": pa.nulls(n, pa.float32()),
         "run_id": pa.nulls(n, pa.string()),
@@ -360,8 +365,7 @@ def write_synthetic_grid(store, synthetic, grid_name: str, *, replace: bool = Fa
     written = write_grid(store, GridContent(
         grid_name, synthetic.items,
         {model: ("synthetic", {"synthetic": True}) for model in cube.models}, table,
-        synthetic=True, description=synthetic.description,
-        meta={"generator": "fragility_tui.grid.simulate"}),
+        synthetic=True, description=synthetic.description, meta=synthetic.meta()),
         mode="replace" if replace else "new")
     return {"grid": grid_name, "cells": written, "models": len(cube.models),
             "items": len(cube.items), "configs": len(cube.configs)}
