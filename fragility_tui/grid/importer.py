@@ -83,8 +83,8 @@ class CubeCells:
     """A dense cube's present cells as a grid writer's source: inserted a model at a time,
     so a 100 × 20,000 × 26 grid never exists as one 52 M-row table."""
 
-    def __init__(self, cube):
-        self.cube = cube
+    def __init__(self, cube, pred=None):
+        self.cube, self.pred = cube, pred  # pred: int8 [M, I, C] option chosen, or None
 
     def insert_into(self, con, grid: str) -> int:
         import pyarrow as pa
@@ -97,11 +97,13 @@ class CubeCells:
                 "item_uid": pa.DictionaryArray.from_arrays(i.astype(np.int32), list(cube.items)),
                 "config_id": pa.DictionaryArray.from_arrays(c.astype(np.int32),
                                                             list(cube.configs)),
-                "correct": cube.bits[k, i, c]})
+                "correct": cube.bits[k, i, c],
+                "pred": pa.nulls(len(i), pa.int8()) if self.pred is None
+                else pa.array(self.pred[k, i, c], pa.int8())})
             con.register("_cube_cells", chunk)
-            con.execute("INSERT INTO cells (grid, model, item_uid, config_id, correct) "
+            con.execute("INSERT INTO cells (grid, model, item_uid, config_id, correct, pred) "
                         "SELECT $grid, $model, CAST(item_uid AS VARCHAR), "
-                        "CAST(config_id AS VARCHAR), correct FROM _cube_cells",
+                        "CAST(config_id AS VARCHAR), correct, pred FROM _cube_cells",
                         {"grid": grid, "model": model})
             con.unregister("_cube_cells")
             written += len(i)
@@ -109,14 +111,16 @@ class CubeCells:
 
 
 def write_synthetic_grid(store, synthetic, grid_name: str, *, replace: bool = False) -> dict:
-    """Write a simulate() result as a grid labelled synthetic, in one transaction."""
+    """Write a simulate() result as a grid labelled synthetic, in one transaction: each
+    cell with the option it chose (pred, native index; its permutation is the grid seed's
+    shuffle, which `render` reproduces), the grid's metadata with the generator's true
+    parameters (`SyntheticGrid.meta`)."""
     cube = synthetic.cube
     written = write_grid(store, GridContent(
         grid_name, synthetic.items,
-        {model: ("synthetic", {"synthetic": True}) for model in cube.models}, CubeCells(cube),
-        synthetic=True, description=synthetic.description,
-        meta={"generator": "fragility_tui.grid.simulate"},
-        cube=(cube.models, cube.configs, cube.bits, cube.present)),
+        {model: ("synthetic", {"synthetic": True}) for model in cube.models},
+        CubeCells(cube, synthetic.pred), synthetic=True, description=synthetic.description,
+        meta=synthetic.meta(), cube=(cube.models, cube.configs, cube.bits, cube.present)),
         mode="replace" if replace else "new")
     return {"grid": grid_name, "cells": written, "models": len(cube.models),
             "items": len(cube.items), "configs": len(cube.configs)}

@@ -62,19 +62,21 @@ def shipped_digest(cells_path: Path, meta: dict) -> str:
 
 
 def _load_sample_grid(store, cells_path: Path, meta: dict, digest: str) -> None:
-    items = None
+    items, grid_meta = None, {"sample_sha256": digest}
     if meta.get("items"):
         from fragility_tui.grid.loaders import load_items
 
         items, _ = load_items(SAMPLE_GRIDS_DIR / meta["items"])
-    elif meta.get("simulate"):  # synthetic: the generator's placeholder items
+    elif meta.get("simulate"):  # synthetic: the generator's items and true parameters
         from fragility_tui.grid.simulate import simulate
 
-        items = simulate(**meta["simulate"]).items
+        synthetic = simulate(**meta["simulate"])
+        items = synthetic.items
+        grid_meta.update(synthetic.meta())
     import_long_grid(store, cells_path, meta["name"], items=items,
                      synthetic=meta.get("synthetic", False),
                      description=meta.get("description", ""), replace=True,
-                     meta={"sample_sha256": digest})
+                     meta=grid_meta)
     if meta.get("provenance"):
         doc = json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
         import_provenance(store, meta["name"], doc)
@@ -87,3 +89,22 @@ def _holds_older_shipped_version(store, name: str, cells_path: Path, digest: str
     # Loaded from sample_grids/: recorded since sample_sha256 exists, by its source before.
     shipped = "sample_sha256" in grid or Path(grid.get("source") or "").name == cells_path.name
     return shipped and not store.has_local_runs(name)
+
+
+def shipped_cube(name: str):
+    """The cube of a shipped grid read straight from its cells file (no store), e.g. to
+    recompute the figures docs/spec.md quotes for it."""
+    import pyarrow.parquet as pq
+
+    from fragility_tui.grid.cube import cube_from_long
+
+    entries = {meta["name"]: path for path, meta in sample_grid_files()}
+    if name not in entries:
+        raise KeyError(f"no shipped grid {name!r} (shipped: {', '.join(entries)})")
+    table = pq.read_table(entries[name], columns=["model", "item", "config", "correct",
+                                                 "benchmark"])
+    items = table.column("item").to_pylist()
+    benchmarks = dict(zip(items, table.column("benchmark").to_pylist()))
+    return cube_from_long(table.column("model").to_pylist(), items,
+                          table.column("config").to_pylist(),
+                          table.column("correct").to_numpy(zero_copy_only=False), benchmarks)

@@ -1,66 +1,130 @@
 """Synthetic grids from a documented generative model (SYNTHETIC: not real model output).
 
-The model, per (model m, item i, config c):
+Generator v2, written out with its fitted parameters and figures in docs/spec.md ("The
+synthetic generator"). Every model answers every (item, config) with the argmax over the
+four options' scores, so an answer is an option, order effects come from the real option
+permutation of each order config, and the cells of a (model, item) are correlated:
 
-    P(correct) = g + (1 - g) * sigmoid(theta_m - b_i + v_mi + h_mc)
+    score[m,i,c,j] = [j = gold] * a_i * (theta_mc - b_i)            2PL gold advantage
+                   + D_ij + [j = gold] * k_mi                        distractors, knowledge
+                   + a_i * s_i * (e_order + e_format + e_config)     harness noise
+                   + a_i * bias_mc[position of option j in config c] position/label bias
 
-- g = 0.05: a small floor of lucky guesses. Most chance-level accuracy comes from v_mi
-  instead, because a model that does not know an item tends to be consistently wrong (an
-  attractive distractor): that is what leaves robust-wrong answers.
-- theta_m, model ability: evenly spread from -1.4 to 2.6 plus N(0, 0.15) jitter, so the
-  reference accuracies span roughly 33-84% like the reference study's twelve models.
-- b_i, item difficulty: N(mu_benchmark, 1.2) with benchmark offsets (TruthfulQA hardest,
-  HellaSwag easiest); items are split across arc_challenge/hellaswag/mmlu/truthfulqa in the
-  reference study's proportions (1000/1000/1000/679).
-- v_mi, model-item affinity: N(0, 1.8). Shared by every config of the pair, it is what makes
-  some answers robust (always right or always wrong) rather than coin flips.
-- h_mc, harness effect of config c on model m, one term per axis:
-    order  o1..o5: N(0, 0.35) per model and shuffle (o0 = 0);
-    format paren/digit/instruct: N(-0.15, 0.45) per model and format (letter = 0);
-    scoring cloze_qa/cloze_bare: N(-2.2, 0.9) per model and config — the strongest axis, as
-    in the reference study where likelihood scoring moved one model from 88% to 31%.
-  Order and format effects add for a config such as o3.paren.
-- Each cell is then an independent Bernoulli draw: with 26 configs even a 90% cell
-  probability leaves an answer robust-correct only 0.9^26 ≈ 6% of the time, which is why
-  most reference-correct answers are fragile and robust accuracy is low.
+- Items: difficulty b_i, discrimination a_i (log-normal), harness sensitivity s_i (log-normal,
+  correlated with a_i by `sensitivity_corr`), distractor attractiveness D_ij (gold 0).
+  TruthfulQA keeps its gold first in native order (SPEC §1 mc1 assembly).
+- Models: generation ability theta_m (evenly spread plus jitter) with per-format shifts;
+  likelihood ability lambda_m correlated with theta (`likelihood_rho`) but not equal;
+  knowledge k_mi >= 0 lifting the gold in every config (what keeps answers robust).
+- Harness noise: per option, shared by the configs of one order (e_order), of one format
+  (e_format), and per config; the native order, the letter format and the reference are the
+  baseline (0). It flips an answer only where the gold's margin over the best distractor is
+  small: items near a model's ability and with close distractors are the sensitive ones.
+- Biases: per model a position bias, per (model, format) a label bias, per (model, config)
+  jitter, added to whichever option the config shows at that position.
+- Cloze configs: lambda_m plus a per-config shift, an option prior shared by every model,
+  noise; order-invariant, no position or label bias.
 
-With the defaults and seed 0 (12 x 3,679) the grid resembles the reference study's figures:
-reference accuracy 33-84%, robust accuracy at most 23%, 88% of reference-correct answers
-fragile, adjacent pairs 2 identical / 5 one item / 3 cancel / 1 ordered on the stable set,
-all 11 nonzero gaps manufactured, fragile share 96% mean and 99.5% pooled.
-
-Every number above is a parameter of `SimulationParams`; the draw is a pure function of the
-seed (numpy PCG64), so a seed always gives the same grid.
+The defaults were fitted by simulated method of moments (benchmarks/fit_synthetic.py) so
+that the 12 x 3,679 grid of seed 0 reproduces the reference study's figures within the
+tolerances docs/spec.md states (tests/grid/test_synthetic_figures.py recomputes them).
+The true parameters travel with the grid (`SyntheticGrid.truth`, `.meta()` for the store);
+the app's item drill-down shows them. The draw is a pure function of the seed (numpy
+PCG64): item and model parameters from stream [seed, 0], model m's cells from [seed, 1, m],
+one model at a time so memory stays O(items x configs) per model.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from fragility_tui.grid.configs import (CONFIGS, CONFIG_IDS, GENERATION_FORMATS, REFERENCE,
+                                        item_shuffles)
 from fragility_tui.grid.cube import Cube
-from fragility_tui.grid.configs import CONFIGS, CONFIG_IDS
 from fragility_tui.grid.items import Item
 
 BENCHMARK_SHARES = {"arc_challenge": 1000, "hellaswag": 1000, "mmlu": 1000, "truthfulqa": 679}
 BENCHMARK_DIFFICULTY = {"arc_challenge": 0.0, "hellaswag": -0.4, "mmlu": 0.2, "truthfulqa": 0.8}
+GOLD_FIRST = {"truthfulqa"}  # mc1 keeps its gold first in native order (SPEC §1)
 SYNTHETIC_PREFIX = "synthetic"
+GENERATOR_VERSION = 2
+# The option shuffles are those of the grid seed a stored synthetic grid has (0): the app
+# re-renders a cell with configs.item_shuffles(grid seed, item_uid), so no cell needs to
+# carry its permutation (that column would triple the shipped file).
+SHUFFLE_SEED = 0
+N_OPT = 4
 
 
 @dataclass(frozen=True)
 class SimulationParams:
-    guess: float = 0.05
-    ability_low: float = -1.4
-    ability_high: float = 2.6
+    """The generator's parameters (docs/spec.md); defaults fitted by benchmarks/fit_synthetic.py."""
+
+    ability_low: float = 0.0
+    ability_high: float = 2.0
     ability_jitter: float = 0.15
-    difficulty_sd: float = 1.2
-    affinity_sd: float = 1.8
-    order_sd: float = 0.35
-    format_mean: float = -0.15
-    format_sd: float = 0.45
-    scoring_mean: float = -2.2
-    scoring_sd: float = 0.9
+    difficulty_sd: float = 1.326
+    discrimination_sd: float = 0.575
+    sensitivity_sd: float = 0.4387
+    sensitivity_corr: float = 0.7
+    distractor_sd: float = 0.663
+    knowledge_sd: float = 0.84
+    order_sd: float = 0.3009
+    format_sd: float = 0.905
+    config_sd: float = 0.4441
+    format_shift_sd: float = 1.0281
+    position_bias_sd: float = 0.1221
+    label_bias_sd: float = 0.2302
+    config_bias_sd: float = 0.35
+    likelihood_rho: float = 0.85
+    likelihood_mean: float = -1.1
+    likelihood_sd: float = 1.2529
+    cloze_shift_sd: float = 0.0872
+    prior_sd: float = 1.819
+    cloze_sd: float = 0.5285
+
+
+@dataclass(frozen=True)
+class SyntheticTruth:
+    """The parameters a synthetic grid was drawn from (arrays in the cube's model/item order)."""
+
+    ability: np.ndarray  # theta_m, generation
+    likelihood_ability: np.ndarray  # lambda_m
+    difficulty: np.ndarray  # b_i
+    discrimination: np.ndarray  # a_i
+    sensitivity: np.ndarray  # s_i
+    distractors: np.ndarray  # D_ij [I, 4], native order, 0 at the gold
+
+    @property
+    def true_rank(self) -> np.ndarray:
+        """1 = highest generation ability (the order the reference config estimates)."""
+        order = np.argsort(-self.ability, kind="stable")
+        rank = np.empty(len(order), dtype=int)
+        rank[order] = np.arange(1, len(order) + 1)
+        return rank
+
+    def closest_distractor(self, gold: np.ndarray) -> np.ndarray:
+        """Per item: the most attractive distractor's D (the gold's is 0; near or above 0
+        is a close distractor)."""
+        d = self.distractors.copy()
+        d[np.arange(len(gold)), gold] = -np.inf
+        return d.max(axis=1)
+
+    def to_meta(self, models, items: list[Item], params: "SimulationParams") -> dict:
+        """JSON for the grid's metadata (4 decimals): what the drill-down shows."""
+        r = lambda x: [round(float(v), 4) for v in x]  # noqa: E731
+        gold = np.array([it.gold for it in items])
+        return {"generator_version": GENERATOR_VERSION, "params": asdict(params),
+                "models": {name: {"ability": round(float(t), 4),
+                                  "likelihood_ability": round(float(lam), 4),
+                                  "true_rank": int(k)}
+                           for name, t, lam, k in zip(models, self.ability,
+                                                      self.likelihood_ability, self.true_rank)},
+                "item_uids": [it.item_uid for it in items],
+                "difficulty": r(self.difficulty), "discrimination": r(self.discrimination),
+                "sensitivity": r(self.sensitivity),
+                "closest_distractor": r(self.closest_distractor(gold))}
 
 
 @dataclass(frozen=True)
@@ -68,6 +132,21 @@ class SyntheticGrid:
     cube: Cube
     items: list[Item]
     description: str
+    truth: SyntheticTruth | None = None
+    pred: np.ndarray | None = None  # int8 [M, I, C]: the native option each cell chose
+    permutations: np.ndarray | None = None  # int8 [I, 24, 4]: display order per gen config
+    # (configs.item_shuffles(SHUFFLE_SEED, uid), what `render` shows: not written to cells)
+    params: SimulationParams | None = None
+    seed: int = 0
+
+    def meta(self) -> dict:
+        """What the store keeps with the grid: the generator and its true parameters."""
+        meta = {"generator": "fragility_tui.grid.simulate",
+                "simulate": {"n_models": len(self.cube.models), "n_items": len(self.cube.items),
+                             "seed": self.seed}}
+        if self.truth is not None:
+            meta["truth"] = self.truth.to_meta(self.cube.models, self.items, self.params)
+        return meta
 
 
 def model_names(n_models: int) -> list[str]:
@@ -83,65 +162,125 @@ def _benchmark_sizes(n_items: int) -> dict[str, int]:
     return sizes
 
 
-def _harness_effects(rng: np.random.Generator, n_models: int, p: SimulationParams) -> np.ndarray:
-    """h[m, c] in canonical config order."""
-    order = np.concatenate([np.zeros((n_models, 1)),
-                            rng.normal(0.0, p.order_sd, (n_models, 5))], axis=1)
-    fmt = {"letter": np.zeros(n_models)}
-    for f in ("paren", "digit", "instruct"):
-        fmt[f] = rng.normal(p.format_mean, p.format_sd, n_models)
-    h = np.zeros((n_models, len(CONFIGS)))
-    for k, cfg in enumerate(CONFIGS):
-        if cfg.scoring == "likelihood":
-            h[:, k] = rng.normal(p.scoring_mean, p.scoring_sd, n_models)
-        else:
-            h[:, k] = order[:, cfg.shuffle_index] + fmt[cfg.format]
-    return h
+GEN = [k for k, c in enumerate(CONFIGS) if c.scoring == "generate"]
+CLOZE = [k for k, c in enumerate(CONFIGS) if c.scoring == "likelihood"]
+REFERENCE_INDEX = CONFIG_IDS.index(REFERENCE)
+GEN_ORDER = np.array([CONFIGS[k].shuffle_index for k in GEN])
+GEN_FORMAT = np.array([GENERATION_FORMATS.index(CONFIGS[k].format) for k in GEN])
+
+
+def _draw_truth(rng, n_models: int, benchmarks: np.ndarray, gold: np.ndarray,
+                p: SimulationParams) -> SyntheticTruth:
+    n_items = len(benchmarks)
+    theta = np.linspace(p.ability_low, p.ability_high, n_models)
+    theta = theta + rng.normal(0.0, p.ability_jitter, n_models)
+    z = (theta - theta.mean()) / (theta.std() or 1.0)
+    rho = p.likelihood_rho
+    lam = p.likelihood_mean + p.likelihood_sd * (
+        rho * z + np.sqrt(1 - rho * rho) * rng.normal(0.0, 1.0, n_models))
+    b = rng.normal(0.0, p.difficulty_sd, n_items) + np.array(
+        [BENCHMARK_DIFFICULTY[x] for x in benchmarks])
+    za = rng.normal(0.0, 1.0, n_items)
+    a = np.exp(p.discrimination_sd * za)
+    k = p.sensitivity_corr
+    s = np.exp(p.sensitivity_sd * (k * za + np.sqrt(1 - k * k) * rng.normal(0.0, 1.0, n_items)))
+    d = rng.normal(0.0, p.distractor_sd, (n_items, N_OPT))
+    d[np.arange(n_items), gold] = 0.0
+    return SyntheticTruth(theta, lam, b, a, s, d)
+
+
+def _display_positions(seed: int, item_uids: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """perms[i, g, p] = native option shown at position p in generation config g (the same
+    shuffle `render` uses, configs.item_shuffles), and pos[i, g, j] = position of option j."""
+    shuffles = np.array([item_shuffles(seed, uid) for uid in item_uids], dtype=np.int8)
+    perms = shuffles[:, GEN_ORDER, :]  # [I, 24, 4]
+    pos = np.argsort(perms, axis=2).astype(np.int8)
+    return perms, pos
+
+
+def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prior: np.ndarray,
+                  pos: np.ndarray, p: SimulationParams) -> np.ndarray:
+    """Scores [I, 26, 4] (float32) of model m: generation configs, then the cloze pair."""
+    n_items = len(truth.difficulty)
+    f32 = np.float32
+    a = truth.discrimination.astype(f32)[:, None, None]
+    scale = (truth.discrimination * truth.sensitivity).astype(f32)[:, None, None]
+    normal = lambda *shape: rng.standard_normal(shape, dtype=f32)  # noqa: E731
+    fmt_shift = np.concatenate([[0.0], rng.normal(0.0, p.format_shift_sd, 3)]).astype(f32)
+    bias = (rng.normal(0.0, p.position_bias_sd, (1, N_OPT))
+            + rng.normal(0.0, p.label_bias_sd, (len(GENERATION_FORMATS), N_OPT))[GEN_FORMAT]
+            + rng.normal(0.0, p.config_bias_sd, (len(GEN), N_OPT))).astype(f32)  # [24, pos]
+    cloze_shift = rng.normal(0.0, p.cloze_shift_sd, len(CLOZE)).astype(f32)
+    # model-specific knowledge of the item: a half-normal lift of the gold, every config
+    knows = p.knowledge_sd * np.abs(normal(n_items))
+    base = (truth.distractors.astype(f32) + gold_hot[:, 0, :] * knows[:, None])[:, None, :]
+
+    ability = (truth.ability[m] + fmt_shift[GEN_FORMAT]).astype(f32)  # [24]
+    gap = a * (ability[None, :, None] - truth.difficulty.astype(f32)[:, None, None])
+    # the native order and the letter format are the baseline the others perturb
+    by_order = normal(n_items, 6, N_OPT)
+    by_order[:, 0] = 0.0
+    by_format = normal(n_items, len(GENERATION_FORMATS), N_OPT)
+    by_format[:, 0] = 0.0
+    noise = (p.order_sd * by_order[:, GEN_ORDER] + p.format_sd * by_format[:, GEN_FORMAT]
+             + p.config_sd * normal(n_items, len(GEN), N_OPT))
+    noise[:, GEN.index(REFERENCE_INDEX)] = 0.0  # ... and the reference config is that baseline
+    gen = (base + gold_hot * gap + scale * noise
+           + a * np.take_along_axis(bias[None, :, :], pos.astype(np.intp), axis=2))
+
+    lam = (truth.likelihood_ability[m] + cloze_shift).astype(f32)  # [2]
+    gap = a * (lam[None, :, None] - truth.difficulty.astype(f32)[:, None, None])
+    cloze = base + gold_hot * gap + scale * (prior[:, None, :] + p.cloze_sd * normal(
+        n_items, len(CLOZE), N_OPT))
+    return np.concatenate([gen, cloze], axis=1)
 
 
 def simulate(n_models: int = 12, n_items: int = 3679, seed: int = 0,
              params: SimulationParams = SimulationParams()) -> SyntheticGrid:
     if n_models < 1 or n_items < 1:
         raise ValueError("simulate needs at least one model and one item")
-    rng = np.random.default_rng(seed)
     p = params
+    rng = np.random.default_rng([seed, 0])
     sizes = _benchmark_sizes(n_items)
     benchmarks = np.concatenate([np.full(n, b, dtype=object) for b, n in sizes.items()])
-    b = rng.normal(0.0, p.difficulty_sd, n_items) + np.array(
-        [BENCHMARK_DIFFICULTY[x] for x in benchmarks])
-    theta = np.linspace(p.ability_low, p.ability_high, n_models)
-    theta = theta + rng.normal(0.0, p.ability_jitter, n_models)
-    v = rng.normal(0.0, p.affinity_sd, (n_models, n_items))
-    h = _harness_effects(rng, n_models, p)
-    base = (theta[:, None] - b[None, :] + v).astype(np.float32)
-    logits = base[:, :, None] + h[:, None, :].astype(np.float32)
-    prob = p.guess + (1 - p.guess) / (1 + np.exp(-logits))
-    bits = rng.random(logits.shape, dtype=np.float32) < prob
+    gold = rng.integers(0, N_OPT, n_items)
+    gold[np.isin(benchmarks, list(GOLD_FIRST))] = 0
+    truth = _draw_truth(rng, n_models, benchmarks, gold, p)
+    prior = rng.normal(0.0, p.prior_sd, (n_items, N_OPT)).astype(np.float32)
+    items = _synthetic_items(benchmarks, truth, gold)
+    uids = [it.item_uid for it in items]
+    perms, pos = _display_positions(SHUFFLE_SEED, uids)
 
-    items = _synthetic_items(rng, benchmarks, b)
-    cube = Cube(tuple(model_names(n_models)), tuple(it.item_uid for it in items),
-                CONFIG_IDS, bits, np.ones_like(bits), benchmarks,
-                np.array([it.subject for it in items], dtype=object))
+    gold_hot = (np.arange(N_OPT)[None, :] == gold[:, None])[:, None, :]
+    pred = np.empty((n_models, n_items, len(CONFIGS)), dtype=np.int8)
+    for m in range(n_models):  # one model at a time: scores are [I, 26, 4] float32
+        scores = _model_scores(np.random.default_rng([seed, 1, m]), m, truth, gold_hot,
+                               prior, pos, p)
+        pred[m] = scores.argmax(axis=2)
+    bits = pred == gold[None, :, None]
+    cube = Cube(tuple(model_names(n_models)), tuple(uids), CONFIG_IDS, bits,
+                np.ones_like(bits), benchmarks, np.array([None] * n_items, dtype=object))
     description = (f"SYNTHETIC grid: {n_models} simulated models x {n_items} simulated items x "
-                   f"26 configs, seed {seed} (fragility_tui.grid.simulate; not real model output)")
-    return SyntheticGrid(cube, items, description)
+                   f"26 configs, seed {seed} (fragility_tui.grid.simulate v{GENERATOR_VERSION}; "
+                   "not real model output)")
+    return SyntheticGrid(cube, items, description, truth, pred, perms, p, seed)
 
 
 def simulate_cube(n_models: int, n_items: int, seed: int = 0) -> Cube:
     return simulate(n_models, n_items, seed).cube
 
 
-def _synthetic_items(rng, benchmarks: np.ndarray, difficulty: np.ndarray) -> list[Item]:
-    golds = rng.integers(0, 4, len(benchmarks))
+def _synthetic_items(benchmarks: np.ndarray, truth: SyntheticTruth, gold: np.ndarray) -> list[Item]:
     counters: dict[str, int] = {}
     items = []
-    for bench, diff, gold in zip(benchmarks.tolist(), difficulty.tolist(), golds.tolist()):
+    for bench, b, a, g in zip(benchmarks.tolist(), truth.difficulty.tolist(),
+                              truth.discrimination.tolist(), gold.tolist()):
         k = counters.get(bench, 0)
         counters[bench] = k + 1
         items.append(Item(
             item_uid=f"{bench}/sim_{k:05d}", benchmark=bench, subject=None,
-            question=f"Synthetic {bench} item {k} (simulated difficulty {diff:+.2f}; no text: "
-                     "this grid was generated, not evaluated)",
-            choices=tuple(f"synthetic option {'ABCD'[j]}" for j in range(4)),
-            gold=int(gold)))
+            question=f"Synthetic {bench} item {k} (true 2PL difficulty {b:+.2f}, "
+                     f"discrimination {a:.2f}; no text: this grid was generated, not evaluated)",
+            choices=tuple(f"synthetic option {'ABCD'[j]}" for j in range(N_OPT)),
+            gold=int(g)))
     return items

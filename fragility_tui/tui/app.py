@@ -200,10 +200,11 @@ class FragilityApp(App):
             self._progress(f"computing {grid}: {shape[0]} models × {shape[1]:,} items × "
                            f"{shape[2]} configs ({cells:,} cells; bootstrap intervals take "
                            "longest)…")
+            truth = meta.get("truth") if meta.get("synthetic") else None
             if cells >= FIRST_SECTIONS_CELLS:  # bands first, the bootstrap statistics after
-                self.post_message(ViewReady(build_view(*args, first=True),
+                self.post_message(ViewReady(build_view(*args, first=True, truth=truth),
                                             time.perf_counter() - started))
-            view = build_view(*args)
+            view = build_view(*args, truth=truth)
         except Exception as exc:
             self.post_message(WorkFailed(f"computing grid {grid!r}", _describe(exc)))
             return

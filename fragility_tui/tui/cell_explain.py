@@ -36,6 +36,32 @@ def item_text(item) -> Text:
     return text
 
 
+def truth_text(truth: dict | None, item_uid: str, models) -> Text | None:
+    """A synthetic grid's true parameters for one item and the models in view (what the
+    generator drew, fragility_tui.grid.simulate), or None when the grid has none."""
+    if not truth or item_uid not in (truth.get("item_uids") or ()):
+        return None
+    k = truth["item_uids"].index(item_uid)
+    b, a = truth["difficulty"][k], truth["discrimination"][k]
+    text = Text()
+    text.append(f"True parameters (SYNTHETIC generator v{truth.get('generator_version', '?')})\n",
+                style="bold")
+    text.append(f"item: 2PL difficulty b {b:+.2f} · discrimination a {a:.2f} · harness "
+                f"sensitivity s {truth['sensitivity'][k]:.2f} · closest distractor D "
+                f"{truth['closest_distractor'][k]:+.2f} (the gold's is 0)\n")
+    text.append("true rank  ability θ  likelihood λ  gold advantage a(θ−b)  model\n",
+                style="dim")
+    known = truth.get("models") or {}
+    for model in sorted(models, key=lambda m: (known.get(m) or {}).get("true_rank", 1 << 30)):
+        t = known.get(model)
+        if t is None:
+            continue
+        text.append(f"{t['true_rank']:>9}  {t['ability']:+9.2f}  {t['likelihood_ability']:+12.2f}"
+                    f"  {a * (t['ability'] - b):+21.2f}  ")
+        text.append(clean(model, one_line=True, limit=200) + "\n")
+    return text
+
+
 def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) -> Text:
     """Everything that explains one correctness bit, all untrusted text sanitised."""
     text = Text()

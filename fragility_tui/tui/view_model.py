@@ -44,6 +44,7 @@ class GridView:
     discrimination: np.ndarray  # float [I], NaN where undefined
     selection: Selection = field(default_factory=Selection)
     item_table: list = field(default_factory=list)  # per item: (uid, Items-pane row values)
+    truth: dict | None = None  # a synthetic grid's true parameters (grid metadata "truth")
 
     @property
     def partial(self) -> bool:
@@ -57,7 +58,8 @@ class GridView:
 
 
 def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[str, Item],
-               selection: Selection, *, first: bool = False) -> GridView:
+               selection: Selection, *, first: bool = False,
+               truth: dict | None = None) -> GridView:
     """The slow part of a selection change: runs in a worker thread. `first`: only the
     report's first sections (bands, configs: no bootstrap), for a big grid's first frame."""
     from fragility_tui.analysis.report import build_report, first_sections  # heavy: lazily
@@ -67,7 +69,7 @@ def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[st
     report = first_sections(cube, name=grid) if first else build_report(cube, seed=seed, name=grid)
     cls = classify(cube)
     view = GridView(grid, synthetic, seed, full, cube, items, report, cls,
-                    fragility(cube, cls), discrimination(cube), selection)
+                    fragility(cube, cls), discrimination(cube), selection, truth=truth)
     view.item_table = item_table(view)  # built here so the Items pane only shows rows
     return view
 

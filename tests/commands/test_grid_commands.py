@@ -116,6 +116,9 @@ def test_shipped_sample_grid_loads(tmp_path):
 
     item = Store(db).load_items("synthetic-12x3679")[0]
     assert item.question.startswith("Synthetic ") and len(item.choices) == 4
+    truth = Store(db).grid_meta("synthetic-12x3679")["truth"]  # what the generator drew
+    assert sorted(v["true_rank"] for v in truth["models"].values()) == list(range(1, 13))
+    assert truth["item_uids"][0] == item.item_uid and len(truth["discrimination"]) == 3679
     real = grids["starter-real"]  # Issue 6: 4 real models x >= 240 items x 26 configs, complete
     assert (real["models"], real["items"], real["configs"], real["complete"],
             real["synthetic"]) == (4, 265, 26, True, False)
@@ -141,18 +144,21 @@ def test_shipped_sample_grid_matches_its_generator():
     """sample_grids/ holds exactly what `make synthetic-grid` regenerates."""
     from fragility_tui.grid.simulate import simulate
 
-    cube = simulate(12, 3679, 0).cube
+    grid = simulate(12, 3679, 0)
+    cube = grid.cube
     table = pq.read_table(REPO / "sample_grids" / "synthetic-12x3679.parquet")
     assert table.num_rows == cube.bits.size
     models = table.column("model").to_pylist()
     items = table.column("item").to_pylist()
     configs = table.column("config").to_pylist()
     correct = table.column("correct").to_pylist()
+    pred = table.column("pred").to_pylist()
     m_idx = {m: k for k, m in enumerate(cube.models)}
     i_idx = {u: k for k, u in enumerate(cube.items)}
     c_idx = {c: k for k, c in enumerate(cube.configs)}
     for row in range(0, table.num_rows, 997):
-        assert cube.bits[m_idx[models[row]], i_idx[items[row]], c_idx[configs[row]]] == correct[row]
+        cell = m_idx[models[row]], i_idx[items[row]], c_idx[configs[row]]
+        assert cube.bits[cell] == correct[row] and grid.pred[cell] == pred[row]
     assert sum(correct) == int(cube.bits.sum())
 
 

@@ -31,6 +31,81 @@ def test_paper_sized_grid_has_the_reference_shape():
     assert np.median(spread) > 0.2  # bands tens of points wide
     assert robust.max() < 0.25  # robust accuracy low
     assert np.mean(fragile_share) > 0.8  # most reference-correct answers fragile
-    # scoring is the strongest axis: the likelihood configs are each model's worst
+    # scoring is the strongest axis: the likelihood configs are most models' worst
+    # (9 of 12 for seed 0; the exact figures are tests/grid/test_synthetic_figures.py's)
     worst = acc.argmin(axis=1)
-    assert np.mean([CONFIG_IDS[w].startswith("cloze") for w in worst]) > 0.8
+    assert np.mean([CONFIG_IDS[w].startswith("cloze") for w in worst]) > 0.6
+
+
+def test_each_cell_is_the_option_the_model_chose_under_the_config_permutation():
+    """The permutation a synthetic answer was chosen under is the one the app re-renders
+    for the cell (`render` with the stored grid's seed, 0: synthetic cells carry none)."""
+    from fragility_tui.grid.configs import CONFIGS
+    from fragility_tui.grid.render import render
+
+    grid = simulate(3, 50, 7)
+    gold = np.array([it.gold for it in grid.items])
+    assert (grid.cube.bits == (grid.pred == gold[None, :, None])).all()
+    assert grid.pred.min() >= 0 and grid.pred.max() <= 3
+    gen = [k for k, c in enumerate(CONFIGS) if c.scoring == "generate"]
+    for i, item in enumerate(grid.items[:10]):
+        for g, k in enumerate(gen):
+            prompt = render(item, CONFIGS[k].config_id, 0)
+            assert tuple(grid.permutations[i, g]) == prompt.permutation
+            for m in range(3):  # correct exactly when the chosen option is the gold shown
+                shown = prompt.permutation.index(grid.pred[m, i, k])
+                assert grid.cube.bits[m, i, k] == (shown == prompt.gold_position)
+
+
+def test_order_effects_follow_the_displayed_position():
+    """A model's position bias favours a display position, not a native option: under a
+    shuffle, the model is right more often where the shuffle puts the gold at its favourite
+    position (a whole-model shift could not do that)."""
+    from dataclasses import replace
+
+    from fragility_tui.grid.simulate import SimulationParams
+
+    grid = simulate(6, 3000, 1, params=replace(SimulationParams(), position_bias_sd=1.5))
+    gold = np.array([it.gold for it in grid.items])
+    gen = 4  # o1.letter, generation config index 4
+    gold_pos = np.argmax(grid.permutations[:, gen, :] == gold[:, None], axis=1)
+    for m in range(6):
+        shown = np.argmax(grid.permutations[:, gen, :] == grid.pred[m, :, gen][:, None], axis=1)
+        favourite = np.bincount(shown, minlength=4).argmax()
+        bits = grid.cube.bits[m, :, gen]
+        assert bits[gold_pos == favourite].mean() > bits[gold_pos != favourite].mean() + 0.05
+
+
+def test_cells_of_a_model_item_correlate_and_sensitivity_peaks_near_ability():
+    grid = simulate(8, 2000, 2)
+    bits, t = grid.cube.bits, grid.truth
+    # two configs of one (model, item) agree more often than independent draws would
+    p = bits.mean(axis=1)  # [model, config]
+    agree = (bits[:, :, 4] == bits[:, :, 8]).mean(axis=1)
+    independent = p[:, 4] * p[:, 8] + (1 - p[:, 4]) * (1 - p[:, 8])
+    assert (agree > independent + 0.05).all()
+    # configs disagree most where the gold advantage a(theta - b) is near zero: the share of
+    # a (model, item)'s configs that leave its majority answer
+    advantage = np.abs(t.discrimination[None, :] * (t.ability[:, None] - t.difficulty[None, :]))
+    share = bits.mean(axis=2)
+    minority = np.minimum(share, 1 - share)
+    near, far = advantage < np.quantile(advantage, 0.25), advantage > np.quantile(advantage, 0.75)
+    assert minority[near].mean() > minority[far].mean() + 0.05
+
+
+def test_likelihood_ability_correlates_with_but_differs_from_generation_ability():
+    t = simulate(400, 10, 3).truth
+    r = np.corrcoef(t.ability, t.likelihood_ability)[0, 1]
+    assert 0.3 < r < 0.98
+    assert t.true_rank[np.argmax(t.ability)] == 1 and sorted(t.true_rank) == list(range(1, 401))
+
+
+def test_truth_goes_to_the_grid_metadata():
+    grid = simulate(3, 20, 5)
+    meta = grid.meta()
+    assert meta["simulate"] == {"n_models": 3, "n_items": 20, "seed": 5}
+    truth = meta["truth"]
+    assert truth["item_uids"] == list(grid.cube.items)
+    assert truth["difficulty"] == [round(float(b), 4) for b in grid.truth.difficulty]
+    assert {m: v["true_rank"] for m, v in truth["models"].items()} == dict(
+        zip(grid.cube.models, grid.truth.true_rank.tolist()))

@@ -396,3 +396,31 @@ async def test_a_bad_keymap_is_reported_and_the_defaults_stay(synthetic_store, t
         await pilot.press("f1")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
+
+
+async def test_synthetic_item_drilldown_shows_the_true_parameters(synthetic_store, tmp_path):
+    """A synthetic grid keeps what the generator drew: the item drill-down shows the item's
+    2PL difficulty and discrimination and each model's true rank and abilities, and the
+    cell detail the option the model chose."""
+    from fragility_tui.grid.simulate import simulate
+
+    truth = simulate(**SMALL).truth
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "4")
+        await pilot.press("down", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        screen = app.screen
+        k = app.view.cube.items.index(screen.item_uid)
+        text = str(screen.query_one("#item-text").render())
+        assert "True parameters (SYNTHETIC generator v2)" in text
+        assert f"difficulty b {truth.difficulty[k]:+.2f}" in text
+        assert f"discrimination a {truth.discrimination[k]:.2f}" in text
+        best = int(truth.ability.argmax())
+        line = next(row for row in text.splitlines() if row.endswith(app.view.cube.models[best]))
+        assert line.split()[:2] == ["1", f"{truth.ability[best]:+.2f}"]
+        detail = str(screen.query_one("#cell-detail").render())
+        assert "prediction: native choice" in detail
+        app.save_screenshot(str(tmp_path / "item.svg"))

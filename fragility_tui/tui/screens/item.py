@@ -15,7 +15,8 @@ from fragility_tui.tui.sanitize import clean
 
 
 from fragility_tui.tui.screens.base import DrillScreen
-from fragility_tui.tui.cell_explain import bit_mark, cell_detail, fmt_number, item_text
+from fragility_tui.tui.cell_explain import (bit_mark, cell_detail, fmt_number, item_text,
+                                           truth_text)
 from fragility_tui.tui.config_matrix import (MODEL_WIDTH, group_header, matrix_layout,
                                             short_config)
 
@@ -54,7 +55,11 @@ class ItemScreen(DrillScreen):
         k = view.cube.items.index(self.item_uid)
         self.set_title(f"item {self.item_uid} · {view.cube.benchmarks[k]} · fragility "
                        f"{fmt_number(view.fragility[k])} · discrimination {fmt_number(view.discrimination[k])}")
-        self.query_one("#item-text", Static).update(item_text(self.item))
+        shown = item_text(self.item)
+        truth = truth_text(view.truth, self.item_uid, view.cube.models)
+        if truth is not None:
+            shown.append("\n\n").append_text(truth)
+        self.query_one("#item-text", Static).update(shown)
         self._fill_matrix(view, k)
         self.query_one("#matrix-legend", Static).update(Text(
             "✓ correct ✗ wrong · missing │ under o0…o5: L letter P paren D digit I instruct"
