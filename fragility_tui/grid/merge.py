@@ -46,6 +46,11 @@ def read_parts(folders: list[str | Path]) -> Parts:
         if not (folder / RUNS).is_dir():
             raise InputError("not a parts folder (no runs/ inside): write one with "
                              "`fragility-tui run --out-parts DIR`", path=str(folder))
+        # Parts first: workers may still be writing (a launcher merges as tasks finish). A
+        # worker records its run, models and items before its first part and never removes
+        # them, so the records read next account for every part listed here; a part written
+        # after this listing waits for the next merge.
+        parts.cell_files += visible_files(folder / CELLS, "*.parquet")
         for path in visible_files(folder / RUNS, "*.json"):
             doc = read_json(path)
             run_id = doc.get("run_id")
@@ -54,7 +59,6 @@ def read_parts(folders: list[str | Path]) -> Parts:
             parts.runs.setdefault(run_id, (path, doc))  # the same run in two folders: a copy
         for path in visible_files(folder / ITEMS, "*.parquet"):
             _read_items(path, parts.items)
-        parts.cell_files += visible_files(folder / CELLS, "*.parquet")
     if not parts.runs:
         raise InputError("no run records in " + ", ".join(map(str, folders)))
     for path in parts.cell_files:
