@@ -144,13 +144,19 @@ def grid_report(store, grid: str, *, cube=None, reference: str | None = None,
     against (default: `configs.default_reference` of the grid's configs)."""
     from fragility_tui.analysis.report import build_report
 
+    cube = _measured_cube(store, grid, cube, reference, "a report measures everything")
+    return build_report(cube, name=grid, costs=store.model_costs(grid), **options)
+
+
+def _measured_cube(store, grid: str, cube, reference: str | None, purpose: str):
+    """The grid's cube with its reference chosen (or `cube` as given), which must hold
+    cells of that reference: `purpose` (e.g. "a report measures everything") says why."""
     if cube is None:
         cube = choose_reference(store.load_cube(grid), reference)
     if cube.reference not in cube.configs:
         raise InputError(f"grid {grid!r} has no cells for the reference config "
-                         f"{cube.reference}; a report measures everything against it",
-                         field="--grid")
-    return build_report(cube, name=grid, costs=store.model_costs(grid), **options)
+                         f"{cube.reference}; {purpose} against it", field="--grid")
+    return cube
 
 
 def choose_reference(cube, reference: str | None):
@@ -182,12 +188,7 @@ def grid_calibration(store, grid: str, *, cube=None, reference: str | None = Non
     StoreGateway). The result says how many pairs came from the cache."""
     from fragility_tui.analysis import calibration
 
-    if cube is None:
-        cube = choose_reference(store.load_cube(grid), reference)
-    if cube.reference not in cube.configs:
-        raise InputError(f"grid {grid!r} has no cells for the reference config "
-                         f"{cube.reference}; a calibration measures every verdict against it",
-                         field="--grid")
+    cube = _measured_cube(store, grid, cube, reference, "a calibration measures every verdict")
     key = calibration.cache_key(cube, calibration.settings(cube, **settings))
     cached = store.calibration_results(grid, key)
     result = calibration.calibrate(cube, pairs, cached=cached, **settings)
