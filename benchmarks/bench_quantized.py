@@ -29,8 +29,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from fragility_tui.grid.configs import CONFIG_IDS
-    from fragility_tui.grid.loaders import load_items
+    from fragility_tui.harness.configs import CONFIG_IDS
+    from fragility_tui.items.loaders import load_items
     from runners import models
     from runners.item_requests import Encoder, plan_item
     from runners.scoring import Scorer

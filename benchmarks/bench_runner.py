@@ -71,7 +71,7 @@ def fragility_run(db: Path, grid: str, items: list[str], configs: str, threads: 
 
 
 def last_run(db: Path) -> dict:
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     return Store(db).list_runs()[0]
 
@@ -107,7 +107,7 @@ def lmeval_venv() -> Path | str:
 def arc_easy_items(path: Path, count: int):
     """`count` four-option ARC-Easy test items (seeded sample), written in the shared schema
     so lm-eval and our runner read the very same docs."""
-    from fragility_tui.grid.loaders import load_items
+    from fragility_tui.items.loaders import load_items
 
     items, _ = load_items(SHARED / "arc_easy_test.jsonl", per_benchmark=count, seed=0)
     with open(path, "w") as fh:
@@ -119,7 +119,7 @@ def arc_easy_items(path: Path, count: int):
 
 
 def bench_lmeval(work: Path, threads: int, count: int) -> dict:
-    from fragility_tui.grid.lmeval import ItemMatcher, predict, read_samples
+    from fragility_tui.store.lmeval import ItemMatcher, predict, read_samples
     from fragility_tui.hashing import sha256_file
     from runners.models import converted_gguf_folder, resolve_spec
 
@@ -154,7 +154,7 @@ def bench_lmeval(work: Path, threads: int, count: int) -> dict:
     for sample in samples:
         item = matcher.match(sample)
         theirs[item.item_uid] = predict(item, sample, "acc_norm")
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     with Store(db).connect() as con:
         ours = {uid: (pred, scores) for uid, pred, scores in con.execute(
@@ -232,7 +232,7 @@ def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
 # -- (c) peak memory --------------------------------------------------------------------------
 
 def longest_starter_items(path: Path, count: int) -> Path:
-    from fragility_tui.grid.loaders import load_items
+    from fragility_tui.items.loaders import load_items
 
     items, _ = load_items(REPO / "sample_grids" / "starter_items.jsonl", per_benchmark=None)
     chosen = {it.item_uid for it in sorted(

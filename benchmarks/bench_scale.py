@@ -51,7 +51,7 @@ def write_big_grid(path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from fragility_tui.grid.configs import CONFIG_IDS
+    from fragility_tui.harness.configs import CONFIG_IDS
 
     rng = np.random.default_rng(0)
     benchmarks = np.array(["arc_challenge", "hellaswag", "mmlu", "truthfulqa"])
@@ -80,7 +80,7 @@ def write_parts(grid: Path, folder: Path) -> None:
     """The same cells as SHARDS workers' `run --out-parts` output (parts, items, runs)."""
     import duckdb
 
-    from fragility_tui.grid.parts import part_schema
+    from fragility_tui.store.parts import part_schema
 
     for sub in ("cells", "items", "runs"):
         (folder / sub).mkdir(parents=True)

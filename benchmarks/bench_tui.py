@@ -43,9 +43,9 @@ BENCH_CACHE = Path.home() / ".cache" / "fragility-tui" / "bench"
 
 
 def build_store(path: Path, shape: tuple[int, int], grid: str) -> str:
-    from fragility_tui.grid.importer import write_synthetic_grid
+    from fragility_tui.store.importer import write_synthetic_grid
     from fragility_tui.grid.simulate import simulate
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     store = Store(path)
     if shape == PAPER:
@@ -62,8 +62,8 @@ def _write_large(store, synthetic, grid: str) -> None:
     import numpy as np
     import pyarrow as pa
 
-    from fragility_tui.grid.grid_writer import GridContent, write_grid
-    from fragility_tui.grid.store_schema import cell_schema
+    from fragility_tui.store.writer import GridContent, write_grid
+    from fragility_tui.store.schema import cell_schema
 
     cube = synthetic.cube
     items_col = pa.array(list(cube.items))

@@ -93,7 +93,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.table:
         from fragility_tui.analysis.reference_figures import markdown_table, parameters_table
-        from fragility_tui.grid.sample_grids import shipped_cube
+        from fragility_tui.store.sample_grids import shipped_cube
 
         print(markdown_table(figures(build_report(shipped_cube("synthetic-12x3679")))))
         print(parameters_table(SimulationParams()), end="")

@@ -11,7 +11,7 @@ def open_store(db: str | None, *, load_samples: bool | None = None, progress=Non
     """Open the store; the default store (no --db) gets the shipped sample grids (and their
     updates, see ensure_sample_grids), so a fresh machine starts with something to explore.
     `progress(k, n, name)` hears of each shipped grid loaded (the app's status line)."""
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     store = Store(db)
     if load_samples is None:
@@ -24,7 +24,7 @@ def open_store(db: str | None, *, load_samples: bool | None = None, progress=Non
 def ensure_sample_grids(store, progress=None) -> list[str]:
     """Load the shipped grids this store lacks or holds in an older shipped version. A
     shipped grid the user deleted is not brought back (`load-samples` does that)."""
-    from fragility_tui.grid.sample_grids import load_sample_grids
+    from fragility_tui.store.sample_grids import load_sample_grids
 
     with store.connect() as con:
         row = con.execute("SELECT value FROM meta WHERE key = 'sample_grids_loaded'").fetchall()

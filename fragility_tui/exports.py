@@ -110,14 +110,14 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
     store.grid_info(grid)  # a clear error for an unknown grid
     if what == "cells":
         if fmt == "lmeval-samples":
-            from fragility_tui.grid.lmeval import export_samples
+            from fragility_tui.store.lmeval import export_samples
 
             if not model or not config:
                 raise InputError("--format lmeval-samples needs --model and --config",
                                  field="--format")
             return f"wrote {export_samples(store, grid, model, config, out)} lm-eval samples to {out}"
         if fmt in ("csv", "parquet"):
-            from fragility_tui.grid.importer import export_cells
+            from fragility_tui.store.importer import export_cells
 
             return f"wrote {export_cells(store, grid, out, fmt)} cells to {out}"
         table = store.export_cells(grid)
@@ -163,7 +163,7 @@ def choose_reference(cube, reference: str | None):
     """The grid's cube measured against `reference` (--reference), or against the default
     reference of its configs (`configs.default_reference`); an unknown id or one the grid
     has no cells for is an InputError naming --reference."""
-    from fragility_tui.grid.configs import CONFIG_BY_ID, CONFIG_IDS, default_reference
+    from fragility_tui.harness.configs import CONFIG_BY_ID, CONFIG_IDS, default_reference
 
     if reference is None:
         reference = default_reference(cube.configs)
@@ -183,7 +183,7 @@ def grid_calibration(store, grid: str, *, cube=None, reference: str | None = Non
                      pairs=None, **settings) -> dict:
     """Verdict calibration (analysis/calibration.py) of a grid's adjacent pairs, or of
     `pairs`, reusing the tallies the store keeps for this content and these settings
-    (grid/calibration_cache.py) and keeping the ones computed now. `store`: a Store or
+    (store/calibration_cache.py) and keeping the ones computed now. `store`: a Store or
     anything with its load_cube / calibration_results / save_calibration (the app's
     StoreGateway). The result says how many pairs came from the cache."""
     from fragility_tui.analysis import calibration

@@ -170,7 +170,7 @@ def check_run_form(form: dict, cwd: Path) -> tuple[dict, list[str]]:
     """(the form with its paths resolved against `cwd`, problems): a model spec or an items
     path that the run process could not use is caught here, before any run row exists.
     Hub ids are checked only for their shape (the hub is asked when the run loads it)."""
-    from fragility_tui.grid.sources import SOURCE_NAMES, is_named_source
+    from fragility_tui.items.sources import SOURCE_NAMES, is_named_source
     from fragility_tui.model_aliases import ALIASES
 
     form, problems = dict(form), []

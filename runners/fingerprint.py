@@ -4,7 +4,7 @@
 - a GGUF file's quantisation type (its metadata via `gguf`, else its file name);
 - the prompt mode rule (chat only for an instruct model) and the chat template's pinned
   arguments (`enable_thinking=False`, a fixed date), so a render never depends on today;
-- the fingerprint dict that the store compares (fragility_tui.grid.model_records).
+- the fingerprint dict that the store compares (fragility_tui.store.models).
 """
 
 from __future__ import annotations

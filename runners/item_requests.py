@@ -21,11 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import partial
 
-from fragility_tui.grid.configs import perm_to_str
-from fragility_tui.grid.items import Item
-from fragility_tui.grid.parser import is_decided, parse_answer
-from fragility_tui.grid.render import ClozePrompt, GenerationPrompt, render
-from fragility_tui.grid.store import CellRow
+from fragility_tui.harness.configs import perm_to_str
+from fragility_tui.items.item import Item
+from fragility_tui.harness.parser import is_decided, parse_answer
+from fragility_tui.harness.render import ClozePrompt, GenerationPrompt, render
+from fragility_tui.store.store import CellRow
 from runners.fingerprint import pinned_date, prompt_sha
 from runners.prefix_tree import build_tree, count_tokens
 from runners.scoring import BatchResult, GenRequest, LikelihoodRequest

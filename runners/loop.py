@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from fragility_tui.errors import InputError
-from fragility_tui.grid.configs import CONFIG_IDS
-from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK, Item, item_set_hash, shard_of
-from fragility_tui.grid.store_schema import utc_now
+from fragility_tui.harness.configs import CONFIG_IDS
+from fragility_tui.items.item import DEFAULT_PER_BENCHMARK, Item, item_set_hash, shard_of
+from fragility_tui.store.schema import utc_now
 from runners.events import Display, EventLog, default_events_path
 from runners.run_provenance import gpu_info, new_session
 from fragility_tui.jobs import RunStatus, process_start
@@ -238,7 +238,7 @@ class Run:
     def _execute(self, stopper: Stopper) -> str:
         import torch
 
-        from fragility_tui.grid.loaders import load_many
+        from fragility_tui.items.loaders import load_many
 
         spec = self.spec
         torch.set_num_threads(spec.threads)

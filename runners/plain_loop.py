@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from fragility_tui.grid.items import Item
-from fragility_tui.grid.parser import parse_answer
-from fragility_tui.grid.render import GenerationPrompt, render
+from fragility_tui.items.item import Item
+from fragility_tui.harness.parser import parse_answer
+from fragility_tui.harness.render import GenerationPrompt, render
 
 
 @dataclass

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.grid.parser import PARSER_VERSION
-from fragility_tui.grid.render import PROMPT_VERSION
+from fragility_tui.harness.parser import PARSER_VERSION
+from fragility_tui.harness.render import PROMPT_VERSION
 from runners.fingerprint import (file_sha256, gguf_quant_type, prompt_mode, template_args,
                                  tokenizer_hash, weights_hash)
 from runners.models import (CACHE_FORMAT, ResolvedSpec, cache_root, pick_device, pick_dtype,

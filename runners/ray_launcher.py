@@ -1,9 +1,9 @@
 """`fragility-tui run ... --ray [ADDRESS] --shards N`: one Ray task per (model, shard).
 
 Each task runs the ordinary run loop into Parquet parts under one shared folder
-(`run --out-parts`, grid/parts.py), with the GPUs it asks Ray for; Ray retries a task whose
+(`run --out-parts`, store/parts.py), with the GPUs it asks Ray for; Ray retries a task whose
 worker process dies, and the retry skips the cells its predecessor's parts hold. The driver
-merges the folder into the store as tasks finish (grid/merge.py: idempotent), and records
+merges the folder into the store as tasks finish (store/merge.py: idempotent), and records
 itself as a run with a JSON-lines events file, so the Runs pane shows its progress like any
 other run's. Without an ADDRESS it starts a local cluster on this machine.
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fragility_tui.errors import InputError
 from fragility_tui.jobs import RunStatus, process_start
-from fragility_tui.grid.store_schema import utc_now
+from fragility_tui.store.schema import utc_now
 from runners.events import Display, EventLog, default_events_path
 from runners.loop import RunFailed, RunSpec, prepare_models
 
@@ -40,7 +40,7 @@ def require_ray():
 
 def evaluate_shard(spec_dict: dict, folder: str) -> dict:
     """A Ray task's body: the run loop for one (model, shard), into parts under `folder`."""
-    from fragility_tui.grid.parts import PartsStore
+    from fragility_tui.store.parts import PartsStore
     from runners.loop import Run
 
     run = Run(RunSpec.from_dict(spec_dict), PartsStore(folder), display="none")
@@ -88,7 +88,7 @@ class Launch:
     def cells_in_parts(self) -> int:
         import pyarrow.parquet as pq
 
-        from fragility_tui.grid.parts import CELLS, visible_files
+        from fragility_tui.store.parts import CELLS, visible_files
 
         for part in visible_files(self.folder / CELLS, "*.parquet"):
             if str(part) not in self.counted:
@@ -97,13 +97,13 @@ class Launch:
 
     def tokens_in_runs(self) -> int:
         """Tokens the workers forwarded (each attempt counts its own work)."""
-        from fragility_tui.grid.parts import PartsStore
+        from fragility_tui.store.parts import PartsStore
 
         return sum(int(r.get("tokens") or 0) for r in PartsStore(self.folder).runs()
                    if r.get("grid") == self.spec.grid)
 
     def merge(self) -> dict | None:
-        from fragility_tui.grid.merge import merge_parts
+        from fragility_tui.store.merge import merge_parts
 
         if not any((self.folder / "runs").glob("*.json")):
             return None
@@ -138,7 +138,7 @@ class Launch:
         return status
 
     def _execute(self) -> str:
-        from fragility_tui.grid.loaders import load_many
+        from fragility_tui.items.loaders import load_many
 
         ray = self.ray
         items, _ = load_many(self.spec.items, per_benchmark=self.spec.per_benchmark,

@@ -10,7 +10,7 @@ import platform
 import subprocess
 
 from fragility_tui import __version__
-from fragility_tui.grid.store_schema import utc_now
+from fragility_tui.store.schema import utc_now
 
 
 def library_versions() -> dict:
@@ -141,8 +141,8 @@ def portable_source(source: str) -> str:
 def run_provenance(spec, items, set_hash: str, report, previous: dict) -> dict:
     """The run-level record, rebuilt at each session start (sessions are kept apart)."""
     from fragility_tui import SPEC_VERSION
-    from fragility_tui.grid.parser import PARSER_VERSION
-    from fragility_tui.grid.render import PROMPT_VERSION
+    from fragility_tui.harness.parser import PARSER_VERSION
+    from fragility_tui.harness.render import PROMPT_VERSION
 
     return {
         "spec_version": SPEC_VERSION, "parser_version": PARSER_VERSION,

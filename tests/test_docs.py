@@ -45,7 +45,7 @@ def test_documented_flags_exist_in_help(sub, rest):
 def test_the_tour_quotes_the_shipped_real_grid(tmp_path):
     """The README's int4 story is computed from sample_grids/, not typed from memory."""
     from fragility_tui.analysis.report import build_report
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     db = tmp_path / "s.duckdb"
     run_cli("load-samples", db=db, check=True)

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import run_cli
 from fragility_tui.exports import md_escape
-from fragility_tui.grid.store import Store
+from fragility_tui.store.store import Store
 
 HOSTILE = "B | not C\nsecond line \\ [bold]x[/]"
 
@@ -96,7 +96,7 @@ def test_shipped_files_hold_no_machine_path():
     import json as _json
 
     from fragility_tui.exports import strip_local_paths
-    from fragility_tui.grid.sample_grids import SAMPLE_GRIDS_DIR
+    from fragility_tui.store.sample_grids import SAMPLE_GRIDS_DIR
 
     for path in SAMPLE_GRIDS_DIR.glob("*.json"):
         doc = _json.loads(path.read_text())

@@ -9,10 +9,10 @@ import pytest
 
 from helpers import REPO
 
-HEADLESS = ["fragility_tui.grid.configs", "fragility_tui.grid.items", "fragility_tui.grid.store",
-            "fragility_tui.grid.importer", "fragility_tui.grid.simulate",
-            "fragility_tui.grid.lmeval", "fragility_tui.grid.cube", "fragility_tui.cli"]
-OPTIONAL = ["fragility_tui.grid.render", "fragility_tui.grid.parser", "fragility_tui.grid.loaders",
+HEADLESS = ["fragility_tui.harness.configs", "fragility_tui.items.item", "fragility_tui.store.store",
+            "fragility_tui.store.importer", "fragility_tui.grid.simulate",
+            "fragility_tui.store.lmeval", "fragility_tui.grid.cube", "fragility_tui.cli"]
+OPTIONAL = ["fragility_tui.harness.render", "fragility_tui.harness.parser", "fragility_tui.items.loaders",
             "fragility_tui.analysis.report"]
 
 

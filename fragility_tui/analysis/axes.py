@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from fragility_tui.grid.cube import Cube
-from fragility_tui.grid.configs import CONFIG_BY_ID, REFERENCE
+from fragility_tui.harness.configs import CONFIG_BY_ID, REFERENCE
 
 AXES = ("order", "format", "scoring", "all")
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.decisions import decide
-from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.harness.configs import REFERENCE
 
 CONFIGS = ("o0.letter", "o0.paren", "o1.letter", "cloze_qa")  # canonical order
 A_AHEAD = (0.55, 0.12, 0.02)  # P(both), P(only A), P(only B)

@@ -21,7 +21,7 @@ from fragility_tui.analysis.itemstats import item_summary
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
                                           reference_ranking)
 from fragility_tui.analysis.rankings import rankings
-from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.harness.configs import REFERENCE
 from fragility_tui.text import clean
 
 

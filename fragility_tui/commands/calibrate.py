@@ -57,7 +57,7 @@ def _pcts(result: dict, outcome: str, target: str | None = None) -> str:
 def sections(result: dict) -> list[dict]:
     from fragility_tui.analysis.calibration import LABELS, VERDICTS
     from fragility_tui.analysis.decisions import TARGETS
-    from fragility_tui.grid.configs import REFERENCE
+    from fragility_tui.harness.configs import REFERENCE
 
     s, pairs = result["settings"], result["pairs"]
     which = "adjacent pairs" if all(p["adjacent"] for p in pairs) else "named pairs"

@@ -72,11 +72,11 @@ def cmd_grids(args) -> int:
 
 
 def cmd_import(args) -> int:
-    from fragility_tui.grid.importer import import_long_grid
+    from fragility_tui.store.importer import import_long_grid
 
     items = None
     if args.items:
-        from fragility_tui.grid.loaders import load_items
+        from fragility_tui.items.loaders import load_items
 
         items, report = load_items(args.items)
         print(f"items from {args.items}: {report.summary()}", file=sys.stderr)
@@ -89,7 +89,7 @@ def cmd_import(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from fragility_tui.grid.importer import write_synthetic_grid
+    from fragility_tui.store.importer import write_synthetic_grid
     from fragility_tui.grid.simulate import simulate
 
     if args.models < 1 or args.items < 1:
@@ -98,7 +98,7 @@ def cmd_simulate(args) -> int:
     store = open_store(args.db, load_samples=False)
     summary = write_synthetic_grid(store, grid, args.grid, replace=args.replace)
     if args.out:
-        from fragility_tui.grid.importer import export_cells
+        from fragility_tui.store.importer import export_cells
 
         export_cells(store, args.grid, args.out, "parquet")
     print(f"simulated SYNTHETIC grid {summary['grid']!r}: {summary['models']} models x "
@@ -120,7 +120,7 @@ def cmd_export(args) -> int:
 
 
 def cmd_load_samples(args) -> int:
-    from fragility_tui.grid.sample_grids import load_sample_grids
+    from fragility_tui.store.sample_grids import load_sample_grids
 
     store = open_store(args.db, load_samples=False)
     loaded = load_sample_grids(store)

@@ -26,17 +26,17 @@ def register(sub) -> None:
 
 def cmd_import_lmeval(args) -> int:
     from fragility_tui.bootstrap import open_store
-    from fragility_tui.grid.configs import CONFIG_BY_ID
-    from fragility_tui.grid.grid_writer import GridContent, write_grid
-    from fragility_tui.grid.lmeval import items_from_docs, read_samples, samples_to_cells
-    from fragility_tui.grid.store_schema import cell_table
+    from fragility_tui.harness.configs import CONFIG_BY_ID
+    from fragility_tui.store.writer import GridContent, write_grid
+    from fragility_tui.store.lmeval import items_from_docs, read_samples, samples_to_cells
+    from fragility_tui.store.schema import cell_table
 
     if args.config not in CONFIG_BY_ID:
         raise InputError(f"unknown config id {args.config!r}", field="--config")
     samples = read_samples(args.samples)
     store = open_store(args.db, load_samples=False)
     if args.items:
-        from fragility_tui.grid.loaders import load_items
+        from fragility_tui.items.loaders import load_items
 
         items, _ = load_items(args.items)
     elif store.has_grid(args.grid) and store.load_items(args.grid):

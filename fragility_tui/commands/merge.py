@@ -22,7 +22,7 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from fragility_tui.bootstrap import open_store
-    from fragility_tui.grid.merge import merge_parts
+    from fragility_tui.store.merge import merge_parts
 
     summary = merge_parts(open_store(args.db), args.folders, args.grid)
     if args.json:

@@ -7,7 +7,7 @@ import sys
 
 from fragility_tui.errors import InputError
 from fragility_tui.exports import choose_reference
-from fragility_tui.grid.configs import CONFIG_BY_ID, REFERENCE, parse_config_list
+from fragility_tui.harness.configs import CONFIG_BY_ID, REFERENCE, parse_config_list
 
 
 def _split(text: str | None) -> list[str] | None:

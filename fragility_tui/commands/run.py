@@ -12,8 +12,8 @@ import sys
 
 from fragility_tui.errors import InputError
 from fragility_tui.jobs import RunStatus, pid_alive
-from fragility_tui.grid.configs import parse_config_list
-from fragility_tui.grid.items import DEFAULT_PER_BENCHMARK
+from fragility_tui.harness.configs import parse_config_list
+from fragility_tui.items.item import DEFAULT_PER_BENCHMARK
 
 SPEC_FLAGS = ("model", "items", "grid")  # what --resume takes from the recorded run
 
@@ -115,7 +115,7 @@ def spec_from_args(args: argparse.Namespace):
     from runners.loop import RunSpec
 
     if not args.items:  # a first run needs no data of one's own: our starter items
-        from fragility_tui.grid.sample_grids import SAMPLE_GRIDS_DIR
+        from fragility_tui.store.sample_grids import SAMPLE_GRIDS_DIR
 
         args.items = [str(SAMPLE_GRIDS_DIR / "starter_items.jsonl")]
     missing = [f"--{flag}" for flag in SPEC_FLAGS if not getattr(args, flag)]
@@ -141,7 +141,7 @@ def spec_from_args(args: argparse.Namespace):
         raise InputError("--per-benchmark must be 0 (all) or more", field="--per-benchmark")
     shard = None
     if args.shard is not None:
-        from fragility_tui.grid.items import parse_shard
+        from fragility_tui.items.item import parse_shard
 
         try:
             shard = list(parse_shard(args.shard))
@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--shards and --gpus-per-task go with --ray (one worker: --shard I/N)",
                          field="--shards")
     if getattr(args, "out_parts", None):
-        from fragility_tui.grid.parts import PartsStore
+        from fragility_tui.store.parts import PartsStore
 
         store = PartsStore(args.out_parts)
     else:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fragility_tui.grid.configs import CONFIG_BY_ID, CONFIG_POSITION, REFERENCE
+from fragility_tui.harness.configs import CONFIG_BY_ID, CONFIG_POSITION, REFERENCE
 
 
 @dataclass(frozen=True, eq=False)

@@ -40,10 +40,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fragility_tui.grid.configs import (CONFIGS, CONFIG_IDS, GENERATION_FORMATS, REFERENCE,
+from fragility_tui.harness.configs import (CONFIGS, CONFIG_IDS, GENERATION_FORMATS, REFERENCE,
                                         item_shuffles)
 from fragility_tui.grid.cube import Cube
-from fragility_tui.grid.items import Item
+from fragility_tui.items.item import Item
 
 BENCHMARK_SHARES = {"arc_challenge": 1000, "hellaswag": 1000, "mmlu": 1000, "truthfulqa": 679}
 BENCHMARK_DIFFICULTY = {"arc_challenge": 0.0, "hellaswag": -0.4, "mmlu": 0.2, "truthfulqa": 0.8}

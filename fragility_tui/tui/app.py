@@ -421,7 +421,7 @@ class FragilityApp(App):
     def _select_configs(self, group: str) -> None:
         if self.view is None:
             return
-        from fragility_tui.grid.configs import parse_config_list
+        from fragility_tui.harness.configs import parse_config_list
 
         wanted = [c for c in parse_config_list(group) if c in self.view.full.configs]
         self._selection_done(Selection(tuple(wanted), self.selection.models,

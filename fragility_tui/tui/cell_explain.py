@@ -75,7 +75,7 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) 
     prompt = None
     if item is not None:
         try:
-            from fragility_tui.grid.render import render
+            from fragility_tui.harness.render import render
 
             prompt = render(item, config_id, seed, permutation=perm)
         except (ValueError, KeyError) as exc:
@@ -99,7 +99,7 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) 
 
 
 def _append_prompt(text: Text, prompt) -> None:
-    from fragility_tui.grid.render import ClozePrompt
+    from fragility_tui.harness.render import ClozePrompt
 
     if isinstance(prompt, ClozePrompt):
         text.append("context (likelihood scoring)\n", style="bold")
@@ -126,7 +126,7 @@ def _append_output(text: Text, cell: dict, prompt) -> None:
         text.append_text(block(raw, limit=ITEM_TEXT_LIMIT, style="on grey11"))
         text.append("\n")
         if prompt is not None and hasattr(prompt, "labels"):
-            from fragility_tui.grid.parser import explain
+            from fragility_tui.harness.parser import explain
 
             text.append("parse: ", style="bold")
             text.append(clean(explain(raw, prompt.labels, prompt.options), limit=2000) + "\n")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from dataclasses import dataclass
 
-from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.harness.configs import REFERENCE
 
 if TYPE_CHECKING:
     from fragility_tui.grid.cube import Cube

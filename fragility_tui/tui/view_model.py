@@ -16,8 +16,8 @@ from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE, classify
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.itemstats import discrimination, fragility
 from fragility_tui.analysis.pairs import pair_sets
-from fragility_tui.grid.configs import default_reference
-from fragility_tui.grid.items import Item
+from fragility_tui.harness.configs import default_reference
+from fragility_tui.items.item import Item
 from fragility_tui.tui.selection import Selection
 
 

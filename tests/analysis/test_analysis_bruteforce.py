@@ -10,7 +10,7 @@ from scipy.stats import kendalltau
 from test_analysis_properties import SETTINGS, cubes
 
 from fragility_tui.analysis.report import build_report
-from fragility_tui.grid.configs import CONFIG_BY_ID
+from fragility_tui.harness.configs import CONFIG_BY_ID
 
 FAST = dict(n_boot=20, k=3, n_random=5)
 

@@ -8,8 +8,8 @@ import pytest
 from analysis_grids import TINY, TINY_BENCHMARKS, TINY_CONFIGS
 
 from fragility_tui.cli import main
-from fragility_tui.grid.items import Item
-from fragility_tui.grid.store import CellRow, Store
+from fragility_tui.items.item import Item
+from fragility_tui.store.store import CellRow, Store
 
 
 @pytest.fixture

@@ -101,7 +101,7 @@ def test_named_pair_is_split_and_decided(tiny):
 
 
 def test_default_reference_falls_back_in_canonical_order():
-    from fragility_tui.grid.configs import default_reference
+    from fragility_tui.harness.configs import default_reference
 
     assert default_reference(["cloze_qa", "o0.letter"]) == "o0.letter"
     assert default_reference(["cloze_bare", "o1.paren", "cloze_qa"]) == "o1.paren"
@@ -111,7 +111,7 @@ def test_default_reference_falls_back_in_canonical_order():
 
 def test_axis_neighbourhoods_follow_the_reference():
     from fragility_tui.analysis.axes import neighbourhoods
-    from fragility_tui.grid.configs import CONFIG_IDS
+    from fragility_tui.harness.configs import CONFIG_IDS
 
     full = make_cube({"m": ["1" * 26]}, ["b1"], configs=CONFIG_IDS)
     names = lambda cube: {a: [cube.configs[k] for k in idx]  # noqa: E731

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.report import build_report
-from fragility_tui.grid.configs import CONFIG_IDS
+from fragility_tui.harness.configs import CONFIG_IDS
 
 FAST = dict(n_boot=40, k=3, n_random=8)
 SETTINGS = settings(max_examples=int(os.environ.get("ANALYSIS_EXAMPLES", "25")), deadline=None,

@@ -15,8 +15,8 @@ from helpers import run_cli
 from fragility_tui.analysis import calibration
 from fragility_tui.commands import calibrate as command
 from fragility_tui.exports import grid_calibration
-from fragility_tui.grid.store import Store
-from fragility_tui.grid.store_schema import CellRow
+from fragility_tui.store.store import Store
+from fragility_tui.store.schema import CellRow
 
 FAST = ("--replicates", "12", "--boot", "30")
 

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import REPO, run_cli
 
-BAD_GRIDS = Path(__file__).parents[1] / "grid" / "bad_grids"
+BAD_GRIDS = Path(__file__).parents[1] / "store" / "bad_grids"
 EXPECTED_ERRORS = {
     "missing_column.csv": "missing required column(s) correct",
     "unknown_config.csv": "row 2, column 'config': unknown config id 'o9.letter'",
@@ -66,7 +66,7 @@ def test_export_import_round_trip(small_db, tmp_path, fmt):
     assert len(rows) == 3 * 40 * 26
     db2 = tmp_path / "other.duckdb"
     run_cli("import", str(out), "--grid", "copy", db=db2, check=True)
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     a, b = Store(small_db).load_cube("sim"), Store(db2).load_cube("copy")
     assert a.models == b.models and a.items == b.items and a.configs == b.configs
@@ -112,7 +112,7 @@ def test_shipped_sample_grid_loads(tmp_path):
     grids = {g["name"]: g for g in _grid_snapshot(db)}
     g = grids["synthetic-12x3679"]
     assert (g["models"], g["items"], g["configs"], g["complete"], g["synthetic"]) == (12, 3679, 26, True, True)
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     item = Store(db).load_items("synthetic-12x3679")[0]
     assert item.question.startswith("Synthetic ") and len(item.choices) == 4
@@ -162,7 +162,7 @@ def test_shipped_sample_grid_matches_its_generator():
     assert sum(correct) == int(cube.bits.sum())
 
 
-MALFORMED_ITEMS = Path(__file__).parents[1] / "grid" / "malformed"
+MALFORMED_ITEMS = Path(__file__).parents[1] / "items" / "malformed"
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in MALFORMED_ITEMS.iterdir()
@@ -190,7 +190,7 @@ def test_import_attaches_item_text(tmp_path):
     db = tmp_path / "s.duckdb"
     proc = run_cli("import", str(grid), "--grid", "g", "--items", str(items), db=db, check=True)
     assert "1 kept of 1 read" in proc.stderr
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     item = Store(db).get_item("g", "toy/q1")
     assert item.question == "Two plus two?" and item.choices == ("3", "4", "5", "22") and item.gold == 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fragility_tui.grid.configs import CONFIG_IDS, REFERENCE
+from fragility_tui.harness.configs import CONFIG_IDS, REFERENCE
 from fragility_tui.grid.simulate import simulate
 
 
@@ -40,8 +40,8 @@ def test_paper_sized_grid_has_the_reference_shape():
 def test_each_cell_is_the_option_the_model_chose_under_the_config_permutation():
     """The permutation a synthetic answer was chosen under is the one the app re-renders
     for the cell (`render` with the stored grid's seed, 0: synthetic cells carry none)."""
-    from fragility_tui.grid.configs import CONFIGS
-    from fragility_tui.grid.render import render
+    from fragility_tui.harness.configs import CONFIGS
+    from fragility_tui.harness.render import render
 
     grid = simulate(3, 50, 7)
     gold = np.array([it.gold for it in grid.items])

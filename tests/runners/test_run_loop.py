@@ -17,8 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fragility_tui.errors import InputError  # noqa: E402
-from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
-from fragility_tui.grid.store import Store  # noqa: E402
+from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.jobs import effective_status  # noqa: E402
 from runners.loop import Run, RunSpec  # noqa: E402
 from helpers import run_cli  # noqa: E402
@@ -394,7 +394,7 @@ def test_hub_id_offline_is_a_clear_error(tmp_path):
 def test_shards_split_the_items_and_together_make_the_whole_grid(tiny_folder, tmp_path):
     """`run --shard i/n`: each worker takes the items whose id hashes to its shard (after
     sampling), so n shards written into one grid hold exactly the cells of one whole run."""
-    from fragility_tui.grid.items import parse_shard, shard_of
+    from fragility_tui.items.item import parse_shard, shard_of
 
     items = write_items(tmp_path / "items.jsonl", 6)
     configs = ["o0.letter", "cloze_qa"]

@@ -7,10 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
-from fragility_tui.grid.items import Item  # noqa: E402
-from fragility_tui.grid.parser import parse_answer  # noqa: E402
-from fragility_tui.grid.render import GenerationPrompt  # noqa: E402
+from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
+from fragility_tui.items.item import Item  # noqa: E402
+from fragility_tui.harness.parser import parse_answer  # noqa: E402
+from fragility_tui.harness.render import GenerationPrompt  # noqa: E402
 from runners.prefix_tree import build_tree, count_tokens  # noqa: E402
 from runners.item_requests import Encoder, cells_for, normalised_choice, plan_item  # noqa: E402
 from runners.scoring import Scorer  # noqa: E402
@@ -238,7 +238,7 @@ def test_prefix_tree_counts_and_leaves():
 
 
 def test_acc_norm_divides_by_characters_and_takes_the_first_maximum():
-    from fragility_tui.grid.render import render
+    from fragility_tui.harness.render import render
 
     item = Item("toy/n", "toy", None, "q", ("ab", "abcd", "x", "abcd"), 1)
     prompt = render(item, "cloze_qa", 0)
@@ -249,7 +249,7 @@ def test_acc_norm_divides_by_characters_and_takes_the_first_maximum():
 
 def test_generation_prompts_use_the_chat_template_only_for_instruct(tiny_tokenizer):
     item = ITEMS[1]
-    from fragility_tui.grid.render import render
+    from fragility_tui.harness.render import render
 
     prompt = render(item, "o0.letter", SEED)
     assert isinstance(prompt, GenerationPrompt)

@@ -11,7 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fragility_tui.grid.store import Store  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import REPO, assert_same_cells, cells_of, write_items  # noqa: E402
 

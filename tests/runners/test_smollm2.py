@@ -41,7 +41,7 @@ def smollm2():
 
 @pytest.fixture
 def real_items(shared_benchmarks):  # tests/conftest.py: skips (fails in CI) without the data
-    from fragility_tui.grid.loaders import load_items
+    from fragility_tui.items.loaders import load_items
 
     folder = shared_benchmarks
     items = []
@@ -53,7 +53,7 @@ def real_items(shared_benchmarks):  # tests/conftest.py: skips (fails in CI) wit
 
 
 def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items):
-    from fragility_tui.grid.configs import CONFIG_IDS
+    from fragility_tui.harness.configs import CONFIG_IDS
     from runners.plain_loop import reference_cell
     from runners.item_requests import Encoder, cells_for, plan_item
     from runners.scoring import Scorer
@@ -94,7 +94,7 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
 
 
 def test_int4_build_is_its_own_model_linked_to_its_base(smollm2, real_items, tmp_path):
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
     from runners.loop import Run, RunSpec
 
     items_file = tmp_path / "items.jsonl"

@@ -15,9 +15,9 @@ torch = pytest.importorskip("torch")
 
 from fake_vllm import FakeLLM, Logprob, SamplingParams  # noqa: E402
 from fragility_tui.errors import InputError  # noqa: E402
-from fragility_tui.grid.configs import CONFIG_IDS  # noqa: E402
-from fragility_tui.grid.items import Item  # noqa: E402
-from fragility_tui.grid.store import Store  # noqa: E402
+from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
+from fragility_tui.items.item import Item  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from runners import vllm_backend  # noqa: E402
 from runners.item_requests import Encoder, cells_for, plan_item  # noqa: E402
@@ -160,7 +160,7 @@ def fake_vllm(monkeypatch):
 
 def test_a_vllm_run_equals_the_transformers_grid_and_is_another_setting(tiny_folder, tmp_path,
                                                                        fake_vllm):
-    from fragility_tui.grid.model_records import FingerprintMismatch
+    from fragility_tui.store.models import FingerprintMismatch
     from fragility_tui.provenance import provenance_card
 
     items = write_items(tmp_path / "items.jsonl", 2)

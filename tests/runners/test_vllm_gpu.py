@@ -41,7 +41,7 @@ DEVICE = "cuda"
 
 
 def _score_all(loaded, scorer, items, budget):
-    from fragility_tui.grid.configs import CONFIG_IDS
+    from fragility_tui.harness.configs import CONFIG_IDS
     from runners.item_requests import Encoder, cells_for, plan_item
 
     encoder = Encoder(loaded.tokenizer, loaded.is_instruct, loaded.template_args)

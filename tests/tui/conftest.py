@@ -6,9 +6,9 @@ import shutil
 
 import pytest
 
-from fragility_tui.grid.importer import write_synthetic_grid
+from fragility_tui.store.importer import write_synthetic_grid
 from fragility_tui.grid.simulate import simulate
-from fragility_tui.grid.store import Store
+from fragility_tui.store.store import Store
 
 SMALL = dict(n_models=4, n_items=40, seed=3)
 

@@ -291,7 +291,7 @@ async def test_copy_export_and_screenshot(synthetic_store, tmp_path, monkeypatch
 
 
 async def test_grids_pane_opens_another_grid(synthetic_store, monkeypatch):
-    from fragility_tui.grid.importer import write_synthetic_grid
+    from fragility_tui.store.importer import write_synthetic_grid
     from fragility_tui.grid.simulate import simulate
 
     write_synthetic_grid(synthetic_store, simulate(3, 30, 9), "second")

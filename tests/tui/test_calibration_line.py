@@ -12,7 +12,7 @@ import pytest
 
 from fragility_tui import exports
 from fragility_tui.analysis.calibration import summary_line
-from fragility_tui.grid.store import Store
+from fragility_tui.store.store import Store
 from fragility_tui.tui.app import FragilityApp
 
 from .conftest import screen_lines, show_pane, wait_ready

@@ -3,7 +3,7 @@ integers), never a raw float."""
 
 from __future__ import annotations
 
-from fragility_tui.grid.items import Item
+from fragility_tui.items.item import Item
 from fragility_tui.tui.cell_explain import cell_detail
 
 

@@ -16,7 +16,7 @@ def test_cost_line_formats_the_store_figures_and_says_when_there_are_none():
 def test_the_shipped_real_grid_has_a_cost_for_every_model(tmp_path):
     from helpers import run_cli
 
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
 
     db = tmp_path / "s.duckdb"
     run_cli("load-samples", db=db, check=True)

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from fragility_tui.grid.configs import CONFIG_IDS, get_config, perm_to_str, permutation_for
-from fragility_tui.grid.items import Item
-from fragility_tui.grid.store import CellRow, Store
+from fragility_tui.harness.configs import CONFIG_IDS, get_config, perm_to_str, permutation_for
+from fragility_tui.items.item import Item
+from fragility_tui.store.store import CellRow, Store
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.screens import ItemScreen, PairScreen
 

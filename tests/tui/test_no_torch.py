@@ -12,9 +12,9 @@ from .conftest import SMALL
 
 SCRIPT = textwrap.dedent("""
     import asyncio, json, sys
-    from fragility_tui.grid.importer import write_synthetic_grid
+    from fragility_tui.store.importer import write_synthetic_grid
     from fragility_tui.grid.simulate import simulate
-    from fragility_tui.grid.store import Store
+    from fragility_tui.store.store import Store
     from fragility_tui.tui.app import FragilityApp
 
     def heavy():

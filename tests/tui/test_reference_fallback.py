@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fragility_tui.grid.items import Item
-from fragility_tui.grid.store import CellRow, Store
+from fragility_tui.items.item import Item
+from fragility_tui.store.store import CellRow, Store
 from fragility_tui.tui.app import FragilityApp
 
 from .conftest import screen_text, show_pane, wait_ready

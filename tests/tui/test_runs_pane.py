@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from fragility_tui.grid.store import Store  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.tui.app import FragilityApp  # noqa: E402
 
 from .conftest import show_pane  # noqa: E402

@@ -8,9 +8,9 @@ import shutil
 
 import pytest
 
-from fragility_tui.grid.importer import write_synthetic_grid
+from fragility_tui.store.importer import write_synthetic_grid
 from fragility_tui.grid.simulate import simulate
-from fragility_tui.grid.store import Store
+from fragility_tui.store.store import Store
 from fragility_tui.tui.app import FragilityApp
 
 WIDE, SMALL_TERM = (120, 40), (80, 24)

@@ -12,7 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, SelectionList, Static
 from textual.widgets.selection_list import Selection as ListItem
 
-from fragility_tui.grid.configs import REFERENCE
+from fragility_tui.harness.configs import REFERENCE
 from fragility_tui.tui.selection import Selection
 from fragility_tui.text import distinct_labels
 from fragility_tui.tui.sanitize import clean

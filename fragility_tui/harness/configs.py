@@ -1,0 +1,123 @@
+"""The 26 harness configurations of SPEC §2 as data, and the per-item option shuffles.
+
+Canonical order (used for tie-breaks and every listing): o0.letter, o0.paren, o0.digit,
+o0.instruct, o1.letter, ..., o5.instruct, cloze_qa, cloze_bare.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from dataclasses import dataclass
+from functools import lru_cache
+
+from fragility_tui.items.item import N_OPTIONS  # re-exported: the harness shuffles four options
+
+ORDERS = ("o0", "o1", "o2", "o3", "o4", "o5")
+GENERATION_FORMATS = ("letter", "paren", "digit", "instruct")
+CLOZE_FORMATS = ("cloze_qa", "cloze_bare")
+REFERENCE = "o0.letter"
+
+
+@dataclass(frozen=True)
+class Config:
+    config_id: str
+    order: str | None  # "o0".."o5"; None for the order-invariant cloze configs
+    format: str  # letter | paren | digit | instruct | cloze_qa | cloze_bare
+    scoring: str  # generate | likelihood
+    is_reference: bool
+
+    @property
+    def shuffle_index(self) -> int:
+        """k of the order (0 = native); cloze configs score options in native order."""
+        return int(self.order[1:]) if self.order else 0
+
+
+def _build() -> tuple[Config, ...]:
+    gen = [
+        Config(f"{o}.{f}", o, f, "generate", f"{o}.{f}" == REFERENCE)
+        for o in ORDERS
+        for f in GENERATION_FORMATS
+    ]
+    cloze = [Config(f, None, f, "likelihood", False) for f in CLOZE_FORMATS]
+    return tuple(gen + cloze)
+
+
+CONFIGS: tuple[Config, ...] = _build()
+CONFIG_IDS: tuple[str, ...] = tuple(c.config_id for c in CONFIGS)
+CONFIG_BY_ID: dict[str, Config] = {c.config_id: c for c in CONFIGS}
+CONFIG_POSITION: dict[str, int] = {cid: i for i, cid in enumerate(CONFIG_IDS)}
+
+
+def get_config(config_id: str) -> Config:
+    try:
+        return CONFIG_BY_ID[config_id]
+    except KeyError:
+        raise KeyError(f"unknown config id {config_id!r}; known: {', '.join(CONFIG_IDS)}") from None
+
+
+def default_reference(config_ids) -> str | None:
+    """The reference a grid with these configs is measured against: SPEC's o0.letter when
+    it is among them, else the first of them in canonical order (a grid imported from
+    lm-eval's cloze samples has no o0.letter); None for no configs."""
+    present = set(config_ids)
+    if REFERENCE in present:
+        return REFERENCE
+    return next((cid for cid in CONFIG_IDS if cid in present), None)
+
+
+def parse_config_list(text: str | None) -> list[str]:
+    """Parse a comma-separated --configs value into canonical order (None/'' = all 26).
+
+    Accepts config ids plus the shorthands 'generate', 'likelihood', an order ('o3') or a
+    format ('paren'). Raises ValueError naming the unknown entry.
+    """
+    if not text:
+        return list(CONFIG_IDS)
+    chosen: set[str] = set()
+    for raw in text.split(","):
+        token = raw.strip()
+        if not token:
+            continue
+        if token in CONFIG_BY_ID:
+            chosen.add(token)
+            continue
+        matched = [c.config_id for c in CONFIGS
+                   if token in (c.scoring, c.order, c.format)]
+        if not matched:
+            raise ValueError(f"unknown config {token!r}; use ids like o0.letter, cloze_qa, "
+                             "or a group: generate, likelihood, o0..o5, letter, paren, digit, instruct")
+        chosen.update(matched)
+    return [cid for cid in CONFIG_IDS if cid in chosen]
+
+
+IDENTITY = tuple(range(N_OPTIONS))
+_NON_IDENTITY = tuple(p for p in itertools.permutations(range(N_OPTIONS)) if p != IDENTITY)
+
+
+@lru_cache(maxsize=65536)
+def item_shuffles(seed: int, item_uid: str) -> tuple[tuple[int, ...], ...]:
+    """The six orders of an item: index 0 is the identity, 1..5 five distinct shuffles.
+
+    The 23 non-identity permutations are ranked by sha256(seed, item_uid, perm) and the
+    first five taken: reproducible from (seed, item_uid) alone, independent of numpy or
+    Python versions, and distinct by construction.
+    A permutation p lists native option indices in display order: position j shows
+    choices[p[j]].
+    """
+    def key(p: tuple[int, ...]) -> bytes:
+        return hashlib.sha256(f"{seed}\x1f{item_uid}\x1f{''.join(map(str, p))}".encode()).digest()
+
+    return (IDENTITY,) + tuple(sorted(_NON_IDENTITY, key=key)[:5])
+
+
+def permutation_for(seed: int, item_uid: str, config_id: str) -> tuple[int, ...]:
+    return item_shuffles(seed, item_uid)[get_config(config_id).shuffle_index]
+
+
+def perm_to_str(perm: tuple[int, ...]) -> str:
+    return "".join(map(str, perm))
+
+
+def perm_from_str(text: str) -> tuple[int, ...]:
+    return tuple(int(ch) for ch in text)

@@ -1,0 +1,166 @@
+"""Prompt rendering of the 26 configs (SPEC §2); torch-free so the TUI can show exactly what
+any cell saw. docs/prompts.md lists the templates with a real example of every config.
+
+Generation configs (base models get `text`, instruct models get `messages`):
+
+    Question: {question}
+    A. {option}            letter   "A. "   paren "(A) "   digit "1. "
+    B. {option}
+    C. {option}
+    D. {option}
+    Answer with the letter of the correct option only (A, B, C or D).   <- instruct only
+    Answer:                <- the answer cue, in `text` only
+
+The chat user message is the same body without the final "Answer:" line: in a chat the
+assistant turn is the cue, and a dangling "Answer:" in a user turn reads as a cut-off
+sentence. No system message (several chat templates reject one).
+
+Cloze configs: context "Question: {q}\\nAnswer:" (cloze_qa) or "{q}" (cloze_bare), and the
+continuations " {option}" in native order.
+
+Whitespace: in the generation configs the question and each option are stripped of
+leading/trailing whitespace (963 MMLU test questions carry a leading space or a trailing
+newline that would leave a stray space or a blank line); inner whitespace and newlines are
+kept verbatim. The cloze configs use the item text exactly as it is in the file, as
+lm-evaluation-harness does (PEERS.md): their log-likelihoods are meant to be lm-eval's.
+The generation configs of an item start with the same "Question: {q}\\n" stem, and
+cloze_qa does too when the question has no outer whitespace, so the runner can reuse the
+stem's KV cache.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable, Union
+
+from fragility_tui.harness.configs import CONFIG_IDS, N_OPTIONS, get_config, item_shuffles
+from fragility_tui.items.item import Item
+from fragility_tui.harness.parser import DIGIT_LABELS, LETTER_LABELS
+
+# bump when a template changes; recorded with every run. 1.1: cloze text is not stripped
+PROMPT_VERSION = "1.1"
+
+QUESTION_PREFIX = "Question: "
+ANSWER_CUE = "Answer:"
+INSTRUCTION = "Answer with the letter of the correct option only (A, B, C or D)."
+_OPTION_LINE = {
+    "letter": "{label}. {option}",
+    "paren": "({label}) {option}",
+    "digit": "{label}. {option}",
+    "instruct": "{label}. {option}",
+}
+
+
+@dataclass(frozen=True)
+class GenerationPrompt:
+    config_id: str
+    permutation: tuple[int, ...]  # display position j shows choices[permutation[j]]
+    labels: tuple[str, ...]  # ("A","B","C","D") or ("1","2","3","4") for digit
+    options: tuple[str, ...]  # option texts in display order (as shown, stripped)
+    gold_position: int  # display position of the gold option
+    text: str  # the whole raw prompt (base models)
+    messages: tuple[dict, ...]  # chat messages for instruct models (template applied by runner)
+
+    def native_index(self, position: int) -> int:
+        """Native option index shown at display `position`; -1 (unparsed) stays -1."""
+        return -1 if position == -1 else self.permutation[position]
+
+
+@dataclass(frozen=True)
+class ClozePrompt:
+    config_id: str
+    context: str  # "Question: {q}\nAnswer:" (cloze_qa) or "{q}" (cloze_bare)
+    continuations: tuple[str, ...]  # " " + option as in the file, native order, no shuffle
+    gold: int
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """The four full strings whose continuation log-likelihoods are compared."""
+        return tuple(self.context + c for c in self.continuations)
+
+
+Prompt = Union[GenerationPrompt, ClozePrompt]
+
+
+def _clean(text: str) -> str:
+    return text.strip()
+
+
+def _check_item(item: Item) -> None:
+    if len(item.choices) != N_OPTIONS:
+        raise ValueError(f"item {item.item_uid}: {len(item.choices)} choices, expected {N_OPTIONS}")
+    if not 0 <= item.gold < N_OPTIONS:
+        raise ValueError(f"item {item.item_uid}: gold {item.gold} out of range 0..{N_OPTIONS - 1}")
+
+
+def _check_permutation(permutation: tuple[int, ...], item_uid: str) -> tuple[int, ...]:
+    permutation = tuple(permutation)
+    if sorted(permutation) != list(range(N_OPTIONS)):
+        raise ValueError(f"item {item_uid}: {permutation!r} is not a permutation of 0..{N_OPTIONS - 1}")
+    return permutation
+
+
+def _generation(item: Item, config_id: str, fmt: str, permutation: tuple[int, ...]) -> GenerationPrompt:
+    labels = DIGIT_LABELS if fmt == "digit" else LETTER_LABELS
+    options = tuple(_clean(item.choices[native]) for native in permutation)
+    lines = [QUESTION_PREFIX + _clean(item.question)]
+    lines += [_OPTION_LINE[fmt].format(label=label, option=option)
+              for label, option in zip(labels, options)]
+    if fmt == "instruct":
+        lines.append(INSTRUCTION)
+    body = "\n".join(lines)
+    return GenerationPrompt(
+        config_id=config_id,
+        permutation=permutation,
+        labels=labels,
+        options=options,
+        gold_position=permutation.index(item.gold),
+        text=f"{body}\n{ANSWER_CUE}",
+        messages=({"role": "user", "content": body},),
+    )
+
+
+def _cloze(item: Item, config_id: str) -> ClozePrompt:
+    """lm-eval's cloze request: the item text as it is (no stripping), target delimiter " "."""
+    question = item.question
+    context = f"{QUESTION_PREFIX}{question}\n{ANSWER_CUE}" if config_id == "cloze_qa" else question
+    return ClozePrompt(config_id, context, tuple(" " + c for c in item.choices), item.gold)
+
+
+def render(item: Item, config_id: str, seed: int,
+           permutation: tuple[int, ...] | None = None) -> Prompt:
+    """The prompt of `item` under `config_id`.
+
+    The option order comes from (seed, item_uid, config); pass `permutation` (e.g. the one
+    recorded in a cell) to re-render a cell exactly as it was run. Cloze configs ignore it.
+    """
+    _check_item(item)
+    config = get_config(config_id)
+    if config.scoring == "likelihood":
+        return _cloze(item, config_id)
+    if permutation is None:
+        permutation = item_shuffles(seed, item.item_uid)[config.shuffle_index]
+    return _generation(item, config_id, config.format, _check_permutation(permutation, item.item_uid))
+
+
+def render_all(item: Item, seed: int) -> dict[str, Prompt]:
+    """All 26 prompts of an item, keyed by config id in canonical order."""
+    return {config_id: render(item, config_id, seed) for config_id in CONFIG_IDS}
+
+
+def prompt_text(prompt: Prompt | str) -> str:
+    """The raw text a base model reads first: the whole prompt, or the cloze context."""
+    if isinstance(prompt, GenerationPrompt):
+        return prompt.text
+    if isinstance(prompt, ClozePrompt):
+        return prompt.context
+    return prompt
+
+
+def shared_prefix(prompts: Iterable[Prompt | str] | dict[str, Prompt]) -> str:
+    """Longest common text prefix of the prompts' raw texts (helps the runner's KV reuse)."""
+    if isinstance(prompts, dict):
+        prompts = prompts.values()
+    texts = [prompt_text(p) for p in prompts]
+    return os.path.commonprefix(texts) if texts else ""

@@ -1,0 +1,128 @@
+"""The store's schema: tables, migrations, and the records that go in and out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from fragility_tui.store.calibration_cache import CREATE as CALIBRATION_CACHE_TABLE
+from fragility_tui.store.cube_cache import CREATE as CUBE_CACHE_TABLE
+
+SCHEMA_VERSION = 5
+
+SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
+CREATE TABLE IF NOT EXISTS configs (
+    config_id VARCHAR PRIMARY KEY, position INTEGER, "order" VARCHAR, format VARCHAR,
+    scoring VARCHAR, is_reference BOOLEAN);
+CREATE TABLE IF NOT EXISTS grids (
+    name VARCHAR PRIMARY KEY, synthetic BOOLEAN NOT NULL, description VARCHAR,
+    created_at TIMESTAMP, seed BIGINT, item_set_hash VARCHAR, meta VARCHAR);
+CREATE TABLE IF NOT EXISTS items (
+    grid VARCHAR NOT NULL, item_uid VARCHAR NOT NULL, position INTEGER NOT NULL,
+    benchmark VARCHAR NOT NULL, subject VARCHAR, question VARCHAR, choices VARCHAR[],
+    gold INTEGER, PRIMARY KEY (grid, item_uid));
+CREATE TABLE IF NOT EXISTS models (
+    grid VARCHAR NOT NULL, model VARCHAR NOT NULL, source VARCHAR, revision VARCHAR,
+    dtype VARCHAR, quantization VARCHAR, base_model VARCHAR, provenance VARCHAR,
+    PRIMARY KEY (grid, model));
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, grid VARCHAR, model VARCHAR, status VARCHAR, pid INTEGER,
+    created_at TIMESTAMP, started_at TIMESTAMP, ended_at TIMESTAMP, spec VARCHAR,
+    provenance VARCHAR, events_path VARCHAR, cells_total BIGINT, cells_done BIGINT,
+    tokens BIGINT, seconds DOUBLE, error VARCHAR);
+CREATE TABLE IF NOT EXISTS cells (
+    grid VARCHAR NOT NULL, model VARCHAR NOT NULL, item_uid VARCHAR NOT NULL,
+    config_id VARCHAR NOT NULL, correct BOOLEAN NOT NULL, pred TINYINT,
+    permutation VARCHAR, raw_output VARCHAR, scores DOUBLE[], tokens INTEGER, ms REAL,
+    run_id VARCHAR);
+"""
+
+# Each entry upgrades the schema from version i+1 to i+2; append, never edit.
+MIGRATIONS: list[str] = [
+    # 2: a run's process is identified by pid and start time (a reused pid is not the run)
+    "ALTER TABLE runs ADD COLUMN pid_started VARCHAR",
+    # 3: a model's fingerprint (every setting that can change a cell; NULL until a run of
+    # this version fills it) and each cell's prompt token hash
+    "ALTER TABLE models ADD COLUMN fingerprint VARCHAR; "
+    "ALTER TABLE cells ADD COLUMN prompt_sha VARCHAR",
+    # 4: a grid's dense cube, packed, so a big grid opens without joining every cell
+    CUBE_CACHE_TABLE,
+    # 5: verdict calibrations of a grid's pairs (store/calibration_cache.py), one row a pair
+    CALIBRATION_CACHE_TABLE,
+]
+
+RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
+              "provenance", "events_path", "cells_total", "cells_done", "tokens", "seconds",
+              "error")
+JSON_RUN_FIELDS = ("spec", "provenance")
+CELL_COLUMNS = ("model", "item_uid", "config_id", "correct", "pred", "permutation",
+                "raw_output", "scores", "tokens", "ms", "run_id")
+
+
+@dataclass(frozen=True)
+class CellRow:
+    model: str
+    item_uid: str
+    config_id: str
+    correct: bool
+    pred: int | None = None  # native option index; -1 = unparsed
+    permutation: str | None = None  # e.g. "2013": display position j shows choice int(p[j])
+    raw_output: str | None = None
+    scores: list[float] | None = None  # raw log-likelihoods, native order (likelihood configs)
+    tokens: int | None = None
+    ms: float | None = None
+    run_id: str | None = None
+    prompt_sha: str | None = None  # sha256 of the prompt token ids the model read
+
+
+@dataclass(frozen=True)
+class GridInfo:
+    name: str
+    synthetic: bool
+    description: str
+    models: int
+    items: int
+    configs: int
+    cells: int
+    created_at: str | None
+
+    @property
+    def complete(self) -> bool:
+        return self.cells > 0 and self.cells == self.models * self.items * self.configs
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "models": self.models, "items": self.items,
+                "configs": self.configs, "cells": self.cells, "complete": self.complete,
+                "synthetic": self.synthetic, "description": self.description,
+                "created_at": self.created_at}
+
+
+def utc_now() -> datetime:
+    """Now, in UTC, without a zone (how the store's TIMESTAMP columns hold times)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def cell_schema():
+    """The Arrow schema of a cells batch (grid + CELL_COLUMNS)."""
+    import pyarrow as pa
+
+    return pa.schema([
+        ("grid", pa.string()), ("model", pa.string()), ("item_uid", pa.string()),
+        ("config_id", pa.string()), ("correct", pa.bool_()), ("pred", pa.int8()),
+        ("permutation", pa.string()), ("raw_output", pa.string()),
+        ("scores", pa.list_(pa.float64())), ("tokens", pa.int32()), ("ms", pa.float32()),
+        ("run_id", pa.string()),
+    ])
+
+
+def cell_table(grid: str, rows: list[CellRow]):
+    """CellRows of one grid as an Arrow table in cell_schema()."""
+    import pyarrow as pa
+
+    columns = {"grid": [grid] * len(rows)}
+    for name in CELL_COLUMNS:
+        columns[name] = [getattr(r, name) for r in rows]
+    table = pa.table(columns, schema=cell_schema())
+    # Optional in a cells batch (imports and simulations have none): see write_cell_table.
+    return table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))

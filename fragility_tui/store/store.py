@@ -1,0 +1,412 @@
+"""The embedded DuckDB store: grids, items, configs, models, runs and cells.
+
+Concurrency design (see docs/architecture.md). DuckDB lets one process hold a database file
+read-write at a time, and a read-write holder excludes readers in other processes. So no
+process keeps the file open: every operation opens a connection, runs one transaction and
+closes it, retrying with jittered back-off while another process holds the lock. Writers
+batch (a run commits a small batch of cells per transaction), readers copy what they need
+into memory (the analysis cube) and let go. An evaluation run, the TUI, a `report` in
+another shell and a second run therefore interleave at transaction granularity instead of
+locking each other out. Atomicity comes from DuckDB's transactions and WAL: a kill -9 at any
+moment loses at most the in-flight transaction, and `cells` is keyed by (grid, model, item,
+config) so re-written cells are ignored, never duplicated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+import numpy as np
+
+from fragility_tui.errors import InputError, StoreBusyError
+from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
+from fragility_tui.store import calibration_cache, cube_cache
+from fragility_tui.store.calibration_cache import CalibrationRecords
+from fragility_tui.grid.cube import Cube
+from fragility_tui.items.item import Item
+from fragility_tui.store.models import ModelRecords
+from fragility_tui.store.runs import RunRecords
+from fragility_tui.store.schema import (MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION,
+                                             CellRow, GridInfo, cell_table, utc_now)
+
+APP_NAME = "fragility-tui"
+LOCK_WAIT_S = float(os.environ.get("FRAGILITY_LOCK_WAIT_S", "120"))
+
+
+def default_db_path() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "fragility.duckdb"
+
+
+def _is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+class Store(ModelRecords, RunRecords, CalibrationRecords):
+    """A DuckDB file opened per operation (see the module docstring for why)."""
+
+    # One DuckDB database may be open only once per process with one configuration;
+    # serialise this process's own connections to a path.
+    _process_locks: dict[str, threading.RLock] = {}
+
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_wait_s: float = LOCK_WAIT_S):
+        self.path = Path(path) if path is not None else default_db_path()
+        self.lock_wait_s = lock_wait_s
+        key = str(self.path.resolve())
+        self._lock = Store._process_locks.setdefault(key, threading.RLock())
+        self._ensure_schema()
+
+    # -- connections ---------------------------------------------------------------------
+
+    @contextmanager
+    def connect(self, write: bool = False):
+        """A short-lived connection; a write connection runs in one transaction."""
+        with self._lock:
+            con = self._open()
+            try:
+                if write:
+                    con.execute("BEGIN TRANSACTION")
+                    try:
+                        yield con
+                    except BaseException:
+                        con.execute("ROLLBACK")
+                        raise
+                    con.execute("COMMIT")
+                else:
+                    yield con
+            finally:
+                con.close()
+
+    def _in_transaction(self, con, work):
+        """Run work(con) inside the caller's transaction, or in a new one of its own."""
+        if con is not None:
+            return work(con)
+        with self.connect(write=True) as c:
+            return work(c)
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.005
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as exc:
+                if not _is_lock_error(exc):
+                    raise
+                if time.monotonic() > deadline:
+                    raise StoreBusyError(f"{self.path} stayed locked by another process for "
+                                         f"{self.lock_wait_s:.0f} s: {exc}") from exc
+                time.sleep(delay * (0.5 + random.random()))
+                delay = min(delay * 2, 0.25)
+
+    def _ensure_schema(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.connect(write=True) as con:
+            con.execute(SCHEMA_V1)
+            row = _first(con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
+            version = int(row[0]) if row else None
+            if version is None:  # a new store: version 1's tables, then the migrations
+                con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+                con.executemany(
+                    "INSERT OR IGNORE INTO configs VALUES (?, ?, ?, ?, ?, ?)",
+                    [[c.config_id, i, c.order, c.format, c.scoring, c.is_reference]
+                     for i, c in enumerate(CONFIGS)])
+                version = 1
+            if version == SCHEMA_VERSION:
+                return
+            if version > SCHEMA_VERSION:
+                raise InputError(f"store schema version {version} is newer than this "
+                                 f"fragility-tui ({SCHEMA_VERSION}); upgrade fragility-tui",
+                                 path=str(self.path))
+            for step in MIGRATIONS[version - 1:]:
+                con.execute(step)
+            con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
+                        [str(SCHEMA_VERSION)])
+
+    def schema_version(self) -> int:
+        with self.connect() as con:
+            return int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall()[0][0])
+
+    # -- grids ---------------------------------------------------------------------------
+
+    def list_grids(self) -> list[GridInfo]:
+        with self.connect() as con:
+            rows = con.execute("""
+                WITH c AS (SELECT grid, count(*) AS cells, count(DISTINCT model) AS models,
+                                  count(DISTINCT config_id) AS configs
+                           FROM cells GROUP BY grid),
+                     i AS (SELECT grid, count(*) AS items FROM items GROUP BY grid),
+                     m AS (SELECT grid, count(*) AS models FROM models GROUP BY grid)
+                SELECT g.name, g.synthetic, coalesce(g.description, ''),
+                       greatest(coalesce(c.models, 0), coalesce(m.models, 0)),
+                       coalesce(i.items, 0), coalesce(c.configs, 0), coalesce(c.cells, 0),
+                       CAST(g.created_at AS VARCHAR)
+                FROM grids g LEFT JOIN c ON c.grid = g.name LEFT JOIN i ON i.grid = g.name
+                LEFT JOIN m ON m.grid = g.name ORDER BY g.created_at, g.name""").fetchall()
+        return [GridInfo(*r) for r in rows]
+
+    def grid_info(self, name: str) -> GridInfo:
+        for info in self.list_grids():
+            if info.name == name:
+                return info
+        raise InputError(f"no grid named {name!r} in {self.path}"
+                         + self._known_grids_hint())
+
+    def _known_grids_hint(self) -> str:
+        names = [g.name for g in self.list_grids()]
+        return f" (grids: {', '.join(names)})" if names else " (the store has no grids)"
+
+    def has_grid(self, name: str) -> bool:
+        with self.connect() as con:
+            return con.execute("SELECT 1 FROM grids WHERE name = ?", [name]).fetchall() != []
+
+    def grid_meta(self, name: str) -> dict:
+        with self.connect() as con:
+            row = con.execute("SELECT synthetic, description, seed, item_set_hash, meta FROM grids "
+                              "WHERE name = ?", [name]).fetchall()
+            row = row[0] if row else None
+        if row is None:
+            raise InputError(f"no grid named {name!r} in {self.path}" + self._known_grids_hint())
+        return {"synthetic": row[0], "description": row[1], "seed": row[2],
+                "item_set_hash": row[3], **json.loads(row[4] or "{}")}
+
+    def create_grid(self, name: str, *, synthetic: bool = False, description: str = "",
+                    seed: int = 0, item_set_hash: str | None = None, meta: dict | None = None,
+                    con: duckdb.DuckDBPyConnection | None = None) -> None:
+        """Create a grid row if absent (an existing grid keeps its settings)."""
+        if not name or not name.strip():
+            raise InputError("a grid name must not be empty", field="--grid")
+        args = [name, synthetic, description, utc_now(), seed, item_set_hash,
+                json.dumps(meta or {})]
+        self._in_transaction(con, lambda c: c.execute(
+            "INSERT OR IGNORE INTO grids VALUES (?, ?, ?, ?, ?, ?, ?)", args))
+
+    def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
+        def run(c):
+            for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),
+                                  ("cube_cache", "grid"), ("calibration_cache", "grid"),
+                                  ("grids", "name")):
+                c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
+
+        self._in_transaction(con, run)
+
+    # -- items ---------------------------------------------------------------------------
+
+    def add_items(self, grid: str, items: list[Item],
+                  con: duckdb.DuckDBPyConnection | None = None,
+                  positions: list[int] | None = None) -> int:
+        """Insert items not yet in the grid (by item_uid), after the existing ones, in the
+        order given. (`positions`, each item's place in a whole sampled set, is what parts
+        record for a later merge, store/parts.py; the store keeps its own order.)"""
+        if con is None:
+            return self._in_transaction(None, lambda c: self.add_items(grid, items, con=c))
+        existing = {r[0] for r in con.execute("SELECT item_uid FROM items WHERE grid = ?",
+                                              [grid]).fetchall()}
+        start = con.execute("SELECT coalesce(max(position) + 1, 0) FROM items WHERE grid = ?",
+                            [grid]).fetchall()[0][0]
+        new = [it for it in dict((it.item_uid, it) for it in items).values()
+               if it.item_uid not in existing]
+        if not new:
+            return 0
+        import pyarrow as pa
+
+        table = pa.table({
+            "grid": [grid] * len(new),
+            "item_uid": [it.item_uid for it in new],
+            "position": list(range(start, start + len(new))),
+            "benchmark": [it.benchmark for it in new],
+            "subject": [it.subject for it in new],
+            "question": [it.question for it in new],
+            "choices": [list(it.choices) if it.choices else None for it in new],
+            "gold": [it.gold for it in new],
+        })
+        con.register("_new_items", table)
+        con.execute("INSERT INTO items SELECT * FROM _new_items")
+        con.unregister("_new_items")
+        cube_cache.invalidate(con, [grid])
+        calibration_cache.invalidate(con, [grid])
+        return len(new)
+
+    def load_items(self, grid: str) -> list[Item]:
+        with self.connect() as con:
+            rows = con.execute("SELECT item_uid, benchmark, subject, question, choices, gold "
+                               "FROM items WHERE grid = ? ORDER BY position", [grid]).fetchall()
+        return [Item(u, b, s, q or "", tuple(c or ()), -1 if g is None else g)
+                for u, b, s, q, c, g in rows]
+
+    def get_item(self, grid: str, item_uid: str) -> Item | None:
+        with self.connect() as con:
+            row = con.execute("SELECT item_uid, benchmark, subject, question, choices, gold "
+                              "FROM items WHERE grid = ? AND item_uid = ?",
+                              [grid, item_uid]).fetchall()
+            row = row[0] if row else None
+        if row is None:
+            return None
+        u, b, s, q, c, g = row
+        return Item(u, b, s, q or "", tuple(c or ()), -1 if g is None else g)
+
+    # -- cells ---------------------------------------------------------------------------
+
+    def write_cells(self, grid: str, rows: list[CellRow],
+                    con: duckdb.DuckDBPyConnection | None = None) -> int:
+        """Insert cells in one transaction; cells already present are kept. Returns the
+        number of new cells."""
+        if not rows:
+            return 0
+        if con is None:
+            return self._in_transaction(None, lambda c: self.write_cells(grid, rows, con=c))
+        return self.write_cell_table(cell_table(grid, rows), con)
+
+    @staticmethod
+    def write_cell_table(table, con: duckdb.DuckDBPyConnection) -> int:
+        """Insert an Arrow table with the cells columns (grid first); existing keys kept."""
+        con.register("_new_cells", table)
+        try:
+            before = con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
+            # Keyed on (grid, model, item, config) without an index: an ART index over
+            # four strings made the file ~10x larger; the anti-join is a hash join.
+            prompt_sha = "n.prompt_sha" if "prompt_sha" in table.column_names else "NULL"
+            con.execute(f"""
+                INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
+                                   raw_output, scores, tokens, ms, run_id, prompt_sha)
+                SELECT DISTINCT ON (n.grid, n.model, n.item_uid, n.config_id) n.grid, n.model,
+                       n.item_uid, n.config_id, n.correct, n.pred, n.permutation, n.raw_output,
+                       n.scores, n.tokens, n.ms, n.run_id, {prompt_sha}
+                FROM _new_cells n ANTI JOIN cells c
+                  ON c.grid = n.grid AND c.model = n.model AND c.item_uid = n.item_uid
+                 AND c.config_id = n.config_id""")
+            added = con.execute("SELECT count(*) FROM cells").fetchall()[0][0] - before
+            if added:
+                grids = [r[0] for r in con.execute("SELECT DISTINCT grid FROM _new_cells")
+                         .fetchall()]
+                cube_cache.invalidate(con, grids)
+                calibration_cache.invalidate(con, grids)
+            return added
+        finally:
+            con.unregister("_new_cells")
+
+    def done_keys(self, grid: str, model: str) -> set[tuple[str, str]]:
+        with self.connect() as con:
+            rows = con.execute("SELECT item_uid, config_id FROM cells WHERE grid = ? AND model = ?",
+                               [grid, model]).fetchall()
+        return set(rows)
+
+    def count_cells(self, grid: str | None = None) -> int:
+        with self.connect() as con:
+            if grid is None:
+                return con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
+            return con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
+
+    def model_costs(self, grid: str) -> dict[str, dict]:
+        """Seconds and tokens per item of each evaluated model (SPEC §9's cost dimension);
+        None where the cells carry no timing (imported or simulated grids)."""
+        with self.connect() as con:
+            rows = con.execute("SELECT model, count(DISTINCT item_uid), sum(ms) / 1000.0, "
+                               "sum(tokens) FROM cells WHERE grid = ? GROUP BY model",
+                               [grid]).fetchall()
+        return {m: {"seconds_per_item": s / n if s is not None and n else None,
+                    "tokens_per_item": t / n if t is not None and n else None}
+                for m, n, s, t in rows}
+
+    def item_cells(self, grid: str, item_uid: str) -> list[dict]:
+        """Every cell of one item (all models, all configs), canonical config order."""
+        with self.connect() as con:
+            cur = con.execute("""
+                SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
+                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha
+                FROM cells c JOIN configs f USING (config_id)
+                WHERE c.grid = ? AND c.item_uid = ? ORDER BY c.model, f.position""",
+                              [grid, item_uid])
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def export_cells(self, grid: str):
+        """All cells of a grid as an Arrow table: the export contract's columns (model, item,
+        benchmark, config, correct, pred, raw_output) first, then everything else a cell
+        records, so an export re-imports without loss."""
+        with self.connect() as con:
+            return con.sql("""
+                SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
+                       c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
+                       c.tokens, c.ms, c.run_id, c.prompt_sha
+                FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
+                LEFT JOIN configs f ON f.config_id = c.config_id
+                WHERE c.grid = ? ORDER BY c.model, i.position, f.position""", params=[grid]).to_arrow_table()
+
+    def load_cube(self, grid: str) -> Cube:
+        """The grid as a dense cube: models sorted by name, items in grid order, configs in
+        canonical order restricted to those with at least one cell. Read from the packed
+        copy kept in the store (store/cube_cache.py) when there is one, else built from the
+        cells and packed for next time, in one transaction (so the copy matches the cells)."""
+        with self.connect(write=True) as con:
+            if con.execute("SELECT 1 FROM grids WHERE name = ?", [grid]).fetchall() == []:
+                raise InputError(f"no grid named {grid!r} in {self.path}" + self._known_grids_hint())
+            item_rows = con.execute("SELECT item_uid, benchmark, subject FROM items WHERE grid = ? "
+                                    "ORDER BY position", [grid]).fetchall()
+            cached = cube_cache.read(con, grid) or self.cache_cube(grid, con)
+        models, configs, bits, present = cached
+        return Cube(
+            models=tuple(models),
+            items=tuple(r[0] for r in item_rows),
+            configs=tuple(configs),
+            bits=bits,
+            present=present,
+            benchmarks=np.array([r[1] for r in item_rows], dtype=object),
+            subjects=np.array([r[2] for r in item_rows], dtype=object),
+        )
+
+    def cache_cube(self, grid: str, con: duckdb.DuckDBPyConnection) -> tuple:
+        """Build the grid's cube from its cells and keep it packed (inside the caller's
+        write transaction); returns (models, configs, bits, present)."""
+        stamp = cube_cache.grid_stamp(con, grid)
+        cube = self._cube_from_cells(con, grid)
+        cube_cache.write(con, grid, stamp, *cube)
+        return cube
+
+    @staticmethod
+    def _cube_from_cells(con, grid: str) -> tuple:
+        models = [r[0] for r in con.execute(
+            "SELECT DISTINCT model FROM cells WHERE grid = ? ORDER BY model", [grid]).fetchall()]
+        n_items = con.execute("SELECT count(*) FROM items WHERE grid = ?", [grid]).fetchall()[0][0]
+        present_configs = {r[0] for r in con.execute(
+            "SELECT DISTINCT config_id FROM cells WHERE grid = ?", [grid]).fetchall()}
+        configs = [c for c in CONFIG_IDS if c in present_configs]
+        canon_to_view = np.full(len(CONFIG_IDS), -1, dtype=np.int64)
+        for k, cid in enumerate(configs):
+            canon_to_view[CONFIG_IDS.index(cid)] = k
+        shape = (len(models), n_items, len(configs))
+        bits = np.zeros(shape, dtype=bool)
+        present = np.zeros(shape, dtype=bool)
+        # Streamed a batch at a time: a 52 M-cell grid's indices are never all in memory.
+        cells = con.sql(f"""
+            WITH m AS (SELECT model, CAST(row_number() OVER (ORDER BY model) - 1 AS BIGINT) AS mi
+                       FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
+                 i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS BIGINT) AS ii
+                       FROM items WHERE grid = $g)
+            SELECT (m.mi * {n_items} + i.ii) * {len(CONFIG_IDS)} + f.position AS cell, c.correct
+            FROM cells c JOIN m USING (model) JOIN i USING (item_uid)
+            JOIN configs f USING (config_id) WHERE c.grid = $g""", params={"g": grid})
+        with cells.to_arrow_reader(batch_size=1 << 20) as reader:
+            for batch in reader:
+                cell = batch.column(0).to_numpy()
+                canon = cell % len(CONFIG_IDS)
+                flat = cell // len(CONFIG_IDS) * len(configs) + canon_to_view[canon]
+                present.reshape(-1)[flat] = True
+                bits.reshape(-1)[flat[batch.column(1).to_numpy(zero_copy_only=False)]] = True
+        return models, configs, bits, present
+
+
+def _first(con: duckdb.DuckDBPyConnection):
+    """The first row of a result, consuming it (DuckDB 2 refuses new work on a connection
+    with a partly fetched result)."""
+    rows = con.fetchall()
+    return rows[0] if rows else None

@@ -1,0 +1,63 @@
+"""The one way a whole grid (or a batch of another tool's cells) gets into the store:
+import, simulate and import-lmeval all write through `write_grid`, in one transaction, so
+a failure leaves the store as it was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from fragility_tui.errors import InputError
+from fragility_tui.store import cube_cache
+from fragility_tui.items.item import Item
+
+
+@dataclass
+class GridContent:
+    """What to write: the grid row's settings, its items, its models (name -> (source,
+    provenance)) and its cells: an Arrow table in `store_schema.cell_schema()`, or a source
+    that inserts them itself (`insert_into(con, grid)`, e.g. a validated long_grid.LongGrid
+    that DuckDB streams from its file)."""
+
+    name: str
+    items: list[Item]
+    models: dict[str, tuple[str, dict]]
+    cells: object  # pyarrow.Table
+    synthetic: bool = False
+    description: str = ""
+    meta: dict = field(default_factory=dict)
+    # (models, configs, bits, present) when the writer already has the dense cube: it is
+    # packed as it is instead of being read back from the cells just written
+    cube: tuple | None = None
+
+
+def write_grid(store, content: GridContent, *, mode: str = "new") -> int:
+    """Write `content`; returns the number of new cells.
+
+    mode "new": the grid must not exist yet; "replace": an existing grid of that name is
+    dropped first; "add": the grid is created if absent, and items, models and cells are
+    added to it (cells already present are kept)."""
+    if mode not in ("new", "replace", "add"):
+        raise ValueError(f"unknown write mode {mode!r}")
+    if mode == "new" and store.has_grid(content.name):
+        raise InputError(f"grid {content.name!r} already exists in {store.path}; choose another "
+                         "--grid name or pass --replace", field="--grid")
+    with store.connect(write=True) as con:
+        if mode == "replace":
+            store.delete_grid(content.name, con=con)
+        store.create_grid(content.name, synthetic=content.synthetic,
+                          description=content.description, meta=content.meta, con=con)
+        store.add_items(content.name, content.items, con=con)
+        for model, (source, provenance) in content.models.items():
+            store.upsert_model(content.name, model, source=source, provenance=provenance,
+                               con=con)
+        if hasattr(content.cells, "insert_into"):
+            written = content.cells.insert_into(con, content.name)
+        else:
+            written = store.write_cell_table(content.cells, con)
+        # the app opens a new grid without a cold read
+        if content.cube is not None and mode != "add":
+            cube_cache.write(con, content.name, cube_cache.grid_stamp(con, content.name),
+                             *content.cube)
+        else:
+            store.cache_cube(content.name, con)
+        return written

@@ -1,0 +1,103 @@
+"""Shipped sample grids reach existing stores: a newer shipped file replaces the older
+shipped version, but never a grid a local run wrote into, a user's own grid of the same
+name, or a shipped grid the user deleted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fragility_tui.bootstrap import ensure_sample_grids
+from fragility_tui.store import sample_grids
+from fragility_tui.harness.configs import CONFIG_IDS
+from fragility_tui.store.importer import import_long_grid
+from fragility_tui.store.sample_grids import load_sample_grids
+from fragility_tui.store.store import Store
+
+
+def write_version(folder, models: list[str]) -> None:
+    """A shipped grid 'demo': models x 2 items x 26 configs, one imported run per model."""
+    rows = ["model,item,config,correct"]
+    rows += [f"{m},q{i},{c},{int(i == 0)}" for m in models for i in range(2) for c in CONFIG_IDS]
+    (folder / "demo.csv").write_text("\n".join(rows) + "\n")
+    runs = [{"run_id": f"run-{m}", "grid": "demo", "model": m, "status": "finished"}
+            for m in models]
+    (folder / "demo.provenance.json").write_text(json.dumps({"models": [], "runs": runs}))
+    (folder / "manifest.json").write_text(json.dumps({"grids": [{
+        "name": "demo", "cells": "demo.csv", "provenance": "demo.provenance.json",
+        "synthetic": False, "description": f"demo with {len(models)} models"}]}))
+
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch):
+    folder = tmp_path / "sample_grids"
+    folder.mkdir()
+    monkeypatch.setattr(sample_grids, "SAMPLE_GRIDS_DIR", folder)
+    write_version(folder, ["a"])
+    return folder
+
+
+def models_of(store) -> list[str]:
+    return sorted(m["model"] for m in store.list_models("demo"))
+
+
+def test_a_newer_shipped_version_replaces_the_older_one(shipped, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    assert ensure_sample_grids(store) == ["demo"]
+    assert ensure_sample_grids(store) == []  # same file: nothing to do
+    write_version(shipped, ["a", "b"])
+    assert ensure_sample_grids(store) == ["demo"]
+    assert models_of(store) == ["a", "b"]
+    assert store.grid_meta("demo")["description"] == "demo with 2 models"
+    assert sorted(r["run_id"] for r in store.list_runs("demo")) == ["run-a", "run-b"]
+
+
+def test_a_release_that_only_corrects_the_provenance_reaches_the_store(shipped, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    assert ensure_sample_grids(store) == ["demo"]
+    doc = json.loads((shipped / "demo.provenance.json").read_text())
+    doc["runs"][0]["events_path"] = "run-a.jsonl"  # e.g. a machine path removed
+    (shipped / "demo.provenance.json").write_text(json.dumps(doc))
+    assert ensure_sample_grids(store) == ["demo"]
+    assert store.get_run("run-a")["events_path"] == "run-a.jsonl"
+    assert ensure_sample_grids(store) == []
+
+
+def test_a_grid_a_local_run_wrote_into_is_kept(shipped, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    ensure_sample_grids(store)
+    store.create_run({"grid": "demo", "model": "mine", "status": "finished", "pid": 4242})
+    write_version(shipped, ["a", "b"])
+    assert ensure_sample_grids(store) == []
+    assert models_of(store) == ["a"]
+
+
+def test_a_deleted_shipped_grid_stays_deleted_until_load_samples(shipped, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    ensure_sample_grids(store)
+    store.delete_grid("demo")
+    assert ensure_sample_grids(store) == [] and not store.has_grid("demo")
+    assert load_sample_grids(store) == ["demo"]  # what `fragility-tui load-samples` calls
+
+
+def test_a_user_grid_of_the_same_name_is_not_touched(shipped, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    own = tmp_path / "own.csv"
+    own.write_text("model,item,config,correct\n" + "".join(
+        f"mine,x,{c},1\n" for c in CONFIG_IDS))
+    import_long_grid(store, own, "demo")
+    assert ensure_sample_grids(store) == []
+    assert models_of(store) == ["mine"]
+
+
+def test_a_grid_shipped_before_versions_were_recorded_is_updated(shipped, tmp_path):
+    """Stores filled by an older release have no sample_sha256; the grid's source file
+    name (sample_grids/<cells>) identifies it as the shipped one."""
+    store = Store(tmp_path / "s.duckdb")
+    import_long_grid(store, shipped / "demo.csv", "demo", description="old shipped demo")
+    with store.connect(write=True) as con:
+        con.execute("INSERT INTO meta VALUES ('sample_grids_loaded', ?)", [json.dumps(["demo"])])
+    write_version(shipped, ["a", "b"])
+    assert ensure_sample_grids(store) == ["demo"]
+    assert models_of(store) == ["a", "b"]
