@@ -44,6 +44,21 @@ async def wait_ready(app, pilot, timeout: float = 30.0) -> None:
     await pilot.pause()
 
 
+async def wait_listed(app, pilot, timeout: float = 30.0) -> None:
+    """Wait until the app has listed the store's grids (an empty store computes no view; the
+    listing starts after the first frame, so a loaded machine may not have begun it yet)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while app.grids is None:
+        if loop.time() > deadline:
+            raise AssertionError(f"grids not listed after {timeout} s")
+        await pilot.pause(0.05)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
 def screen_lines(app) -> list[str]:
     """What the terminal shows, as text lines (the compositor's full update)."""
     update = app.screen._compositor.render_full_update()

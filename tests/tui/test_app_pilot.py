@@ -13,7 +13,7 @@ from fragility_tui.tui.view_model import Selection
 from fragility_tui.tui.screens import HelpScreen, ItemScreen, ModelScreen, PairScreen
 from fragility_tui.tui.widgets import ReportTable
 
-from .conftest import SMALL, screen_text, show_pane, wait_ready
+from .conftest import SMALL, screen_text, show_pane, wait_listed, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -322,8 +322,7 @@ async def test_empty_store_says_how_to_start_over_ssh_defaults(tmp_path, monkeyp
     app = FragilityApp(str(tmp_path / "empty.duckdb"))
     assert app.no_color and app.animation_level == "none"  # NO_COLOR honoured, no animation
     async with app.run_test(size=(80, 24)) as pilot:
-        await app.workers.wait_for_complete()
-        await pilot.pause()
+        await wait_listed(app, pilot)
         assert "No grids in this store yet" in screen_text(app)
         await show_pane(app, pilot, "2")
         assert "no grid open" in screen_text(app)
