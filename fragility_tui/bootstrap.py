@@ -4,8 +4,6 @@ upgrade, so a fresh machine starts with something to explore."""
 
 from __future__ import annotations
 
-import json
-
 
 def open_store(db: str | None, *, load_samples: bool | None = None, progress=None):
     """Open the store; the default store (no --db) gets the shipped sample grids (and their
@@ -24,14 +22,11 @@ def open_store(db: str | None, *, load_samples: bool | None = None, progress=Non
 def ensure_sample_grids(store, progress=None) -> list[str]:
     """Load the shipped grids this store lacks or holds in an older shipped version. A
     shipped grid the user deleted is not brought back (`load-samples` does that)."""
-    from fragility_tui.store.sample_grids import load_sample_grids
+    from fragility_tui.store.sample_grids import (load_sample_grids, record_sample_grids,
+                                                  recorded_sample_grids)
 
-    with store.connect() as con:
-        row = con.execute("SELECT value FROM meta WHERE key = 'sample_grids_loaded'").fetchall()
-    recorded = set(json.loads(row[0][0])) if row else set()
-    loaded = load_sample_grids(store, recorded, progress)
-    if loaded or not row:
-        with store.connect(write=True) as con:
-            con.execute("INSERT OR REPLACE INTO meta VALUES ('sample_grids_loaded', ?)",
-                        [json.dumps(sorted(recorded | set(loaded)))])
+    recorded = recorded_sample_grids(store)
+    loaded = load_sample_grids(store, recorded or set(), progress)
+    if loaded or recorded is None:
+        record_sample_grids(store, (recorded or set()) | set(loaded))
     return loaded

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING
 from fragility_tui.errors import InputError
 from fragility_tui.harness.configs import CONFIG_IDS
 from fragility_tui.items.item import DEFAULT_PER_BENCHMARK, Item, item_set_hash, shard_of
+from fragility_tui.processes import process_start
+from fragility_tui.store.runs import RunRecord, RunStatus
 from fragility_tui.store.schema import utc_now
+from fragility_tui.store.sink import CellSink
 from runners.events import Display, EventLog, default_events_path
 from runners.run_provenance import gpu_info, new_session
-from fragility_tui.jobs import RunStatus, process_start
 
 if TYPE_CHECKING:
     from runners.item_requests import PlannedItem
@@ -66,7 +68,7 @@ class RunSpec:
         return cls(**known)
 
 
-def prepare_models(spec: RunSpec, store) -> list:
+def prepare_models(spec: RunSpec, store: CellSink) -> list:
     """Each model's name and fingerprint from its spec, tokenizer and config files (no
     weights load), checked against the grid's model rows: a model whose cells were made
     with other settings is refused here (FingerprintMismatch, exit 2)."""
@@ -97,7 +99,7 @@ class RunFailed(Exception):
 class Stopper:
     """Signal flag + the run row's `cancelling` status, checked between batches."""
 
-    def __init__(self, store, run_id: str, notify):
+    def __init__(self, store: CellSink, run_id: str, notify):
         self.store, self.run_id, self.notify = store, run_id, notify
         self.requested: str | None = None
         self._previous = {}
@@ -125,7 +127,7 @@ class Stopper:
         if self.requested:
             return True
         run = self.store.get_run(self.run_id)
-        if run and run.get("status") == RunStatus.CANCELLING:
+        if run and run.status == RunStatus.CANCELLING:
             self.requested = "runs cancel"
         return bool(self.requested)
 
@@ -149,7 +151,7 @@ def failure_reason(exc: BaseException) -> str:
 class Run:
     """One invocation of `fragility-tui run` (all its models), recorded as one run row."""
 
-    def __init__(self, spec: RunSpec, store, *, run_id: str | None = None,
+    def __init__(self, spec: RunSpec, store: CellSink, *, run_id: str | None = None,
                  events_path: str | None = None, display: str = "plain"):
         self.spec, self.store = spec, store
         self.display = Display(display)
@@ -159,15 +161,14 @@ class Run:
         self.run_id = run_id or store.create_run({
             "grid": spec.grid, "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
             "spec": spec.to_dict()})
-        previous = store.get_run(self.run_id) or {}
+        previous = store.get_run(self.run_id) or RunRecord(self.run_id)
         # A parts folder keeps its runs' events beside them (a cluster driver reads them).
-        default_events = getattr(store, "events_path_for", default_events_path)
-        self.events_path = events_path or previous.get("events_path") or str(
-            default_events(self.run_id))
+        self.events_path = events_path or previous.events_path or str(
+            store.events_path_for(self.run_id) or default_events_path(self.run_id))
         self.events: EventLog | None = None
-        self.tokens = int(previous.get("tokens") or 0)  # accumulates over resumes
-        self.seconds_before = float(previous.get("seconds") or 0.0)
-        self.provenance = dict(previous.get("provenance") or {})
+        self.tokens = int(previous.tokens or 0)  # accumulates over resumes
+        self.seconds_before = float(previous.seconds or 0.0)
+        self.provenance = dict(previous.provenance or {})
         self.started = time.monotonic()
         self.cells_total = 0
         self.cells_done = 0

@@ -19,7 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.jobs import RunStatus, process_start
+from fragility_tui.processes import process_start
+from fragility_tui.store.runs import RunStatus
 from fragility_tui.store.schema import utc_now
 from runners.events import Display, EventLog, default_events_path
 from runners.loop import RunFailed, RunSpec, prepare_models
@@ -99,8 +100,7 @@ class Launch:
         """Tokens the workers forwarded (each attempt counts its own work)."""
         from fragility_tui.store.parts import PartsStore
 
-        return sum(int(r.get("tokens") or 0) for r in PartsStore(self.folder).runs()
-                   if r.get("grid") == self.spec.grid)
+        return sum(int(r.tokens or 0) for r in PartsStore(self.folder).runs(self.spec.grid))
 
     def merge(self) -> dict | None:
         from fragility_tui.store.merge import merge_parts

@@ -11,7 +11,8 @@ import os
 import sys
 
 from fragility_tui.errors import InputError
-from fragility_tui.jobs import RunStatus, pid_alive
+from fragility_tui.processes import pid_alive
+from fragility_tui.store.runs import RunStatus
 from fragility_tui.harness.configs import parse_config_list
 from fragility_tui.items.item import DEFAULT_PER_BENCHMARK
 
@@ -168,10 +169,9 @@ def _resumed_spec(store, run_id: str, args):
     if given:
         raise InputError(f"--resume replays the run's recorded spec; drop {', '.join(given)}",
                          field="--resume")
-    if run["status"] in RunStatus.active() and pid_alive(run.get("pid"),
-                                                                    run.get("pid_started")):
-        raise InputError(f"run {run_id} is still running (pid {run['pid']})", field="--resume")
-    return RunSpec.from_dict(run["spec"])
+    if run.status in RunStatus.active() and pid_alive(run.pid, run.pid_started):
+        raise InputError(f"run {run_id} is still running (pid {run.pid})", field="--resume")
+    return RunSpec.from_dict(run.spec)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,8 +11,9 @@ import os
 import signal
 
 from fragility_tui.errors import InputError
-from fragility_tui.jobs import RunStatus, effective_status, pid_alive
+from fragility_tui.processes import effective_status, pid_alive
 from fragility_tui.provenance import provenance_card
+from fragility_tui.store.runs import RunRecord, RunStatus
 from fragility_tui.text import clean
 
 
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     return {"list": cmd_list, "show": cmd_show, "cancel": cmd_cancel}[args.runs_action](store, args)
 
 
-def _get(store, run_id: str) -> dict:
+def _get(store, run_id: str) -> RunRecord:
     row = store.get_run(run_id)
     if row is None:
         raise InputError(f"no run {run_id!r} in {store.path}", field="RUN_ID")
@@ -49,12 +50,9 @@ def _get(store, run_id: str) -> dict:
 
 
 def cmd_list(store, args) -> int:
-
-    runs = store.list_runs(args.grid)
-    for r in runs:
-        r["status"] = effective_status(r)
+    runs = [r.with_status(effective_status(r)) for r in store.runs(args.grid)]
     if args.json:
-        print(json.dumps([_public(r) for r in runs], default=str, indent=1))
+        print(json.dumps([r.to_dict() for r in runs], default=str, indent=1))
         return 0
     if not runs:
         print("no runs recorded")
@@ -62,33 +60,31 @@ def cmd_list(store, args) -> int:
     header = f"{'RUN_ID':<23} {'STATUS':<10} {'GRID':<16} {'CELLS':>13} {'TOKENS':>10} {'SECONDS':>8}  MODELS"
     print(header)
     for r in runs:
-        cells = f"{r.get('cells_done') or 0}/{r.get('cells_total') or 0}"
-        print(f"{r['run_id']:<23} {r['status']:<10} {_one_line(r['grid'])[:16]:<16} {cells:>13} "
-              f"{r.get('tokens') or 0:>10} {r.get('seconds') or 0:>8.0f}  {_one_line(r['model'])}")
+        cells = f"{r.cells_done or 0}/{r.cells_total or 0}"
+        print(f"{r.run_id:<23} {r.status:<10} {_one_line(r.grid)[:16]:<16} {cells:>13} "
+              f"{r.tokens or 0:>10} {r.seconds or 0:>8.0f}  {_one_line(r.model)}")
     return 0
 
 
 def cmd_show(store, args) -> int:
-
     row = _get(store, args.run_id)
-    row["status"] = effective_status(row)
+    row = row.with_status(effective_status(row)).to_dict()
     if args.json:
-        print(json.dumps(_public(row), default=str, indent=1))
+        print(json.dumps(row, default=str, indent=1))
         return 0
     print(provenance_card(row))
     return 0
 
 
 def cmd_cancel(store, args) -> int:
-
     row = _get(store, args.run_id)
-    if row["status"] not in (*RunStatus.active(), RunStatus.QUEUED):
-        print(f"run {args.run_id} is {row['status']}; nothing to cancel")
+    if row.status not in (*RunStatus.active(), RunStatus.QUEUED):
+        print(f"run {args.run_id} is {row.status}; nothing to cancel")
         return 0
     # The loop polls the status between batches; SIGTERM sets the same stop flag.
     store.update_run(args.run_id, status=RunStatus.CANCELLING)
-    pid = row.get("pid")
-    if pid_alive(pid, row.get("pid_started")):
+    pid = row.pid
+    if pid_alive(pid, row.pid_started):
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -98,10 +94,6 @@ def cmd_cancel(store, args) -> int:
         store.update_run(args.run_id, status=RunStatus.CANCELLED)
         print(f"run {args.run_id} had no live process; marked cancelled")
     return 0
-
-
-def _public(row: dict) -> dict:
-    return {k: v for k, v in row.items()}
 
 
 def _one_line(text) -> str:

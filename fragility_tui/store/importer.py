@@ -158,16 +158,13 @@ def _scores_as_json(table):
 def import_provenance(store, grid: str, doc: dict) -> None:
     """Models and runs of an `export --what provenance --format json` document, so a shipped
     real grid keeps its harness disclosure (SPEC §10)."""
-    from fragility_tui.store.schema import RUN_FIELDS
-
     for m in doc.get("models", []):
         store.upsert_model(grid, m["model"], source=m.get("source"), revision=m.get("revision"),
                            dtype=m.get("dtype"), quantization=m.get("quantization"),
                            base_model=m.get("base_model"), provenance=m.get("provenance") or {},
                            fingerprint=m.get("fingerprint"))
-    known = {r["run_id"] for r in store.list_runs(grid)}
+    known = {r.run_id for r in store.runs(grid)}
     for run in doc.get("runs", []):
         if run["run_id"] in known:
             continue
-        fields = {k: run.get(k) for k in RUN_FIELDS}
-        store.create_run({**fields, "run_id": run["run_id"], "grid": grid, "pid": None})
+        store.create_run({**run, "grid": grid, "pid": None})  # keeps the table's fields

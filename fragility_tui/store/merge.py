@@ -14,21 +14,19 @@ its folder does not account for, and unreadable files (each error names the file
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fragility_tui.errors import InputError
 from fragility_tui.items.item import Item
-from fragility_tui.store.models import FingerprintMismatch, fingerprint_diff
+from fragility_tui.store.models import fingerprint_diff
 from fragility_tui.store.parts import (CELLS, ITEMS, RUNS, item_schema, part_schema, read_json,
                                       visible_files)
-from fragility_tui.store.schema import JSON_RUN_FIELDS, RUN_FIELDS
+from fragility_tui.store.runs import RunRecord
 from fragility_tui.store import cube_cache
 from fragility_tui.store.merge_cells import CellMerger
 
 MEMORY_LIMIT = "1GB"
-
 
 
 @dataclass
@@ -141,16 +139,21 @@ def merge_parts(store, folders: list[str | Path], grid: str) -> dict:
     with store.connect(write=True) as con:
         con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # DuckDB spills beyond it
         _check_grid(con, grid, settings, parts)
-        existing = cube_cache.read(con, grid) or store._cube_from_cells(con, grid)
+        existing = cube_cache.read(con, grid) or store.cube_from_cells(con, grid)
         store.create_grid(grid, seed=settings["seed"], item_set_hash=settings["item_set_hash"],
                           description="merged from parts: " + ", ".join(
                               Path(f).name for f in folders), meta={"merged": True}, con=con)
         items = [it for _, it, _ in sorted(parts.items.values(), key=lambda v: v[0])]
         new_items = store.add_items(grid, items, con=con)
         for name, (path, row) in models.items():
-            _record_model(con, store, grid, name, row)
+            store.record_model(grid, name, fingerprint=row.get("fingerprint") or {},
+                               source=row.get("source"), revision=row.get("revision"),
+                               dtype=row.get("dtype"), quantization=row.get("quantization"),
+                               base_model=row.get("base_model"),
+                               provenance=row.get("provenance") or {}, con=con)
         for run_id, (path, doc) in parts.runs.items():
-            _write_run(con, grid, run_id, doc)
+            # The run as its worker recorded it (a later merge brings its newer state).
+            store.put_run(replace(RunRecord.from_row(doc), run_id=run_id, grid=grid), con)
         merger = CellMerger(con, grid, existing, {
             run_id: sorted(doc.get("models") or {}) for run_id, (_, doc) in parts.runs.items()},
             set(parts.items))
@@ -183,37 +186,3 @@ def _check_grid(con, grid: str, settings: dict, parts: Parts) -> None:
                 item.question, item.choices, item.gold):
             raise InputError(f"item {uid!r} differs from grid {grid!r}'s item of that id",
                              path=str(path))
-
-
-def _record_model(con, store, grid: str, name: str, row: dict) -> None:
-    """Insert the model row, fill a NULL fingerprint, or refuse a different one."""
-    fingerprint = row.get("fingerprint") or {}
-    found = con.execute("SELECT fingerprint, provenance FROM models WHERE grid = ? AND model = ?",
-                        [grid, name]).fetchall()
-    if found:
-        differences = fingerprint_diff(store._recorded(found[0]), fingerprint)
-        if differences:
-            raise FingerprintMismatch(grid, name, differences)
-        if found[0][0] is not None:
-            return
-    values = [row.get("source"), row.get("revision"), row.get("dtype"),
-              row.get("quantization"), row.get("base_model"),
-              json.dumps(row.get("provenance") or {}, sort_keys=True, default=str),
-              json.dumps(fingerprint, sort_keys=True)]
-    con.execute("DELETE FROM models WHERE grid = ? AND model = ?", [grid, name])
-    con.execute("INSERT INTO models (grid, model, source, revision, dtype, quantization, "
-                "base_model, provenance, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [grid, name, *values])
-
-
-def _write_run(con, grid: str, run_id: str, doc: dict) -> None:
-    """The run as its worker recorded it (a later merge brings its newer state)."""
-    fields = {k: doc.get(k) for k in RUN_FIELDS}
-    fields["grid"] = grid
-    for k in JSON_RUN_FIELDS:
-        if fields[k] is not None and not isinstance(fields[k], str):
-            fields[k] = json.dumps(fields[k], sort_keys=True, default=str)
-    con.execute("DELETE FROM runs WHERE run_id = ?", [run_id])
-    con.execute(f"INSERT INTO runs (run_id, {', '.join(RUN_FIELDS)}) VALUES "
-                f"({', '.join('?' * (len(RUN_FIELDS) + 1))})",
-                [run_id] + [fields[k] for k in RUN_FIELDS])

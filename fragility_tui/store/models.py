@@ -110,9 +110,10 @@ class ModelRecords:
 
     def record_model(self, grid: str, model: str, *, fingerprint: dict, source: str | None,
                      revision: str | None, dtype: str | None, quantization: str | None,
-                     base_model: str | None, provenance: dict) -> None:
+                     base_model: str | None, provenance: dict, con=None) -> None:
         """Add the model row if absent, fill a NULL fingerprint, keep an equal one; a
-        different one is refused, all in one transaction (never a blind replace)."""
+        different one is refused, all in one transaction (never a blind replace): the
+        caller's (`con`, merge's) or one of its own."""
         def work(con):
             rows = con.execute("SELECT fingerprint, provenance FROM models WHERE grid = ? "
                                "AND model = ?", [grid, model]).fetchall()
@@ -134,7 +135,7 @@ class ModelRecords:
                             "WHERE grid = ? AND model = ?",
                             [text, prov, source, revision, dtype, quantization, base_model,
                              grid, model])
-        self._in_transaction(None, work)
+        self._in_transaction(con, work)
 
     def list_models(self, grid: str) -> list[dict]:
         with self.connect() as con:

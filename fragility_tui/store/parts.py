@@ -16,8 +16,8 @@ reader (merge, or a rerun) sees whole files only, and a worker killed at any mom
 most the batch in flight. Re-running the same command skips the cells DIR's parts hold
 (resume = rerun).
 
-`PartsStore` has the methods of `Store` that the run loop calls, so the loop does not know
-which one it writes to.
+`PartsStore` implements `CellSink` (store/sink.py), the methods of `Store` that the run loop
+calls, so the loop does not know which one it writes to.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 from fragility_tui.errors import InputError
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import FingerprintMismatch, fingerprint_diff
-from fragility_tui.store.runs import new_run_id
+from fragility_tui.store.runs import RunRecord, RunStatus, new_run_id
 from fragility_tui.store.schema import CellRow, utc_now
 
 RUNS, ITEMS, CELLS, EVENTS = "runs", "items", "cells", "events"
@@ -101,7 +101,7 @@ class PartsStore:
             raise InputError("--out-parts must be a folder", path=str(self.path))
         for sub in (RUNS, ITEMS, CELLS, EVENTS):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
-        self._runs: dict[str, dict] = {}
+        self._runs: dict[str, dict] = {}  # run files as JSON documents, by run_id
         self._items: dict[str, tuple[int, Item]] = {}  # this process's items, by uid
         self._held: set[tuple[str, str, str]] | None = None  # (model, item, config) in parts
         self._part_seq = 0
@@ -114,12 +114,13 @@ class PartsStore:
     def create_run(self, run: dict) -> str:
         run_id = run.get("run_id") or new_run_id()
         doc = {**run, "run_id": run_id, "created_at": utc_now().isoformat(),
-               "status": run.get("status") or "queued", "models": {}}
+               "status": run.get("status") or RunStatus.QUEUED.value, "models": {}}
         self._runs[run_id] = doc
         _write_json(self._run_path(run_id), doc)
         return run_id
 
-    def get_run(self, run_id: str) -> dict | None:
+    def _doc(self, run_id: str) -> dict | None:
+        """The run's file as written (with the models it recorded), cached."""
         if run_id in self._runs:
             return self._runs[run_id]
         path = self._run_path(run_id)
@@ -128,8 +129,12 @@ class PartsStore:
         self._runs[run_id] = read_json(path)
         return self._runs[run_id]
 
+    def get_run(self, run_id: str) -> RunRecord | None:
+        doc = self._doc(run_id)
+        return None if doc is None else RunRecord.from_row(doc)
+
     def update_run(self, run_id: str, **fields) -> None:
-        doc = self.get_run(run_id)
+        doc = self._doc(run_id)
         if doc is None:
             raise InputError(f"no run {run_id!r} in {self.path}", field="--resume")
         doc.update({k: v.isoformat() if hasattr(v, "isoformat") else v
@@ -139,11 +144,16 @@ class PartsStore:
     def events_path_for(self, run_id: str) -> Path:
         return self.path / EVENTS / f"{run_id}.jsonl"
 
-    def runs(self) -> list[dict]:
+    def runs(self, grid: str | None = None) -> list[RunRecord]:
+        """The folder's runs (of one grid), in file name order."""
+        return [RunRecord.from_row(doc) for doc in self._docs()
+                if grid is None or doc.get("grid") == grid]
+
+    def _docs(self) -> list[dict]:
         return [read_json(p) for p in visible_files(self.path / RUNS, "*.json")]
 
     def _grid_runs(self, grid: str) -> list[dict]:
-        return [r for r in self.runs() if r.get("grid") == grid]
+        return [r for r in self._docs() if r.get("grid") == grid]
 
     # -- the grid's settings ---------------------------------------------------------------
 

@@ -23,6 +23,19 @@ def sample_grid_files() -> list[tuple[Path, dict]]:
     return [(SAMPLE_GRIDS_DIR / e["cells"], e) for e in entries["grids"]]
 
 
+def recorded_sample_grids(store) -> set[str] | None:
+    """The shipped grids this store was given before; None when it never was."""
+    with store.connect() as con:
+        row = con.execute("SELECT value FROM meta WHERE key = 'sample_grids_loaded'").fetchall()
+    return set(json.loads(row[0][0])) if row else None
+
+
+def record_sample_grids(store, names: set[str]) -> None:
+    with store.connect(write=True) as con:
+        con.execute("INSERT OR REPLACE INTO meta VALUES ('sample_grids_loaded', ?)",
+                    [json.dumps(sorted(names))])
+
+
 def load_sample_grids(store, recorded: set[str] | None = None, progress=None) -> list[str]:
     """Load each shipped grid the store lacks, and replace one that still holds an older
     shipped version (a newer release updated its file); returns the names written.

@@ -368,12 +368,14 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
         """Build the grid's cube from its cells and keep it packed (inside the caller's
         write transaction); returns (models, configs, bits, present)."""
         stamp = cube_cache.grid_stamp(con, grid)
-        cube = self._cube_from_cells(con, grid)
+        cube = self.cube_from_cells(con, grid)
         cube_cache.write(con, grid, stamp, *cube)
         return cube
 
     @staticmethod
-    def _cube_from_cells(con, grid: str) -> tuple:
+    def cube_from_cells(con, grid: str) -> tuple:
+        """(models, configs, bits, present) of a grid built from its cells, read inside the
+        caller's connection (merge places new cells into this cube)."""
         models = [r[0] for r in con.execute(
             "SELECT DISTINCT model FROM cells WHERE grid = ? ORDER BY model", [grid]).fetchall()]
         n_items = con.execute("SELECT count(*) FROM items WHERE grid = ?", [grid]).fetchall()[0][0]

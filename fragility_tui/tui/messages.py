@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
+from fragility_tui.store.runs import RunRecord
+
 
 # ---------------------------------------------------------------- from workers
 @dataclass
@@ -71,4 +73,4 @@ class ShowItem(Message):
 
 @dataclass
 class ShowRun(Message):
-    run: dict
+    run: RunRecord

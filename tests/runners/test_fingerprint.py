@@ -153,14 +153,14 @@ def test_a_resumed_run_appends_a_session(tiny_folder, tmp_path, monkeypatch):
               events_path=str(tmp_path / "ev.jsonl"))
     with pytest.raises(RuntimeError):
         run.execute()
-    first = store.get_run(run.run_id)["provenance"]["sessions"]
+    first = store.get_run(run.run_id).provenance["sessions"]
     assert len(first) == 1 and first[0]["status"] == "failed" and first[0]["cells_written"] == 2
     monkeypatch.setattr(Run, "_score_chunk", original)
-    resumed = Run(RunSpec.from_dict(store.get_run(run.run_id)["spec"]), store,
+    resumed = Run(RunSpec.from_dict(store.get_run(run.run_id).spec), store,
                   run_id=run.run_id, display="none")
     assert resumed.execute() == "finished"
     row = store.get_run(run.run_id)
-    sessions = row["provenance"]["sessions"]
+    sessions = row.provenance["sessions"]
     assert len(sessions) == 2 and sessions[0] == first[0]  # the first is never rewritten
     assert sessions[1]["resumed"] and sessions[1]["cells_written"] == 2
     assert sessions[1]["status"] == "finished" and sessions[1]["device"] == "cpu"
@@ -182,7 +182,7 @@ def test_exported_provenance_holds_no_machine_path(tiny_folder, tmp_path):
     items = write_items(tmp_path / "items.jsonl", 1)
     Run(spec_for(tiny_folder, items), store, display="none",
         events_path=str(tmp_path / "ev.jsonl")).execute()
-    prov = store.get_run(store.list_runs()[0]["run_id"])["provenance"]
+    prov = store.get_run(store.list_runs()[0]["run_id"]).provenance
     model = prov["models"]["tiny-llama"]
     assert model["source"] == "folder:tiny-llama" and "path" not in model
     assert prov["item_sources"] == ["items.jsonl"]

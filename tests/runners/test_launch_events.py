@@ -11,7 +11,8 @@ import time
 from pathlib import Path
 
 from runners.events import Display, EventLog, choose_display, read_events
-from fragility_tui.jobs import effective_status, pid_alive, process_start, start_detached
+from fragility_tui.processes import effective_status, pid_alive, process_start, start_detached
+from fragility_tui.store.runs import RunRecord
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,8 +36,8 @@ def test_effective_status_marks_dead_running_runs():
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     assert not pid_alive(dead.pid)
-    assert effective_status({"status": "running", "pid": dead.pid}) == "died"
-    assert effective_status({"status": "finished", "pid": dead.pid}) == "finished"
+    assert effective_status(RunRecord("r", status="running", pid=dead.pid)) == "died"
+    assert effective_status(RunRecord("r", status="finished", pid=dead.pid)) == "finished"
     # A live process is the run only if it started when the run recorded: whatever the
     # folder the project was cloned into, another process that reused the pid is not it.
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
@@ -44,10 +45,10 @@ def test_effective_status_marks_dead_running_runs():
         started = process_start(other.pid)
         assert started is not None and pid_alive(other.pid, started)
         assert not pid_alive(other.pid, str(int(started) - 1))  # the pid's earlier owner
-        assert effective_status({"status": "running", "pid": other.pid,
-                                 "pid_started": started}) == "running"
-        assert effective_status({"status": "running", "pid": other.pid,
-                                 "pid_started": "1"}) == "died"
+        assert effective_status(RunRecord("r", status="running", pid=other.pid,
+                                          pid_started=started)) == "running"
+        assert effective_status(RunRecord("r", status="running", pid=other.pid,
+                                          pid_started="1")) == "died"
     finally:
         other.kill()
         other.wait()
@@ -81,7 +82,7 @@ def test_display_modes():
 
 def test_run_commands_import_no_torch_until_they_run():
     code = ("import sys; from fragility_tui.cli import build_parser; build_parser(); "
-            "import fragility_tui.commands.run, fragility_tui.commands.runs, fragility_tui.jobs, "
+            "import fragility_tui.commands.run, fragility_tui.commands.runs, fragility_tui.processes, "
             "runners.events; "
             "bad = [m for m in ('torch', 'transformers', 'optimum') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
@@ -94,25 +95,3 @@ def test_runs_show_of_an_unknown_run_is_bad_input(tmp_path):
                            "--db", str(tmp_path / "s.duckdb")], capture_output=True, text=True,
                           cwd=REPO)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and "nope" in proc.stderr
-
-
-def test_a_run_form_is_checked_and_its_paths_resolved_before_launch(tmp_path):
-    from fragility_tui.jobs import check_run_form, run_argv
-
-    (tmp_path / "items.jsonl").write_text("{}\n")
-    form, problems = check_run_form({"model": "smollm2-135m-instruct", "items": "items.jsonl",
-                                     "grid": "g"}, tmp_path)
-    assert problems == [] and form["items"] == str(tmp_path / "items.jsonl")
-    form, problems = check_run_form({"model": "org/name@main", "items": "", "grid": "g"},
-                                    tmp_path)
-    assert problems == [] and "--items" not in run_argv(form, None)  # the starter items
-    _, problems = check_run_form({"model": "smolm2", "items": "nope.jsonl", "grid": ""},
-                                 tmp_path)
-    assert any(p.startswith("model: 'smolm2' is not an alias") for p in problems)
-    assert any(p.startswith(f"items: no such file or folder {tmp_path / 'nope.jsonl'}")
-               for p in problems)
-    assert "fill in the grid" in problems
-    _, problems = check_run_form({"model": "missing.gguf", "grid": "g",
-                                  "extra": "--threads '2"}, tmp_path)
-    assert any("no such file" in p and "missing.gguf" in p for p in problems)
-    assert any(p.startswith("extra flags:") for p in problems)

@@ -53,7 +53,7 @@ def test_two_shards_merged_equal_one_whole_run(whole_and_parts, tmp_path):
     assert store.grid_meta("g")["item_set_hash"] == whole.grid_meta("g")["item_set_hash"]
     cube = store.load_cube("g")  # packed by the merge: equal to one read from the cells
     with store.connect() as con:
-        models, configs, bits, present = store._cube_from_cells(con, "g")
+        models, configs, bits, present = store.cube_from_cells(con, "g")
     assert (cube.models, cube.configs) == (tuple(models), tuple(configs))
     assert (cube.bits == bits).all() and (cube.present == present).all() and present.all()
     # each worker's run keeps its own provenance and sessions
@@ -103,8 +103,8 @@ def test_a_rerun_skips_the_cells_its_parts_hold(tiny_folder, whole_and_parts, tm
               display="none")
     assert run.execute() == "finished"
     assert visible_files(again / "cells", "*.parquet") == before  # nothing new to write
-    assert PartsStore(again).get_run(run.run_id)["cells_done"] == \
-        PartsStore(again).get_run(run.run_id)["cells_total"]
+    assert PartsStore(again).get_run(run.run_id).cells_done == \
+        PartsStore(again).get_run(run.run_id).cells_total
     events = (again / "events" / f"{run.run_id}.jsonl").read_text()
     assert '"finished"' in events
 

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
-from fragility_tui.jobs import effective_status  # noqa: E402
+from fragility_tui.processes import effective_status  # noqa: E402
 from runners.loop import Run, RunSpec  # noqa: E402
 from helpers import run_cli  # noqa: E402
 
@@ -78,8 +78,8 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     assert len(cells) == 3 * 26
     assert {k[2] for k in cells} == set(CONFIG_IDS)
     row = store.get_run(run.run_id)
-    assert row["status"] == "finished" and row["cells_done"] == row["cells_total"] == 78
-    prov = row["provenance"]
+    assert row.status == "finished" and row.cells_done == row.cells_total == 78
+    prov = row.provenance
     for key in ("spec_version", "parser_version", "max_new_tokens", "item_set_hash", "seed",
                 "libraries", "device"):
         assert prov[key] is not None, key
@@ -92,7 +92,7 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     batching = prov["batching"]["tiny-llama"]  # the effective batch sizes
     assert batching["batches"] == 2 and batching["items_per_batch"]["max"] == 2  # --batch-size 2
     assert "tree attention mask" in batching["layout"] and batching["oom_retries"] == 0
-    assert row["tokens"] > 0 and row["seconds"] > 0
+    assert row.tokens > 0 and row.seconds > 0
     events = [json.loads(line) for line in (tmp_path / "ev.jsonl").read_text().splitlines()]
     kinds = [e["event"] for e in events]
     assert kinds[0] == "started" and kinds[-1] == "finished" and "batch" in kinds
@@ -108,7 +108,7 @@ def test_a_quantised_run_is_listed_under_its_grid_model_name(tiny_folder, tmp_pa
     run = Run(spec_for(tiny_folder, items, quantize="int8"), store, display="none",
               events_path=str(tmp_path / "ev.jsonl"))
     assert run.execute() == "finished"
-    assert store.get_run(run.run_id)["model"] == "tiny-llama+int8"
+    assert store.get_run(run.run_id).model == "tiny-llama+int8"
     model = store.list_models("g")[0]
     assert (model["model"], model["base_model"]) == ("tiny-llama+int8", "tiny-llama")
     quantization = model["provenance"]["quantization"]
@@ -116,7 +116,7 @@ def test_a_quantised_run_is_listed_under_its_grid_model_name(tiny_folder, tmp_pa
     assert len(cells_of(store, "g")) == 26
     from fragility_tui.provenance import provenance_card
 
-    card = provenance_card(store.get_run(run.run_id))
+    card = provenance_card(store.get_run(run.run_id).to_dict())
     assert "executed as      quantised weights de-quantised once" in card
     assert "fragility-tui    0." in card
 
@@ -143,15 +143,15 @@ def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path
     with pytest.raises(RuntimeError):
         run.execute()
     failed = store.get_run(run.run_id)
-    assert failed["status"] == "failed" and "simulated crash" in failed["error"]
+    assert failed.status == "failed" and "simulated crash" in failed.error
     assert len(cells_of(store, "g")) == 2 * 2 * 26  # two committed batches of two items
     monkeypatch.setattr(Run, "_score_chunk", original)
 
-    spec = RunSpec.from_dict(failed["spec"])
+    spec = RunSpec.from_dict(failed.spec)
     resumed = Run(spec, store, run_id=run.run_id, display="none")
     assert resumed.execute() == "finished"
     assert_same_cells(cells_of(store, "g"), cells_of(reference, "g"))
-    assert store.get_run(run.run_id)["cells_done"] == 5 * 26
+    assert store.get_run(run.run_id).cells_done == 5 * 26
 
 
 def test_a_full_disk_fails_the_run_without_a_half_written_batch(tiny_folder, tmp_path,
@@ -178,13 +178,13 @@ def test_a_full_disk_fails_the_run_without_a_half_written_batch(tiny_folder, tmp
     with pytest.raises(OSError):
         run.execute()
     row = store.get_run(run.run_id)
-    assert row["status"] == "failed" and row["error"].startswith("disk full")
-    assert len(cells_of(store, "g")) == 2 * 26 == row["cells_done"]  # the first batch only
+    assert row.status == "failed" and row.error.startswith("disk full")
+    assert len(cells_of(store, "g")) == 2 * 26 == row.cells_done  # the first batch only
     event = json.loads((tmp_path / "ev.jsonl").read_text().splitlines()[-1])
     assert event["event"] == "failed" and event["reason"].startswith("disk full")
 
     monkeypatch.setattr(Store, "write_cell_table", staticmethod(original))
-    resumed = Run(RunSpec.from_dict(row["spec"]), store, run_id=run.run_id, display="none")
+    resumed = Run(RunSpec.from_dict(row.spec), store, run_id=run.run_id, display="none")
     assert resumed.execute() == "finished"
     assert len(cells_of(store, "g")) == 4 * 26
 
@@ -198,7 +198,7 @@ def test_seed_mismatch_with_an_existing_grid_is_refused(tiny_folder, tmp_path):
               display="none", events_path=str(tmp_path / "b.jsonl"))
     with pytest.raises(InputError, match="seed 0"):
         run.execute()
-    assert store.get_run(run.run_id)["status"] == "failed"
+    assert store.get_run(run.run_id).status == "failed"
 
 
 # -- the CLI as a user runs it ----------------------------------------------------------------
@@ -268,7 +268,7 @@ def test_sigkill_at_three_random_moments_then_resume(tiny_folder, tmp_path):
     with store.connect() as con:  # no duplicate: one row per key
         assert con.execute("SELECT count(*), count(DISTINCT (model, item_uid, config_id)) "
                            "FROM cells").fetchall()[0] == (n_items * 26, n_items * 26)
-    assert store.get_run(run_id)["status"] == "finished"
+    assert store.get_run(run_id).status == "finished"
     assert len(store.list_runs()) == 1  # resumes continue the same run
 
 
@@ -285,9 +285,9 @@ def test_cancel_stops_after_the_current_batch(tiny_folder, tmp_path):
     assert proc.wait(timeout=120) == 130
     store = Store(db)
     row = store.get_run(run_id)
-    assert row["status"] == "cancelled"
+    assert row.status == "cancelled"
     assert 0 < len(cells_of(store, "g")) < 8 * 26
-    assert row["cells_done"] == len(cells_of(store, "g"))  # the last batch was committed
+    assert row.cells_done == len(cells_of(store, "g"))  # the last batch was committed
     assert json.loads(events.read_text().splitlines()[-1])["event"] == "cancelled"
     listing = cli("runs", "list", "--db", str(db))
     assert run_id in listing.stdout and "cancelled" in listing.stdout
@@ -363,7 +363,7 @@ def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folde
                      (2, ceiling), (2, ceiling), (2, ceiling)]
     assert len(cells_of(store, "g")) == 8 * 2
     assert '"oom_retry"' in events.read_text()
-    record = store.get_run(run.run_id)["provenance"]["batching"]["tiny-llama"]
+    record = store.get_run(run.run_id).provenance["batching"]["tiny-llama"]
     assert record["oom_retries"] == 1 and record["token_budget"] == ceiling
     assert record["budgets_used"] == {str(ceiling // 2): 2, str(ceiling): 3}
     assert record["items_per_batch"] == {"min": 1, "max": 2, "mean": 1.6}
@@ -376,7 +376,7 @@ def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folde
               display="none", events_path=str(tmp_path / "ev2.jsonl"))
     with pytest.raises(RunFailed, match="out of memory"):
         run.execute()
-    assert store.get_run(run.run_id)["status"] == "failed"
+    assert store.get_run(run.run_id).status == "failed"
 
 
 def test_hub_id_offline_is_a_clear_error(tmp_path):
@@ -408,7 +408,7 @@ def test_shards_split_the_items_and_together_make_the_whole_grid(tiny_folder, tm
                   display="none")
         assert run.execute() == "finished"
         row = sharded.get_run(run.run_id)
-        assert row["spec"]["shard"] == [i, 3]
+        assert row.spec["shard"] == [i, 3]
         per_shard.append({k[1] for k in cells_of(sharded, "g")} - set().union(*per_shard))
     assert all(shard_of(uid, 3) == i for i, uids in enumerate(per_shard) for uid in uids)
     assert_same_cells(cells_of(sharded, "g"), cells_of(whole, "g"))

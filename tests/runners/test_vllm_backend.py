@@ -176,13 +176,13 @@ def test_a_vllm_run_equals_the_transformers_grid_and_is_another_setting(tiny_fol
                         "gpu_memory_utilization": 0.85, "enable_prefix_caching": True,
                         "trust_remote_code": False}
     row = store.get_run(run.run_id)
-    assert row["spec"]["backend"] == "vllm" and row["provenance"]["backend"] == "vllm"
-    assert row["tokens"] > 0 and "prompt_logprobs" in row["provenance"]["likelihood"]
-    model = row["provenance"]["models"]["tiny-llama"]
+    assert row.spec["backend"] == "vllm" and row.provenance["backend"] == "vllm"
+    assert row.tokens > 0 and "prompt_logprobs" in row.provenance["likelihood"]
+    model = row.provenance["models"]["tiny-llama"]
     assert model["backend"] == {"name": "vllm", "version": "0.0.fake",
                                 "status": "experimental: not yet run on a GPU",
                                 "engine": settings}
-    assert row["provenance"]["batching"]["tiny-llama"]["layout"].startswith("vLLM engine")
+    assert row.provenance["batching"]["tiny-llama"]["layout"].startswith("vLLM engine")
     card = provenance_card(row)
     assert "backend          vllm 0.0.fake (experimental: not yet run on a GPU)" in card
     assert "backend          transformers" in provenance_card(plain.list_runs()[0])

@@ -19,7 +19,7 @@ from fragility_tui.store.store import Store
 
 def _cold_cube(store: Store, grid: str):
     with store.connect() as con:
-        return store._cube_from_cells(con, grid)
+        return store.cube_from_cells(con, grid)
 
 
 def _assert_cached_cube_is_the_cells(store: Store, grid: str) -> None:

@@ -60,7 +60,7 @@ def test_a_release_that_only_corrects_the_provenance_reaches_the_store(shipped, 
     doc["runs"][0]["events_path"] = "run-a.jsonl"  # e.g. a machine path removed
     (shipped / "demo.provenance.json").write_text(json.dumps(doc))
     assert ensure_sample_grids(store) == ["demo"]
-    assert store.get_run("run-a")["events_path"] == "run-a.jsonl"
+    assert store.get_run("run-a").events_path == "run-a.jsonl"
     assert ensure_sample_grids(store) == []
 
 

@@ -78,8 +78,8 @@ def test_runs_round_trip(tmp_path):
     run_id = store.create_run({"grid": "g", "model": "m", "spec": {"items": ["x"]}})
     store.update_run(run_id, status="running", cells_done=5, provenance={"dtype": "fp32"})
     run = store.get_run(run_id)
-    assert run["status"] == "running" and run["cells_done"] == 5
-    assert run["spec"] == {"items": ["x"]} and run["provenance"] == {"dtype": "fp32"}
+    assert run.status == "running" and run.cells_done == 5
+    assert run.spec == {"items": ["x"]} and run.provenance == {"dtype": "fp32"}
     assert [r["run_id"] for r in store.list_runs("g")] == [run_id]
     with pytest.raises(ValueError):
         store.update_run(run_id, nonsense=1)
@@ -109,9 +109,9 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     store = Store(path)
     assert store.schema_version() == SCHEMA_VERSION == 5
     run = store.get_run(run_id)
-    assert run["pid"] == 12345 and run["pid_started"] is None
+    assert run.pid == 12345 and run.pid_started is None
     store.update_run(run_id, pid_started="987")
-    assert store.get_run(run_id)["pid_started"] == "987"
+    assert store.get_run(run_id).pid_started == "987"
 
 
 def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_them(tmp_path):
@@ -276,7 +276,7 @@ def test_a_cube_read_while_cells_change_is_not_cached(tmp_path, monkeypatch):
     store.create_grid("g")
     store.add_items("g", _items(2))
     store.write_cells("g", [CellRow("m1", "bench/q0", "o0.letter", True)])
-    read_cells = Store._cube_from_cells
+    read_cells = Store.cube_from_cells
 
     def read_then_a_cell_arrives(con, grid):
         cube = read_cells(con, grid)
@@ -284,8 +284,8 @@ def test_a_cube_read_while_cells_change_is_not_cached(tmp_path, monkeypatch):
                     "VALUES ('g', 'm1', 'bench/q1', 'o0.letter', true)")
         return cube
 
-    monkeypatch.setattr(Store, "_cube_from_cells", staticmethod(read_then_a_cell_arrives))
+    monkeypatch.setattr(Store, "cube_from_cells", staticmethod(read_then_a_cell_arrives))
     assert store.load_cube("g").present.sum() == 1
-    monkeypatch.setattr(Store, "_cube_from_cells", staticmethod(read_cells))
+    monkeypatch.setattr(Store, "cube_from_cells", staticmethod(read_cells))
     assert _cached_grids(store) == []  # the copy would have missed the new cell
     assert store.load_cube("g").present.sum() == 2

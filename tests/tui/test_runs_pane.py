@@ -77,26 +77,26 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
 
         def running_with_progress():
             runs = pane.runs
-            return runs and runs[0]["status"] == "running" and runs[0]["done"] > 0 and runs[0]
+            return runs and runs[0].status == "running" and runs[0].done > 0 and runs[0]
 
         run = await until(pilot, running_with_progress, "progress")
         total = N_ITEMS * 3
-        assert run["total"] == total and run["model"].endswith("tiny-llama")
+        assert run.total == total and run.run.model.endswith("tiny-llama")
         table = pane.main_table()
         shown = table.current_values()
         assert table.row_count == 1 and shown[3].plain == "running"
-        assert shown[4] == run["done"] and shown[5] == total  # done / total columns
+        assert shown[4] == run.done and shown[5] == total  # done / total columns
 
         await pilot.press("k")  # cancel the selected run
-        run = await until(pilot, lambda: pane.runs[0]["status"] == "cancelled" and pane.runs[0],
+        run = await until(pilot, lambda: pane.runs[0].status == "cancelled" and pane.runs[0],
                           "cancelled")
-        cancelled_at = run["done"]
+        cancelled_at = run.done
         assert 0 < cancelled_at < total, "the run finished before the cancel reached it"
 
         await pilot.press("u")  # resume it
-        run = await until(pilot, lambda: pane.runs[0]["status"] == "finished" and pane.runs[0],
+        run = await until(pilot, lambda: pane.runs[0].status == "finished" and pane.runs[0],
                           "finished")
-        assert run["done"] == total
+        assert run.done == total
 
         await pilot.press("enter")  # the provenance card
         await pilot.pause()

@@ -2,7 +2,8 @@
 
 A run is a detached `fragility-tui run …` process in its own session, so it survives the app
 (and a dropped SSH connection) closing. The pane never imports torch: it only reads the
-store's run rows and tails each run's JSON-lines events file, once a second.
+store's run records (RunRecord, by attribute) and tails each run's JSON-lines events file,
+once a second.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
-from fragility_tui.jobs import (RunStatus, check_run_form, db_args, failure_line,
-                                launch_detached, log_dir, merge_progress, run_argv)
+from fragility_tui.processes import (RunProgress, db_args, failure_line, launch_detached,
+                                     log_dir, run_progress)
+from fragility_tui.store.runs import RunRecord, RunStatus
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.panes.run_form import check_run_form, run_argv
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable, hbar
 
@@ -38,7 +41,10 @@ FINAL_STATUSES = RunStatus.final()
 
 @dataclass
 class RunsUpdated(Message):
-    runs: list  # list[dict] with progress folded in
+    """The runs as last read, or why they could not be read (the table keeps its rows)."""
+
+    runs: list[RunProgress]
+    error: str | None = None
 
 
 def fmt_eta(seconds: float | None) -> str:
@@ -85,7 +91,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         yield Static("", id="run-note")
 
     def on_mount(self) -> None:
-        self.runs: list[dict] = []
+        self.runs: list[RunProgress] = []
         self.launched: list[tuple] = []  # (process, log, what) until each has exited
         self.set_interval(REFRESH_SECONDS, self._tick)
 
@@ -116,41 +122,42 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
     def poll(self) -> None:
         try:
-            runs = [merge_progress(dict(r)) for r in self.gateway.list_runs()]
-        except Exception as exc:
-            self.post_message(RunsUpdated([{"run_id": "?", "status": f"error: {exc}"}]))
+            runs = [run_progress(r) for r in self.gateway.runs()]
+        except Exception as exc:  # e.g. the store busy for too long: say so, try next tick
+            self.post_message(RunsUpdated([], error=f"could not read the runs: {exc}"))
             return
         self.post_message(RunsUpdated(runs))
 
     @on(RunsUpdated)
     def _runs_updated(self, message: RunsUpdated) -> None:
-        before = {r.get("run_id"): (r.get("status"), r.get("done")) for r in self.runs}
+        if message.error is not None:
+            self.note(message.error, error=True)
+            return
+        before = {p.run.run_id: (p.status, p.done) for p in self.runs}
         self.runs = message.runs
         self._show_runs()
-        changed = {r.get("grid") for r in self.runs
-                   if before.get(r.get("run_id"), (None, None)) != (r.get("status"), r.get("done"))
-                   and r.get("status") in FINAL_STATUSES}
+        changed = {p.run.grid for p in self.runs
+                   if before.get(p.run.run_id, (None, None)) != (p.status, p.done)
+                   and p.status in FINAL_STATUSES}
         if changed:  # new cells landed: refresh the grid list and the open grid
             self.post_message(RunsWrote(changed))
 
     def _show_runs(self) -> None:
         rows = []
-        for r in self.runs:
-            done, total = r.get("done") or 0, r.get("total") or 0
-            bar = hbar(done / total if total else None, 12)
-            rows.append((str(r.get("run_id")),
-                         [r.get("run_id"), r.get("model"), r.get("grid"),
-                          status_text(r.get("status"), r.get("error")),
-                          done, total, bar, r.get("tok_s"), fmt_eta(r.get("eta")),
-                          r.get("started_at")]))
+        for p in self.runs:
+            run = p.run
+            bar = hbar(p.done / p.total if p.total else None, 12)
+            rows.append((str(run.run_id),
+                         [run.run_id, run.model, run.grid, status_text(p.status, run.error),
+                          p.done, p.total, bar, p.tok_s, fmt_eta(p.eta), run.started_at]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
         table.border_title = "Runs (refreshed every second)"
         self.update_caption()
 
-    def selected_run(self) -> dict | None:
+    def selected_run(self) -> RunRecord | None:
         key = self.query_one(ReportTable).current_key()
-        return next((r for r in self.runs if str(r.get("run_id")) == key), None)
+        return next((p.run for p in self.runs if str(p.run.run_id) == key), None)
 
     # ---------------------------------------------------------------- actions
     @on(Button.Pressed, "#run-start")
@@ -172,16 +179,16 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         if run is None:
             self.note("no run selected", error=True)
             return
-        self.launch(["runs", "cancel", str(run["run_id"])] + db_args(self.db_path),
-                    f"cancel {run['run_id']}")
+        self.launch(["runs", "cancel", str(run.run_id)] + db_args(self.db_path),
+                    f"cancel {run.run_id}")
 
     def action_resume_run(self) -> None:
         run = self.selected_run()
         if run is None:
             self.note("no run selected", error=True)
             return
-        self.launch(["run", "--resume", str(run["run_id"]), "--display", "none"] +
-                    db_args(self.db_path), f"resume {run['run_id']}")
+        self.launch(["run", "--resume", str(run.run_id), "--display", "none"] +
+                    db_args(self.db_path), f"resume {run.run_id}")
 
     def action_new_run(self) -> None:
         self.query_one("#run-model", Input).focus()

@@ -9,9 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fragility_tui.store.runs import RunRecord
 from fragility_tui.tui.sanitize import block, clean
-
-
 from fragility_tui.tui.screens.base import DrillScreen
 
 
@@ -19,7 +18,7 @@ from fragility_tui.tui.screens.base import DrillScreen
 class ProvenanceScreen(DrillScreen):
     """A run's provenance card: everything a score must carry (SPEC §10)."""
 
-    def __init__(self, run: dict):
+    def __init__(self, run: RunRecord):
         super().__init__()
         self.run = run
 
@@ -31,17 +30,22 @@ class ProvenanceScreen(DrillScreen):
 
     def on_mount(self) -> None:
         super().on_mount()
-        self.set_title(f"run {self.run.get('run_id')}: provenance")
+        run = self.run
+        self.set_title(f"run {run.run_id}: provenance")
         text = Text()
-        for key in ("run_id", "grid", "model", "status", "pid", "created_at", "started_at",
-                    "ended_at", "cells_done", "cells_total", "tokens", "seconds", "events_path",
-                    "error"):
-            if self.run.get(key) is not None:
-                text.append(f"{key:<12} ", style="bold")
-                text.append(clean(self.run[key], one_line=True, limit=2000) + "\n")
-        for key in ("spec", "provenance"):
-            text.append(f"\n{key}\n", style="bold underline")
-            dumped = json.dumps(self.run.get(key) or {}, indent=2, sort_keys=True, default=str)
+        for label, value in (("run_id", run.run_id), ("grid", run.grid), ("model", run.model),
+                             ("status", run.status), ("pid", run.pid),
+                             ("created_at", run.created_at), ("started_at", run.started_at),
+                             ("ended_at", run.ended_at), ("cells_done", run.cells_done),
+                             ("cells_total", run.cells_total), ("tokens", run.tokens),
+                             ("seconds", run.seconds), ("events_path", run.events_path),
+                             ("error", run.error)):
+            if value is not None:
+                text.append(f"{label:<12} ", style="bold")
+                text.append(clean(value, one_line=True, limit=2000) + "\n")
+        for label, doc in (("spec", run.spec), ("provenance", run.provenance)):
+            text.append(f"\n{label}\n", style="bold underline")
+            dumped = json.dumps(doc or {}, indent=2, sort_keys=True, default=str)
             text.append_text(block(dumped))
             text.append("\n")
         self.query_one("#provenance", Static).update(text)
