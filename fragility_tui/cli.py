@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     args.db = resolve_db(args)
     try:
         if args.command is None:
-            from fragility_tui.tui.app import run_app
+            from fragility_tui.tui.entry import run_app
 
             return run_app(args.db)
         return int(args.func(args) or 0)

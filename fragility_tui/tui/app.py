@@ -47,9 +47,11 @@ class FragilityApp(App):
     grid_name: var[str | None] = var(None)
     view = var(None, always_update=True)  # tui.view_model.GridView of the open grid
 
-    def __init__(self, db_path: str | None = None, *, store=None, load_samples: bool = False):
+    def __init__(self, db_path: str | None = None, *, store=None, load_samples: bool = False,
+                 guard_terminal: bool = False):
         super().__init__()
         self.db_path = db_path
+        self.guard_terminal = guard_terminal  # end on SIGHUP/SIGTERM or a lost terminal
         self.gateway = StoreGateway(db_path, store, load_samples=load_samples)
         self.gateway.on_progress = self._sample_progress
         self._grid_meta: dict = {}
@@ -84,6 +86,11 @@ class FragilityApp(App):
 
     def on_mount(self) -> None:
         from fragility_tui.tui.keymap import load_keymap
+
+        if self.guard_terminal:
+            from fragility_tui.tui.hangup import HangupGuard
+
+            HangupGuard(self).install()
 
         self.keymap, problems = load_keymap(binding_ids())
         self.set_keymap(self.keymap)
@@ -440,10 +447,3 @@ def default_grid(grids: list) -> str:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
-
-
-def run_app(db_path: str | None = None) -> int:
-    """Entry point used by `fragility-tui` with no subcommand: the app paints at once and
-    opens the store (loading the shipped grids on a first start) in a worker."""
-    FragilityApp(db_path, load_samples=True).run()
-    return 0
