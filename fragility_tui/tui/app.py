@@ -208,10 +208,11 @@ class FragilityApp(App):
                            f"{shape[2]} configs ({cells:,} cells; bootstrap intervals take "
                            "longest)…")
             truth = meta.get("truth") if meta.get("synthetic") else None
-            if cells >= FIRST_SECTIONS_CELLS:  # bands first, the bootstrap statistics after
-                self.post_message(ViewReady(build_view(*args, first=True, truth=truth),
-                                            time.perf_counter() - started))
-            view = build_view(*args, truth=truth)
+            first = None  # bands first, the bootstrap statistics after, on one basis:
+            if cells >= FIRST_SECTIONS_CELLS:
+                first = build_view(*args, first=True, truth=truth)
+                self.post_message(ViewReady(first, time.perf_counter() - started))
+            view = build_view(*args, truth=truth, basis=first and first.basis)
         except Exception as exc:
             self.post_message(WorkFailed(f"computing grid {grid!r}", _describe(exc)))
             return

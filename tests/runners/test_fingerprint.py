@@ -176,7 +176,7 @@ def test_a_resumed_run_appends_a_session(tiny_folder, tmp_path, monkeypatch):
 
 
 def test_exported_provenance_holds_no_machine_path(tiny_folder, tmp_path):
-    from fragility_tui.exports import export
+    from fragility_tui.services.exports import export
 
     store = Store(tmp_path / "s.duckdb")
     items = write_items(tmp_path / "items.jsonl", 1)
