@@ -37,6 +37,13 @@ class Device:
     memory_total_mib: float | None = None
     utilization_pct: float | None = None
 
+    def short(self) -> str:
+        """Name and memory, narrow enough for a form field: `cuda:0 12.3/140 GiB`."""
+        if not self.memory_total_mib:
+            return self.name
+        return (f"{self.name} {(self.memory_used_mib or 0) / 1024:.1f}/"
+                f"{self.memory_total_mib / 1024:.0f} GiB")
+
     def summary(self) -> str:
         """One short line: `cuda:0 NVIDIA H200 12.3/139.8 GiB 45%`."""
         parts = [self.name, self.label]
