@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from fragility_tui.store.calibration_cache import CREATE as CALIBRATION_CACHE_TABLE
 from fragility_tui.store.cube_cache import CREATE as CUBE_CACHE_TABLE
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -50,11 +50,13 @@ MIGRATIONS: list[str] = [
     CUBE_CACHE_TABLE,
     # 5: verdict calibrations of a grid's pairs (store/calibration_cache.py), one row a pair
     CALIBRATION_CACHE_TABLE,
+    # 6: the device a run holds (or waits for) and a note on what it waits for (queued)
+    "ALTER TABLE runs ADD COLUMN device VARCHAR; ALTER TABLE runs ADD COLUMN note VARCHAR",
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
               "provenance", "events_path", "cells_total", "cells_done", "tokens", "seconds",
-              "error")
+              "error", "device", "note")
 JSON_RUN_FIELDS = ("spec", "provenance")
 CELL_COLUMNS = ("model", "item_uid", "config_id", "correct", "pred", "permutation",
                 "raw_output", "scores", "tokens", "ms", "run_id")
