@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from fragility_tui import settings
 from fragility_tui.errors import InputError
 from fragility_tui.hashing import sha256_file
 
@@ -29,10 +30,7 @@ _GGUF_QUANT = re.compile(r"(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32)(?:
 
 
 def cache_root() -> Path:
-    import platformdirs
-
-    override = os.environ.get("FRAGILITY_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("fragility-tui"))
+    return settings.cache_dir()
 
 
 # -- hashes, cached -------------------------------------------------------------------------

@@ -69,3 +69,13 @@ def test_the_tour_quotes_the_shipped_real_grid(tmp_path):
     assert decision["harness_configs"] == ["cloze_qa"]
     low, high = (100 * x for x in decision["ci"])
     assert f"95% interval {low:.1f} to +{high:.1f}".replace("-", "−") in tour
+
+
+def test_the_settings_table_lists_every_variable_with_its_default():
+    """docs/architecture.md's Settings table is fragility_tui/settings.py's VARIABLES."""
+    from fragility_tui import settings
+
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    table = doc.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(FRAGILITY_[A-Z_]+)` \| (.+?) \| (.+?) \|$", table, flags=re.M)
+    assert rows == [tuple(row) for row in settings.VARIABLES]
