@@ -322,6 +322,12 @@ async def test_empty_store_says_how_to_start_over_ssh_defaults(tmp_path, monkeyp
     app = FragilityApp(str(tmp_path / "empty.duckdb"))
     assert app.no_color and app.animation_level == "none"  # NO_COLOR honoured, no animation
     async with app.run_test(size=(80, 24)) as pilot:
+        # the store is listed by a worker started after the first frame: wait for its answer
+        # (waiting for workers alone can return before that worker exists)
+        for _ in range(500):
+            if app.grids is not None:
+                break
+            await pilot.pause(0.02)
         await app.workers.wait_for_complete()
         await pilot.pause()
         assert "No grids in this store yet" in screen_text(app)
