@@ -19,6 +19,7 @@ from pathlib import Path
 
 from fragility_tui import settings
 from fragility_tui.errors import InputError
+from fragility_tui.files import write_text_atomic
 from fragility_tui.hashing import sha256_file
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -52,10 +53,7 @@ def _cached(path: Path, kind: str, compute):
     value = compute(path)
     known[key] = {"stamp": stamp, "value": value}
     try:  # best effort: a read-only cache only costs a recomputation
-        index.parent.mkdir(parents=True, exist_ok=True)
-        tmp = index.with_name(f".{index.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(known, sort_keys=True))
-        os.replace(tmp, index)
+        write_text_atomic(index, json.dumps(known, sort_keys=True))
     except OSError:
         pass
     return value
