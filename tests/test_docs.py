@@ -79,3 +79,23 @@ def test_the_settings_table_lists_every_variable_with_its_default():
     table = doc.split("## Settings", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| `(FRAGILITY_[A-Z_]+)` \| (.+?) \| (.+?) \|$", table, flags=re.M)
     assert rows == [tuple(row) for row in settings.VARIABLES]
+
+
+def test_code_and_docs_cite_files_in_the_repository_only():
+    """The project's brief documents (SPEC.md, DESIGN.md, …) live outside the repository: a
+    reader of a clone cannot open them, so code and docs cite docs/spec.md and
+    docs/architecture.md instead."""
+    import subprocess
+
+    outside = re.compile(r"\b(SPEC|DESIGN|RESOURCES|PEERS|STYLE)\.md\b")
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    hits = []
+    for name in files:
+        path = REPO / name
+        if path.suffix not in (".py", ".md", ".toml", ".sh", ".cfg", ".txt", "") or not path.is_file():
+            continue
+        for k, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if outside.search(line) and name != "tests/test_docs.py":
+                hits.append(f"{name}:{k}: {line.strip()}")
+    assert not hits, "cites a file outside the repository:\n" + "\n".join(hits)

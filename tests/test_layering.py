@@ -1,4 +1,4 @@
-"""Import boundaries of DESIGN.md, checked in fresh interpreters (like harlequin does)."""
+"""Import boundaries of docs/architecture.md, checked in fresh interpreters (like harlequin does)."""
 
 from __future__ import annotations
 
