@@ -99,3 +99,20 @@ def test_code_and_docs_cite_files_in_the_repository_only():
             if outside.search(line) and name != "tests/test_docs.py":
                 hits.append(f"{name}:{k}: {line.strip()}")
     assert not hits, "cites a file outside the repository:\n" + "\n".join(hits)
+
+
+def test_contributing_shows_the_layers_pyproject_enforces():
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = contracts["contracts"][0]["layers"]
+    text = (REPO / "CONTRIBUTING.md").read_text()
+    block = text.split("## Layers", 1)[1].split("```", 2)[1].strip().splitlines()
+    assert block == layers
+    for target in ("make run", "make test", "make test-fast", "make bench"):
+        assert f"`{target}`" in text
