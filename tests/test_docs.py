@@ -4,8 +4,14 @@ and the quick start's make targets exist."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 from helpers import REPO, run_cli
 
@@ -102,13 +108,6 @@ def test_code_and_docs_cite_files_in_the_repository_only():
 
 
 def test_contributing_shows_the_layers_pyproject_enforces():
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        import tomli as tomllib
-
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
     layers = contracts["contracts"][0]["layers"]
     text = (REPO / "CONTRIBUTING.md").read_text()
