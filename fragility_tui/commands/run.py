@@ -7,9 +7,9 @@ the command runs, so `fragility-tui --help` and the TUI never load it.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from fragility_tui import settings
 from fragility_tui.devices import normalise_device
 from fragility_tui.errors import InputError
 from fragility_tui.processes import pid_alive
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
     except (InputError, KeyboardInterrupt):
         raise  # cli.py prints these (exit 2 / 130)
     except Exception as exc:  # recorded as failed by the run; one line for the user
-        if os.environ.get("FRAGILITY_TUI_DEBUG"):
+        if settings.debug():
             raise
         from runners.loop import failure_reason
 

@@ -1,12 +1,12 @@
-"""The store's schema: tables, migrations, and the records that go in and out."""
+"""The store's schema: tables, migrations, and the records that go in and out.
+
+Every table is declared here, the caches' too: the modules that read and write a table
+(cube_cache.py, calibration_cache.py, runs.py, …) import the schema, never the reverse."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
-
-from fragility_tui.store.calibration_cache import CREATE as CALIBRATION_CACHE_TABLE
-from fragility_tui.store.cube_cache import CREATE as CUBE_CACHE_TABLE
 
 SCHEMA_VERSION = 6
 
@@ -37,6 +37,16 @@ CREATE TABLE IF NOT EXISTS cells (
     permutation VARCHAR, raw_output VARCHAR, scores DOUBLE[], tokens INTEGER, ms REAL,
     run_id VARCHAR);
 """
+
+# A grid's dense cube, packed (cube_cache.py): derived from its cells, deleted when they change.
+CUBE_CACHE_TABLE = """CREATE TABLE IF NOT EXISTS cube_cache (
+    grid VARCHAR PRIMARY KEY, created_at TIMESTAMP, n_cells BIGINT, n_items BIGINT,
+    models VARCHAR, configs VARCHAR, shape VARCHAR, bits BLOB, present BLOB)"""
+
+# Verdict calibrations of a grid's pairs (calibration_cache.py), keyed by a content digest.
+CALIBRATION_CACHE_TABLE = """CREATE TABLE IF NOT EXISTS calibration_cache (
+    grid VARCHAR NOT NULL, key VARCHAR NOT NULL, a VARCHAR NOT NULL, b VARCHAR NOT NULL,
+    created_at TIMESTAMP, result VARCHAR, PRIMARY KEY (grid, key, a, b))"""
 
 # Each entry upgrades the schema from version i+1 to i+2; append, never edit.
 MIGRATIONS: list[str] = [

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen, Screen
 from textual.lazy import Lazy
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
 
+from fragility_tui import settings
 from fragility_tui.tui.bindings import APP_BINDINGS, binding_ids, help_rows
 from fragility_tui.tui.gateway import StoreGateway
 from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, PaneMounted,
@@ -440,7 +441,7 @@ def default_grid(grids: list) -> str:
     """The grid opened at start: $FRAGILITY_TUI_GRID when it names one, else the grid with
     the most cells (the oldest of equals), which on a fresh `make run` store is the
     paper-size synthetic grid rather than a small shipped sample."""
-    wanted = os.environ.get("FRAGILITY_TUI_GRID")
+    wanted = settings.start_grid()
     if wanted and any(g.name == wanted for g in grids):
         return wanted
     return max(grids, key=lambda g: g.cells).name  # max keeps the first of equals
