@@ -31,6 +31,10 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
      "the config folder (`keymap.toml`)"),
     ("FRAGILITY_CACHE_DIR", "`platformdirs.user_cache_dir(\"fragility-tui\")`",
      "the runner's cache: dequantised GGUF models, file digests"),
+    ("FRAGILITY_GPU_SLOTS", "1",
+     "runs at once per GPU (0 = no limit); more wait as `queued` (slots.py)"),
+    ("FRAGILITY_CPU_SLOTS", "0",
+     "runs at once on the CPU (0 = no limit: CPU runs are not queued unless set)"),
 )
 
 
@@ -66,6 +70,23 @@ def lock_wait_s() -> float:
     if not value >= 0:  # also rejects NaN
         raise ValueError(f"FRAGILITY_LOCK_WAIT_S must be a number of seconds >= 0, got {raw!r}")
     return value
+
+
+def device_slots(device: str, environ=None) -> int:
+    """$FRAGILITY_GPU_SLOTS / $FRAGILITY_CPU_SLOTS: runs a device takes at once (0 = no
+    limit); a value that is not a whole number >= 0 is a ValueError naming the variable."""
+    environ = os.environ if environ is None else environ
+    if device == "cpu":
+        name, default, text = "FRAGILITY_CPU_SLOTS", 0, environ.get("FRAGILITY_CPU_SLOTS", "")
+    else:
+        name, default, text = "FRAGILITY_GPU_SLOTS", 1, environ.get("FRAGILITY_GPU_SLOTS", "")
+    text = text.strip()
+    if not text:
+        return default
+    if not text.isdigit():
+        raise ValueError(f"{name} must be a whole number of runs at once (0 = no limit), "
+                         f"got {text!r}")
+    return int(text)
 
 
 def config_dir() -> Path:

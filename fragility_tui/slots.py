@@ -6,8 +6,8 @@ a lock file beside the store, `<store>.slots/<device>-<k>.lock` (`cuda1-0.lock`,
 process ends however it ends (kill -9 included), so a dead holder never keeps a slot, and
 no process has to stay up to hand slots out — the waiting runs themselves poll.
 
-How many runs a device takes at once is a setting (environment, read here, documented in
-README's settings table): FRAGILITY_GPU_SLOTS runs per GPU (default 1; 0 = no limit),
+How many runs a device takes at once is a setting (fragility_tui/settings.py, documented in
+docs/architecture.md's settings table): FRAGILITY_GPU_SLOTS runs per GPU (default 1; 0 = no limit),
 FRAGILITY_CPU_SLOTS runs on the CPU (default 0 = no limit: CPU runs are not queued unless
 this is set). Waiters poll (every second); whichever polls first after a slot frees takes
 it, so the queue is not first-come-first-served.
@@ -23,27 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from fragility_tui import settings
 from fragility_tui.errors import InputError
 
-GPU_SLOTS_ENV = "FRAGILITY_GPU_SLOTS"
-CPU_SLOTS_ENV = "FRAGILITY_CPU_SLOTS"
-DEFAULT_GPU_SLOTS = 1
-DEFAULT_CPU_SLOTS = 0  # no limit
 POLL_S = 1.0
 
 
-def slot_count(device: str, environ=os.environ) -> int:
-    """Runs the device takes at once (0 = no limit), from the settings; a value that is not
-    a whole number >= 0 is a clear error naming the variable."""
-    name, default = ((CPU_SLOTS_ENV, DEFAULT_CPU_SLOTS) if device == "cpu"
-                     else (GPU_SLOTS_ENV, DEFAULT_GPU_SLOTS))
-    text = environ.get(name, "").strip()
-    if not text:
-        return default
-    if not text.isdigit():
-        raise InputError(f"{name} must be a whole number of runs at once (0 = no limit), "
-                         f"got {text!r}", field=name)
-    return int(text)
+def slot_count(device: str, environ=None) -> int:
+    """Runs the device takes at once (0 = no limit): fragility_tui.settings.device_slots."""
+    try:
+        return settings.device_slots(device, environ)
+    except ValueError as exc:  # a bad setting is bad input (exit 2), named by the message
+        raise InputError(str(exc)) from None
 
 
 def slot_key(device: str, environ=os.environ) -> str:

@@ -31,7 +31,6 @@ from fragility_tui.tui.selection import Selection
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import TABLES, GridHeader, PaneTabs, TableRows
 
-
 FIRST_SECTIONS_CELLS = 5_000_000  # from this size a grid shows its bands before the rest
 
 
