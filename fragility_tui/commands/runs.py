@@ -93,10 +93,12 @@ def cmd_cancel(store, args) -> int:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-        print(f"cancelling run {args.run_id} (pid {pid}): it stops after its current batch")
+        print(f"cancelling run {args.run_id} (pid {pid}): it stops after its current batch; "
+              f"`fragility-tui run --resume {args.run_id}` continues it later")
     else:
         store.update_run(args.run_id, status=RunStatus.CANCELLED)
-        print(f"run {args.run_id} had no live process; marked cancelled")
+        print(f"run {args.run_id} had no live process; marked cancelled "
+              f"(`fragility-tui run --resume {args.run_id}` continues it)")
     return 0
 
 

@@ -19,7 +19,7 @@ from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  calibrate_in_worker, failed_line,
                                                  label_line, line_width)
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import Column, ReportTable
+from fragility_tui.tui.widgets import Column, FormKeys, ReportTable
 
 COLUMNS = [Column("benchmark"), Column("paired items", "int"),
            Column("Δ̂ points", "pts"), Column("CI low", "pts"), Column("CI high", "pts")]
@@ -65,11 +65,15 @@ def cost_text(costs: dict[str, dict], model: str) -> str:
     return f"{seconds:.2f} s/item · {tokens:,.0f} tokens/item"
 
 
+class Pickers(FormKeys, Horizontal):
+    """The two model pickers: keys stay in them (tui/widgets.FormKeys)."""
+
+
 class ComparePane(Pane, pane_id="compare", title="Compare"):
     help = "Pick two models: decision under both targets, robust-set test, benchmarks, cost."
 
     def compose_body(self) -> ComposeResult:
-        with Horizontal(id="compare-pickers"):
+        with Pickers(id="compare-pickers"):
             yield Select([], prompt="model A", id="compare-a", allow_blank=True)
             yield Select([], prompt="model B", id="compare-b", allow_blank=True)
         yield Static("", id="compare-result")

@@ -22,10 +22,11 @@ from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
 from fragility_tui.jobs import (RunStatus, check_run_form, db_args, failure_line,
                                 launch_detached, log_dir, merge_progress, run_argv)
+from fragility_tui.tui.confirm import ConfirmScreen
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import Column, ReportTable, hbar
+from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
 COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"),
            Column("done", "int"), Column("total", "int"), Column("progress", "rich"),
@@ -34,6 +35,8 @@ QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
             ("int4 (optimum-quanto)", "int4")]
 REFRESH_SECONDS = 1.0
 FINAL_STATUSES = RunStatus.final()
+# What `u` offers to resume: a run that stopped before its end (or whose process is gone).
+RESUMABLE = (RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.DIED)
 
 
 @dataclass
@@ -47,6 +50,10 @@ def fmt_eta(seconds: float | None) -> str:
     m, s = divmod(int(seconds), 60)
     h, m = divmod(m, 60)
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
+
+
+class RunForm(FormKeys, Grid):
+    """The new-run form: label, field, label, field (readable at 80 columns)."""
 
 
 class RunsPane(Pane, pane_id="runs", title="Runs"):
@@ -63,7 +70,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
 
     def compose_body(self) -> ComposeResult:
         yield ReportTable(table_name="runs", id="runs-table")
-        with Grid(id="run-form"):  # label, field, label, field: readable at 80 columns
+        with RunForm(id="run-form"):
             yield Label("model", classes="form-label")
             yield Input(placeholder="alias, hub id or path", id="run-model",
                         compact=True)
@@ -91,10 +98,15 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
 
     def render_view(self, view) -> None:
         grid_input = self.query_one("#run-grid", Input)
-        if not grid_input.value and self.grid_name:
+        # The open grid is proposed as the target unless it is synthetic: a run's cells
+        # never go into simulated ones (the runner refuses them too).
+        if not grid_input.value and self.grid_name and not self._synthetic(self.grid_name):
             grid_input.value = self.grid_name
         self._show_runs()
         self.poll()
+
+    def _synthetic(self, name: str) -> bool:
+        return any(g.name == name and g.synthetic for g in self.grids or [])
 
     def _tick(self) -> None:
         self._check_launched()
@@ -109,6 +121,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             code = proc.poll()
             if code is None:
                 running.append((proc, log, what))
+            elif code == 130:  # the run stopped on a cancel: not a failure
+                self.note(f"{what}: cancelled; `u` on its row resumes it")
             elif code != 0:
                 self.note(f"{what} failed (exit {code}): {failure_line(log)}", error=True)
         self.launched = running
@@ -161,6 +175,9 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                 "extra": value("extra"),
                 "quantize": self.query_one("#run-quantize", Select).value or ""}
         form, problems = check_run_form(form, Path.cwd())
+        if form.get("grid") and self._synthetic(form["grid"]):
+            problems = [*problems, f"grid {form['grid']} is SYNTHETIC: name another grid "
+                        "(a new name creates one)"]
         if problems:  # nothing launched, no run row: say what to fix
             self.note("; ".join(problems), error=True)
             return
@@ -172,16 +189,38 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         if run is None:
             self.note("no run selected", error=True)
             return
-        self.launch(["runs", "cancel", str(run["run_id"])] + db_args(self.db_path),
-                    f"cancel {run['run_id']}")
+        if run.get("status") not in (*RunStatus.active(), RunStatus.QUEUED):
+            self.note(f"run {run['run_id']} is {run.get('status')}: nothing to cancel")
+            return
+        argv = ["runs", "cancel", str(run["run_id"])] + db_args(self.db_path)
+        self.confirm(f"Cancel run {run['run_id']} ({run.get('model')} on {run.get('grid')})? "
+                     "It stops after its current batch; `u` resumes it later.",
+                     argv, f"cancel {run['run_id']}")
 
     def action_resume_run(self) -> None:
         run = self.selected_run()
         if run is None:
             self.note("no run selected", error=True)
             return
-        self.launch(["run", "--resume", str(run["run_id"]), "--display", "none"] +
-                    db_args(self.db_path), f"resume {run['run_id']}")
+        if run.get("status") not in RESUMABLE:  # a finished run has nothing to resume
+            self.note(f"run {run['run_id']} is {run.get('status')}: nothing to resume",
+                      error=True)
+            return
+        argv = ["run", "--resume", str(run["run_id"]), "--display", "none"] + db_args(
+            self.db_path)
+        self.confirm(f"Resume run {run['run_id']} ({run.get('model')} on {run.get('grid')}, "
+                     f"{run.get('done') or 0}/{run.get('total') or 0} cells)? It starts a "
+                     "process that computes the missing cells.", argv, f"resume {run['run_id']}")
+
+    def confirm(self, question: str, argv: list[str], what: str) -> None:
+        """Launch only after an explicit yes (a stray key never changes a run)."""
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.launch(argv, what)
+            else:
+                self.note(f"{what}: not done")
+
+        self.app.push_screen(ConfirmScreen(question), answered)
 
     def action_new_run(self) -> None:
         self.query_one("#run-model", Input).focus()
