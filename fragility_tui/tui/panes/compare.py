@@ -12,7 +12,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
 
-from fragility_tui.tui.formats import num
+from fragility_tui.tui.formats import decision_reason, num
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
@@ -178,9 +178,10 @@ def summary_text(r: CompareResult) -> Text:
         text.append(f" at {d.get('config', 'o0.letter')}")
         flags = ", ".join(d.get("flags", [])) or "none"
         text.append(f" · flags: {flags}")
-        if d.get("harness_configs"):
-            text.append(" · opposite winner under " + ", ".join(d["harness_configs"][:4]))
         text.append("\n")
+        reason = decision_reason(d)
+        if reason:
+            text.append(f"          why: {reason}\n", style="dim")
     if r.decisions:
         m = r.decisions[0]["mcnemar"]
         text.append("robust set: ", style="bold")
