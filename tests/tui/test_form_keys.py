@@ -153,3 +153,23 @@ async def test_the_run_form_does_not_propose_a_synthetic_grid(synthetic_store):
         await pilot.pause()
         assert launched == []
         assert "SYNTHETIC" in str(pane.query_one("#run-note").render())
+
+
+async def test_a_blank_compare_choice_clears_the_previous_result(synthetic_store):
+    """Issue 24 (14): the old result stayed on screen under a blank "model A"."""
+    from textual.widgets import Select
+
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "8")
+        pane = app.pane("compare")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            if "vs  B" in str(pane.query_one("#compare-result").render()):
+                break
+        assert pane.main_table().row_count > 0
+        pane.query_one("#compare-a", Select).clear()
+        await pilot.pause()
+        assert "pick two different models" in str(pane.query_one("#compare-result").render())
+        assert pane.main_table().row_count == 0

@@ -108,12 +108,14 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
     def compare(self) -> None:
         view = self.view
         a, b = self.query_one("#compare-a", Select).value, self.query_one("#compare-b", Select).value
-        if view is None or not isinstance(a, str) or not isinstance(b, str):
+        if view is None:
             return
         line = self.query_one("#compare-calibration", Static)
-        if a == b:
+        if not isinstance(a, str) or not isinstance(b, str) or a == b:
+            # A blank or repeated choice clears the last result: it no longer answers it.
             self.query_one("#compare-result", Static).update(Text("pick two different models"))
             line.update("")
+            self.query_one(ReportTable).set_data(COLUMNS, [])
             return
         self.query_one("#compare-result", Static).update(Text("computing…", style="italic"))
         line.update(Text(CALIBRATING, style="italic"))
