@@ -173,3 +173,17 @@ async def test_a_blank_compare_choice_clears_the_previous_result(synthetic_store
         await pilot.pause()
         assert "pick two different models" in str(pane.query_one("#compare-result").render())
         assert pane.main_table().row_count == 0
+
+
+async def test_enter_on_a_run_shows_the_card_runs_show_prints(synthetic_store):
+    """Issue 24 (15): Enter showed raw JSON (`seconds 2238.3082875929995`) first."""
+    run_id = add_run(synthetic_store, "finished")
+    synthetic_store.update_run(run_id, seconds=2238.3082875929995)
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        pane, _ = await open_runs(app, pilot)
+        pane.main_table().focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        card = str(app.screen.query_one("#provenance").render())
+        assert card.startswith(f"Run {run_id}  status finished") and "seconds 2238.3\n" in card

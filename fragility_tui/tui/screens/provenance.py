@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fragility_tui.provenance import provenance_card
 from fragility_tui.tui.sanitize import block, clean
 
 
@@ -33,6 +34,11 @@ class ProvenanceScreen(DrillScreen):
         super().on_mount()
         self.set_title(f"run {self.run.get('run_id')}: provenance")
         text = Text()
+        try:  # the card `runs show` prints: scoring first, in words and rounded figures
+            text.append_text(block(provenance_card(self.run)))
+        except Exception as exc:  # a hand-edited or old record: the raw fields still show
+            text.append(f"(no card: {type(exc).__name__}: {exc})", style="yellow")
+        text.append("\n\nthe raw record\n", style="bold underline")
         for key in ("run_id", "grid", "model", "status", "pid", "created_at", "started_at",
                     "ended_at", "cells_done", "cells_total", "tokens", "seconds", "events_path",
                     "error"):
