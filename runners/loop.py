@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING
 
 from fragility_tui.errors import InputError
 from fragility_tui.harness.configs import CONFIG_IDS
-from fragility_tui.items.item import DEFAULT_PER_BENCHMARK, Item, item_set_hash, shard_of
+from fragility_tui.items.item import DEFAULT_PER_BENCHMARK, Item
 from fragility_tui.processes import process_start
 from fragility_tui.store.runs import RunRecord, RunStatus, new_run_id
 from fragility_tui.store.schema import utc_now
 from fragility_tui.store.sink import CellSink
 from runners import device_queue
+from runners.admission import check_grid, load_run_items
 from runners.stopper import Stopper
 from runners.events import Display, EventLog, default_events_path
 from runners.run_provenance import gpu_info, new_session
@@ -59,6 +60,7 @@ class RunSpec:
     prompt_mode: str = "auto"  # auto | chat | raw (runners.fingerprint.prompt_mode)
     shard: list[int] | None = None  # [i, n]: only the items of shard i of n (grid.items.shard_of)
     backend: str = "transformers"  # or vllm (runners.vllm_backend, experimental)
+    add_items: bool = False  # may add items to a grid that holds another item set
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -122,8 +124,11 @@ class Run:
         self.spec, self.store = spec, store
         self.display = Display(display)
         self.resuming = run_id is not None
-        # Before the run row: a refused setting (or a busy device with --no-wait) leaves
-        # the store as it was.
+        # Before the run row (a resumed run's record included) and before any model: missing
+        # items, a grid that cannot take the cells, a refused setting (or a busy device with
+        # --no-wait) leave the store as it was (runners/admission.py).
+        self.inputs = load_run_items(spec)
+        note = check_grid(store, spec, self.inputs.set_hash)
         self.prepared = prepare_models(spec, store)
         self.run_id = run_id or new_run_id()
         self.slot = (device_queue.take_now(store, self.run_id, spec.device,
@@ -147,6 +152,8 @@ class Run:
         self.session_tokens = 0
         self.scoring_seconds = 0.0  # time spent scoring (rates exclude model loading)
         self.session = new_session(self.resuming)
+        if note:
+            print(f"note: {note}", file=sys.stderr, flush=True)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -241,17 +248,10 @@ class Run:
     def _execute(self, stopper: Stopper) -> str:
         import torch
 
-        from fragility_tui.items.loaders import load_many
-
         spec = self.spec
         torch.set_num_threads(spec.threads)
-        items, report = load_many(spec.items, per_benchmark=spec.per_benchmark, seed=spec.seed)
-        set_hash = item_set_hash(items)  # of every shard's items: one grid, one item set
-        positions = list(range(len(items)))  # each item's place in the whole sampled set
-        if spec.shard:  # after sampling, so every shard samples the same items
-            index, count = spec.shard
-            positions = [k for k, it in enumerate(items) if shard_of(it.item_uid, count) == index]
-            items = [items[k] for k in positions]
+        items, report = self.inputs.items, self.inputs.report
+        set_hash, positions = self.inputs.set_hash, self.inputs.positions
         self._prepare_grid(items, set_hash, positions)
         names = [p.name for p in self.prepared]
         done = {name: self.store.done_keys(spec.grid, name) for name in names}
@@ -275,16 +275,8 @@ class Run:
         return RunStatus.FINISHED
 
     def _prepare_grid(self, items: list[Item], set_hash: str, positions: list[int]) -> None:
-        spec = self.spec
-        if self.store.has_grid(spec.grid):
-            meta = self.store.grid_meta(spec.grid)
-            seed = meta.get("seed")
-            if seed is not None and int(seed) != spec.seed:
-                raise InputError(f"grid {spec.grid!r} was created with seed {seed}; the option "
-                                 f"shuffles depend on it, so a run with seed {spec.seed} "
-                                 "cannot add to it (use --seed "
-                                 f"{seed} or another --grid)", field="--seed")
-        else:
+        spec = self.spec  # the grid's seed and item set were checked in __init__
+        if not self.store.has_grid(spec.grid):
             self.store.create_grid(spec.grid, seed=spec.seed, item_set_hash=set_hash,
                                    description=f"runner: {', '.join(spec.items)}",
                                    meta={"per_benchmark": spec.per_benchmark})

@@ -24,6 +24,7 @@ from fragility_tui.processes import process_start
 from fragility_tui.store.runs import RunStatus
 from fragility_tui.store.schema import utc_now
 from runners.events import Display, EventLog, default_events_path
+from runners.admission import check_grid, load_run_items
 from runners.loop import RunFailed, RunSpec, prepare_models
 
 INSTALL_HINT = "pip install -e '.[cluster]' (or pip install 'fragility-tui[cluster]')"
@@ -68,7 +69,9 @@ class Launch:
                              field="--shard")
         self.ray = require_ray()
         self.spec, self.store, self.address, self.shards = spec, store, address, shards
-        self.names = [p.name for p in prepare_models(spec, store)]  # refuse before starting
+        # Refused before starting: items that do not load, a grid that cannot take the cells.
+        check_grid(store, spec, load_run_items(spec).set_hash)
+        self.names = [p.name for p in prepare_models(spec, store)]
         self.folder = Path(folder) if folder else _default_folder(spec.grid)
         self.gpus_per_task = gpus_per_task
         self.display = Display(display)

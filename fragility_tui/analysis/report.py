@@ -363,7 +363,7 @@ def render_markdown(report: dict) -> str:
         out.append(f"### {sec['title']}")
         out.append("")
         if "headers" in sec:
-            out.append("| " + " | ".join(sec["headers"]) + " |")
+            out.append("| " + " | ".join(_md_cell(h) for h in sec["headers"]) + " |")  # |S|
             out.append("|" + "|".join("---" for _ in sec["headers"]) + "|")
             out.extend("| " + " | ".join(_md_cell(v) for v in r) + " |" for r in sec["rows"])
             out.append("")

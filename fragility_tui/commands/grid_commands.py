@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -10,9 +11,18 @@ from fragility_tui.errors import InputError
 
 
 def register(sub) -> None:
-    p = sub.add_parser("grids", help="list the grids in the store")
+    p = sub.add_parser("grids", help="list the grids in the store (or delete one)")
     p.add_argument("--json", action="store_true", help="print a JSON list")
     p.set_defaults(func=cmd_grids)
+    actions = p.add_subparsers(dest="grids_action", metavar="ACTION", parser_class=type(p))
+    delete = actions.add_parser("delete", help="delete a grid: its cells, items, models and "
+                                               "run records (asks for --yes)")
+    delete.add_argument("name", metavar="NAME")
+    delete.add_argument("--yes", action="store_true",
+                        help="really delete (without it: say what would go, delete nothing)")
+    delete.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
+                        help="DuckDB store file (default: the user data dir)")
+    delete.set_defaults(func=cmd_grids_delete)
 
     p = sub.add_parser("import", help="import a long-format CSV/Parquet grid")
     p.add_argument("path", metavar="PATH", help="CSV or Parquet with columns model, item, "
@@ -68,6 +78,29 @@ def cmd_grids(args) -> int:
         kind = "SYNTHETIC" if g.synthetic else "real"
         print(f"{g.name[:32]:32} {kind:9} {g.models:>6} {g.items:>6} {g.configs:>7} "
               f"{g.cells:>9}  {'yes' if g.complete else 'no'}")
+    return 0
+
+
+def cmd_grids_delete(args) -> int:
+    from fragility_tui.processes import pid_alive
+    from fragility_tui.store.runs import RunStatus
+
+    store = open_store(args.db, load_samples=False)
+    info = store.grid_info(args.name)  # InputError naming the grids there are
+    runs = store.runs(args.name)
+    live = [r.run_id for r in runs if r.status in RunStatus.active()
+            and pid_alive(r.pid, r.pid_started)]
+    if live:
+        raise InputError(f"grid {args.name!r} is being written by run(s) {', '.join(live)}: "
+                         "cancel them first (`fragility-tui runs cancel RUN_ID`)", field="NAME")
+    what = (f"grid {args.name!r}: {info.cells:,} cells, {info.models} models, {info.items:,} "
+            f"items and {len(runs)} run record(s)")
+    if not args.yes:
+        raise InputError(f"this deletes {what}; nothing deleted: repeat with --yes",
+                         field="--yes")
+    store.delete_runs([r.run_id for r in runs])
+    store.delete_grid(args.name)
+    print(f"deleted {what}")
     return 0
 
 

@@ -45,6 +45,10 @@ def register(sub) -> None:
                    help="config ids or groups (generate, likelihood, o0..o5, letter, ...); "
                         "default all 26")
     p.add_argument("--grid", metavar="NAME", help="grid to write into (created if absent)")
+    p.add_argument("--add-items", action="store_true",
+                   help="let this run add its items to a --grid that holds another item set "
+                        "(refused without it, naming both item-set hashes); the grid is "
+                        "partial until every model has every item")
     p.add_argument("--name", metavar="NEW_NAME",
                    help="record the model under this name in the grid (one --model): how a "
                         "model already in the grid is evaluated again with other settings")
@@ -159,7 +163,11 @@ def spec_from_args(args: argparse.Namespace):
             shard = list(parse_shard(args.shard))
         except ValueError as exc:
             raise InputError(str(exc), field="--shard") from None
-    return RunSpec(models=list(args.model), items=list(args.items), grid=args.grid,
+    from runners.admission import item_path
+
+    # Absolute where they name files: the record resumes from any working directory.
+    return RunSpec(models=list(args.model), items=[item_path(p) for p in args.items],
+                   grid=args.grid, add_items=args.add_items,
                    per_benchmark=args.per_benchmark or None, seed=args.seed, configs=configs,
                    quantize=args.quantize, dtype=args.dtype, device=device,
                    batch_size=_positive_or_auto(args.batch_size, "--batch-size"),
@@ -180,6 +188,13 @@ def _resumed_spec(store, run_id: str, args):
     if given:
         raise InputError(f"--resume replays the run's recorded spec; drop {', '.join(given)}",
                          field="--resume")
+    if args.add_items:
+        raise InputError("--resume replays the run's recorded spec; drop --add-items",
+                         field="--resume")
+    if run.status == RunStatus.FINISHED:  # resuming it would only rewrite its record
+        raise InputError(f"run {run_id} is finished: every cell it asked for is in grid "
+                         f"{run.grid!r}, nothing to resume (a new `run` evaluates "
+                         "again)", field="--resume")
     if run.status in (*RunStatus.active(), RunStatus.QUEUED) and \
             pid_alive(run.pid, run.pid_started):
         raise InputError(f"run {run_id} is still running (pid {run.pid})", field="--resume")

@@ -29,7 +29,12 @@ def register(sub) -> None:
     show.add_argument("--json", action="store_true", help="print the run row as JSON")
     cancel = actions.add_parser("cancel", help="stop a run cleanly after its current batch")
     cancel.add_argument("run_id", metavar="RUN_ID")
-    for q in (lst, show, cancel):
+    delete = actions.add_parser("delete", help="forget a run record (its cells stay in the "
+                                               "grid; asks for --yes)")
+    delete.add_argument("run_id", metavar="RUN_ID")
+    delete.add_argument("--yes", action="store_true",
+                        help="really delete (without it: say what would go, delete nothing)")
+    for q in (lst, show, cancel, delete):
         q.add_argument("--db", metavar="PATH", default=argparse.SUPPRESS,
                        help="DuckDB store file (default: the user data dir)")
     p.set_defaults(func=run)
@@ -39,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from fragility_tui.bootstrap import open_store
 
     store = open_store(args.db)
-    return {"list": cmd_list, "show": cmd_show, "cancel": cmd_cancel}[args.runs_action](store, args)
+    return {"list": cmd_list, "show": cmd_show, "cancel": cmd_cancel,
+            "delete": cmd_delete}[args.runs_action](store, args)
 
 
 def _get(store, run_id: str) -> RunRecord:
@@ -93,10 +99,27 @@ def cmd_cancel(store, args) -> int:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-        print(f"cancelling run {args.run_id} (pid {pid}): it stops after its current batch")
+        print(f"cancelling run {args.run_id} (pid {pid}): it stops after its current batch; "
+              f"`fragility-tui run --resume {args.run_id}` continues it later")
     else:
         store.update_run(args.run_id, status=RunStatus.CANCELLED)
-        print(f"run {args.run_id} had no live process; marked cancelled")
+        print(f"run {args.run_id} had no live process; marked cancelled "
+              f"(`fragility-tui run --resume {args.run_id}` continues it)")
+    return 0
+
+
+def cmd_delete(store, args) -> int:
+    run = _get(store, args.run_id)
+    if run.status in RunStatus.active() and pid_alive(run.pid, run.pid_started):
+        raise InputError(f"run {args.run_id} is still running (pid {run.pid}): "
+                         f"`fragility-tui runs cancel {args.run_id}` first", field="RUN_ID")
+    what = (f"run record {args.run_id} ({run.status}, {run.model} on grid "
+            f"{run.grid!r}); the cells it wrote stay in the grid")
+    if not args.yes:
+        raise InputError(f"this deletes {what}; nothing deleted: repeat with --yes",
+                         field="--yes")
+    store.delete_runs([args.run_id])
+    print(f"deleted {what}")
     return 0
 
 

@@ -147,6 +147,11 @@ class RunRecords:
         with self.connect(write=True) as con:
             con.execute("DELETE FROM runs WHERE grid = ? AND pid IS NULL", [grid])
 
+    def delete_runs(self, run_ids: list[str]) -> None:
+        """Forget run records (`runs delete`, `grids delete`); cells they wrote stay."""
+        with self.connect(write=True) as con:
+            con.executemany("DELETE FROM runs WHERE run_id = ?", [[r] for r in run_ids])
+
     def get_run(self, run_id: str) -> RunRecord | None:
         runs = self._select_runs("WHERE run_id = ?", [run_id])
         return runs[0] if runs else None

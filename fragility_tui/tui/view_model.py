@@ -150,9 +150,8 @@ def filter_items(view: GridView, flt: ItemFilter) -> np.ndarray:
     if flt.subject and cube.subjects is not None:
         keep &= np.array([flt.subject in str(s or "").lower() for s in cube.subjects])
     if flt.flips_for:
-        matches = [k for k, m in enumerate(cube.models) if m == flt.flips_for] or \
-                  [k for k, m in enumerate(cube.models) if flt.flips_for.lower() in m.lower()]
-        if not matches:
+        matches = flips_models(cube.models, flt.flips_for)
+        if len(matches) != 1:  # none, or ambiguous: filter_problems says which
             return np.array([], dtype=np.intp)
         keep &= view.classes[matches[0]] == FRAGILE
     if flt.frag_op:
@@ -165,6 +164,32 @@ def filter_items(view: GridView, flt: ItemFilter) -> np.ndarray:
         idx = np.array([k for k in idx if _item_matches(view, cube.items[k], flt.text)],
                        dtype=np.intp)
     return idx
+
+
+def flips_models(models, name: str) -> list[int]:
+    """The model `flips:NAME` means: the one of that exact name, else those containing it."""
+    return [k for k, m in enumerate(models) if m == name] or \
+        [k for k, m in enumerate(models) if name.lower() in m.lower()]
+
+
+_FRAG_WORD = re.compile(r"(?<!\S)frag\S*")
+
+
+def filter_problems(models, query: str) -> list[str]:
+    """What in an items query cannot work, said instead of an empty table: a flips:NAME that
+    names no model or several, a frag condition without a number."""
+    problems = []
+    flt = ItemFilter.parse(query)
+    if flt.flips_for:
+        matches = flips_models(models, flt.flips_for)
+        if not matches:
+            problems.append(f"flips:{flt.flips_for} names no model ({', '.join(models)})")
+        elif len(matches) > 1:
+            problems.append(f"flips:{flt.flips_for} matches {len(matches)} models ("
+                            + ", ".join(models[k] for k in matches) + "): type more of one")
+    for word in _FRAG_WORD.findall(_FILTER_TOKEN.sub(" ", query)):
+        problems.append(f"{word!r} is not a fragility condition: frag>0.5, frag<=0.2, frag=0")
+    return problems
 
 
 def _item_matches(view: GridView, uid: str, needle: str) -> bool:

@@ -350,3 +350,29 @@ def hbar(value: float | None, width: int, style: str = "cyan") -> Text:
 def safe_title(title: str) -> Text:
     """A border title from text that may hold grid names (Text skips markup parsing)."""
     return Text(clean(title, one_line=True, limit=300))
+
+
+class FormKeys:
+    """Mixed into the container of a pane's form (run form, compare pickers): keys pressed
+    in the form stay in the form. Esc leaves it from any field, back to the pane's table
+    (an open dropdown closes first); a printable key that no field consumed (focus on a
+    button or a dropdown) is dropped instead of reaching the pane's and the app's letter
+    bindings, which is how `u` and `k` once resumed and cancelled runs from the Start
+    button (issue 24). Enter, Tab, arrows, space and F-keys pass as usual."""
+
+    def on_key(self, event) -> None:
+        from textual.widgets._select import SelectOverlay
+
+        if event.key == "escape":
+            if isinstance(self.app.focused, SelectOverlay):
+                return  # the dropdown's own Esc closes it
+            event.stop()
+            event.prevent_default()
+            owner = next((a for a in self.ancestors if hasattr(a, "focus_main")), None)
+            if owner is not None:
+                owner.focus_main()
+            else:
+                self.screen.set_focus(None)
+        elif event.is_printable and event.key != "space":
+            event.stop()
+            event.prevent_default()

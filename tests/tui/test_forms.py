@@ -32,8 +32,10 @@ async def test_the_run_form_is_readable(synthetic_store, size):
         for label in ("model", "items", "grid", "per bench", "configs", "quantise", "flags"):
             assert f" {label} " in text
         for placeholder in ("alias, hub id or path", "the shipped starter items", "all 26",
-                            "e.g. --batch-size 8", "Start run", "synthetic-small"):
+                            "e.g. --batch-size 8", "Start run"):
             assert placeholder in text, placeholder
+        # The open grid is synthetic: the form leaves the target grid for the user to name.
+        assert app.pane("runs").query_one("#run-grid").value == ""
 
 
 async def test_selection_lists_never_cut_two_models_alike(shipped_store, monkeypatch):

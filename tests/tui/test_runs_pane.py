@@ -85,15 +85,15 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
         table = pane.main_table()
         shown = table.current_values()
         assert table.row_count == 1 and shown[3].plain == "running"
-        assert shown[4] == run.done and shown[5] == total  # done / total columns
+        assert shown[4] == "cpu" and shown[5] == run.done and shown[6] == total
 
-        await pilot.press("k")  # cancel the selected run
+        await pilot.press("k", "y")  # cancel the selected run, confirmed
         run = await until(pilot, lambda: pane.runs[0].status == "cancelled" and pane.runs[0],
                           "cancelled")
         cancelled_at = run.done
         assert 0 < cancelled_at < total, "the run finished before the cancel reached it"
 
-        await pilot.press("u")  # resume it
+        await pilot.press("u", "y")  # resume it, confirmed
         run = await until(pilot, lambda: pane.runs[0].status == "finished" and pane.runs[0],
                           "finished")
         assert run.done == total

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
+from fragility_tui.text import distinct_labels
 from fragility_tui.tui.formats import num
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
@@ -40,8 +41,10 @@ class AxesPane(Pane, pane_id="axes", title="Axes", below="axes-chart"):
             text.append(f" {num(mean.get(a))}\n")
         text.append("\nall axes, per model\n", style="dim")
         width = min(24, max((len(m) for m in per_model), default=8))
-        for m, values in per_model.items():
-            text.append(clean(m, one_line=True, limit=200)[:width].ljust(width) + " ")
+        names = distinct_labels([clean(m, one_line=True, limit=200) for m in per_model], width)
+        width = max((len(n) for n in names), default=width)  # wider only to keep names apart
+        for name, values in zip(names, per_model.values()):
+            text.append(name.ljust(width) + " ")
             text.append_text(hbar(values.get("all"), 40, style="magenta"))
             text.append(f" {num(values.get('all'))}\n")
         return text

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
+from fragility_tui.text import distinct_labels
 from fragility_tui.tui.messages import ShowModel
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
@@ -41,11 +42,15 @@ class BandsPane(Pane, pane_id="bands", title="Bands", below="band-chart"):
 
     def chart(self, bands: list[Band]) -> Text:
         name_width = min(24, max((len(b.model) for b in bands), default=8))
-        width = max(20, self.size.width - name_width - 4) if self.size.width else 60
         text = Text(LEGEND + "\n", style="dim")
-        for b in bands:
-            name = clean(b.model, one_line=True, limit=200)[:name_width].ljust(name_width)
-            text.append(name + " ")
+        # Cut in the middle, as little wider as keeps two names apart: an int8 and an int4
+        # build of one model (the pair the tour compares) never look alike.
+        names = distinct_labels([clean(b.model, one_line=True, limit=200) for b in bands],
+                                name_width)
+        name_width = max((len(n) for n in names), default=name_width)
+        width = max(20, self.size.width - name_width - 4) if self.size.width else 60
+        for b, name in zip(bands, names):
+            text.append(name.ljust(name_width) + " ")
             text.append_text(band_bar(b.min, b.max, b.reference, b.mean, b.robust_accuracy,
                                       width))
             text.append("\n")

@@ -12,14 +12,14 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
 
-from fragility_tui.tui.formats import num
+from fragility_tui.tui.formats import decision_reason, num
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  calibrate_in_worker, failed_line,
                                                  label_line, line_width)
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import Column, ReportTable
+from fragility_tui.tui.widgets import Column, FormKeys, ReportTable
 
 COLUMNS = [Column("benchmark"), Column("paired items", "int"),
            Column("Δ̂ points", "pts"), Column("CI low", "pts"), Column("CI high", "pts")]
@@ -65,11 +65,15 @@ def cost_text(costs: dict[str, dict], model: str) -> str:
     return f"{seconds:.2f} s/item · {tokens:,.0f} tokens/item"
 
 
+class Pickers(FormKeys, Horizontal):
+    """The two model pickers: keys stay in them (tui/widgets.FormKeys)."""
+
+
 class ComparePane(Pane, pane_id="compare", title="Compare"):
     help = "Pick two models: decision under both targets, robust-set test, benchmarks, cost."
 
     def compose_body(self) -> ComposeResult:
-        with Horizontal(id="compare-pickers"):
+        with Pickers(id="compare-pickers"):
             yield Select([], prompt="model A", id="compare-a", allow_blank=True)
             yield Select([], prompt="model B", id="compare-b", allow_blank=True)
         yield Static("", id="compare-result")
@@ -104,12 +108,14 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
     def compare(self) -> None:
         view = self.view
         a, b = self.query_one("#compare-a", Select).value, self.query_one("#compare-b", Select).value
-        if view is None or not isinstance(a, str) or not isinstance(b, str):
+        if view is None:
             return
         line = self.query_one("#compare-calibration", Static)
-        if a == b:
+        if not isinstance(a, str) or not isinstance(b, str) or a == b:
+            # A blank or repeated choice clears the last result: it no longer answers it.
             self.query_one("#compare-result", Static).update(Text("pick two different models"))
             line.update("")
+            self.query_one(ReportTable).set_data(COLUMNS, [])
             return
         self.query_one("#compare-result", Static).update(Text("computing…", style="italic"))
         line.update(Text(CALIBRATING, style="italic"))
@@ -174,9 +180,10 @@ def summary_text(r: CompareResult) -> Text:
         text.append(f" at {d.get('config', 'o0.letter')}")
         flags = ", ".join(d.get("flags", [])) or "none"
         text.append(f" · flags: {flags}")
-        if d.get("harness_configs"):
-            text.append(" · opposite winner under " + ", ".join(d["harness_configs"][:4]))
         text.append("\n")
+        reason = decision_reason(d)
+        if reason:
+            text.append(f"          why: {reason}\n", style="dim")
     if r.decisions:
         m = r.decisions[0]["mcnemar"]
         text.append("robust set: ", style="bold")

@@ -30,15 +30,19 @@ class ItemsPane(Pane, pane_id="items", title="Items"):
         self._fill(view)
 
     def _fill(self, view) -> None:
-        from fragility_tui.tui.view_model import ItemFilter, filter_items  # numpy: not at start
+        from fragility_tui.tui.view_model import (ItemFilter,  # numpy: not at start
+                                                  filter_items, filter_problems)
 
         flt = ItemFilter.parse(self.query_text)
         indices = filter_items(view, flt)
+        problems = filter_problems(list(view.cube.models), self.query_text)
         table = self.query_one(VirtualTable)
         table.set_data(ITEM_COLUMNS, item_rows(view, indices))
         title = f"Items ({len(indices):,} of {len(view.cube.items):,})"
         if self.query_text:
             title += f" — filter: {self.query_text}"
+        if problems:  # an empty table with no word was the old answer to a typo
+            title += " — " + "; ".join(problems)
         table.border_title = safe_title(title)
         self.update_caption()
 

@@ -25,11 +25,12 @@ from fragility_tui.devices import ANY_GPU, DeviceReport, query_devices
 from fragility_tui.processes import (RunProgress, db_args, failure_line, launch_detached,
                                      log_dir, run_progress)
 from fragility_tui.store.runs import RunRecord, RunStatus
+from fragility_tui.tui.confirm import ConfirmScreen
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.run_form import check_run_form, run_argv
 from fragility_tui.tui.sanitize import clean
-from fragility_tui.tui.widgets import Column, ReportTable, hbar
+from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
 COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"), Column("device"),
            Column("done", "int"), Column("total", "int"), Column("progress", "rich"),
@@ -40,6 +41,8 @@ REFRESH_SECONDS = 1.0
 DEVICE_REFRESH_SECONDS = 5.0  # one nvidia-smi call (or NVML read) in a worker thread
 DEVICE_CHOICES = [("auto", "auto"), ("cpu", "cpu"), ("any free GPU", ANY_GPU)]
 FINAL_STATUSES = RunStatus.final()
+# What `u` offers to resume: a run that stopped before its end (or whose process is gone).
+RESUMABLE = (RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.DIED)
 
 
 @dataclass
@@ -65,6 +68,10 @@ def fmt_eta(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
+class RunForm(FormKeys, Grid):
+    """The new-run form: label, field, label, field (readable at 80 columns)."""
+
+
 class RunsPane(Pane, pane_id="runs", title="Runs"):
     help = ("Runs are detached processes: they keep going when the app closes. "
             "Enter: provenance · k: cancel · u: resume · n: new run form.")
@@ -80,7 +87,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
     def compose_body(self) -> ComposeResult:
         yield Static("devices: reading…", id="devices-strip", markup=False)
         yield ReportTable(table_name="runs", id="runs-table")
-        with Grid(id="run-form"):  # label, field, label, field: readable at 80 columns
+        with RunForm(id="run-form"):
             yield Label("model", classes="form-label")
             yield Input(placeholder="alias, hub id or path", id="run-model",
                         compact=True)
@@ -113,10 +120,15 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
 
     def render_view(self, view) -> None:
         grid_input = self.query_one("#run-grid", Input)
-        if not grid_input.value and self.grid_name:
+        # The open grid is proposed as the target unless it is synthetic: a run's cells
+        # never go into simulated ones (the runner refuses them too).
+        if not grid_input.value and self.grid_name and not self._synthetic(self.grid_name):
             grid_input.value = self.grid_name
         self._show_runs()
         self.poll()
+
+    def _synthetic(self, name: str) -> bool:
+        return any(g.name == name and g.synthetic for g in self.grids or [])
 
     def _tick(self) -> None:
         self._check_launched()
@@ -131,6 +143,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             code = proc.poll()
             if code is None:
                 running.append((proc, log, what))
+            elif code == 130:  # the run stopped on a cancel: not a failure
+                self.note(f"{what}: cancelled; `u` on its row resumes it")
             elif code != 0:
                 self.note(f"{what} failed (exit {code}): {failure_line(log)}", error=True)
         self.launched = running
@@ -191,9 +205,13 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         table.border_title = "Runs (refreshed every second)"
         self.update_caption()
 
-    def selected_run(self) -> RunRecord | None:
+    def selected_progress(self) -> RunProgress | None:
         key = self.query_one(ReportTable).current_key()
-        return next((p.run for p in self.runs if str(p.run.run_id) == key), None)
+        return next((p for p in self.runs if str(p.run.run_id) == key), None)
+
+    def selected_run(self) -> RunRecord | None:
+        progress = self.selected_progress()
+        return progress.run if progress else None
 
     # ---------------------------------------------------------------- actions
     @on(Button.Pressed, "#run-start")
@@ -205,6 +223,9 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                 "quantize": self.query_one("#run-quantize", Select).value or "",
                 "device": self.query_one("#run-device", Select).value or "auto"}
         form, problems = check_run_form(form, Path.cwd())
+        if form.get("grid") and self._synthetic(form["grid"]):
+            problems = [*problems, f"grid {form['grid']} is SYNTHETIC: name another grid "
+                        "(a new name creates one)"]
         if problems:  # nothing launched, no run row: say what to fix
             self.note("; ".join(problems), error=True)
             return
@@ -216,16 +237,39 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         if run is None:
             self.note("no run selected", error=True)
             return
-        self.launch(["runs", "cancel", str(run.run_id)] + db_args(self.db_path),
-                    f"cancel {run.run_id}")
+        progress = self.selected_progress()
+        if progress.status not in (*RunStatus.active(), RunStatus.QUEUED):
+            self.note(f"run {run.run_id} is {progress.status}: nothing to cancel")
+            return
+        argv = ["runs", "cancel", str(run.run_id)] + db_args(self.db_path)
+        self.confirm(f"Cancel run {run.run_id} ({run.model} on {run.grid})? "
+                     "It stops after its current batch; `u` resumes it later.",
+                     argv, f"cancel {run.run_id}")
 
     def action_resume_run(self) -> None:
         run = self.selected_run()
         if run is None:
             self.note("no run selected", error=True)
             return
-        self.launch(["run", "--resume", str(run.run_id), "--display", "none"] +
-                    db_args(self.db_path), f"resume {run.run_id}")
+        progress = self.selected_progress()
+        if progress.status not in RESUMABLE:  # a finished run has nothing to resume
+            self.note(f"run {run.run_id} is {progress.status}: nothing to resume", error=True)
+            return
+        argv = ["run", "--resume", str(run.run_id), "--display", "none"] + db_args(
+            self.db_path)
+        self.confirm(f"Resume run {run.run_id} ({run.model} on {run.grid}, "
+                     f"{progress.done}/{progress.total} cells)? It starts a "
+                     "process that computes the missing cells.", argv, f"resume {run.run_id}")
+
+    def confirm(self, question: str, argv: list[str], what: str) -> None:
+        """Launch only after an explicit yes (a stray key never changes a run)."""
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.launch(argv, what)
+            else:
+                self.note(f"{what}: not done")
+
+        self.app.push_screen(ConfirmScreen(question), answered)
 
     def action_new_run(self) -> None:
         self.query_one("#run-model", Input).focus()

@@ -9,6 +9,7 @@ from textual.widgets import DataTable, Static
 
 from fragility_tui.tui.config_matrix import compact_rows, config_letters, group_header, matrix_layout
 from fragility_tui.tui.item_table import ITEM_COLUMNS, item_rows
+from fragility_tui.tui.formats import verdict_reason
 from fragility_tui.tui.messages import ShowItem
 from fragility_tui.tui.screens.base import DrillScreen
 from fragility_tui.tui.view_model import pair_item_groups
@@ -108,6 +109,11 @@ class PairScreen(DrillScreen):
         self.set_title(f"A = {self.a}   B = {self.b}: the items behind the gap")
         groups = pair_item_groups(view, self.a, self.b)
         summary = Text()
+        pair = next((p for p in view.report.get("pairs", [])
+                     if (p["a"], p["b"]) == (self.a, self.b)), None)
+        if pair is not None:  # the verdict and why (it is about the stable set)
+            summary.append(f"verdict {pair['verdict']}: ", style="bold")
+            summary.append(verdict_reason(pair) + "\n")
         rows = []
         explain = {"stable: A only": "A robust-correct, B robust-wrong (supports A)",
                    "stable: B only": "B robust-correct, A robust-wrong (supports B)",

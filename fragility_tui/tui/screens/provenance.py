@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from fragility_tui.provenance import provenance_card
 from fragility_tui.store.runs import RunRecord
 from fragility_tui.tui.sanitize import block, clean
 from fragility_tui.tui.screens.base import DrillScreen
@@ -33,6 +34,11 @@ class ProvenanceScreen(DrillScreen):
         run = self.run
         self.set_title(f"run {run.run_id}: provenance")
         text = Text()
+        try:  # the card `runs show` prints: scoring first, in words and rounded figures
+            text.append_text(block(provenance_card(run.to_dict())))
+        except Exception as exc:  # a hand-edited or old record: the raw fields still show
+            text.append(f"(no card: {type(exc).__name__}: {exc})", style="yellow")
+        text.append("\n\nthe raw record\n", style="bold underline")
         for label, value in (("run_id", run.run_id), ("grid", run.grid), ("model", run.model),
                              ("status", run.status), ("pid", run.pid),
                              ("created_at", run.created_at), ("started_at", run.started_at),

@@ -1,0 +1,46 @@
+"""Issue 24 (10): every label says why: a decision's label names the failed condition, a
+pair's verdict says it is about the stable set."""
+
+from __future__ import annotations
+
+from fragility_tui.tui.formats import decision_reason, verdict_reason
+from fragility_tui.tui.panes.compare import CompareResult, summary_text
+
+
+def decision(**kw) -> dict:
+    d = {"a": "A", "b": "B", "target": "observed", "label": "underpowered", "delta": 0.0,
+         "ci": [0.0, 0.0], "margin_points": 2.0, "flags": ["underpowered"],
+         "harness_configs": [], "unsupported_benchmarks": [], "other_target_delta": None,
+         "mcnemar": {"a_only": 0, "b_only": 0, "p": 1.0}, "per_benchmark": []}
+    return {**d, **kw}
+
+
+def test_underpowered_says_which_condition_failed():
+    why = decision_reason(decision())
+    assert "includes 0" in why and "< margin m = 2 pts" in why
+    why = decision_reason(decision(delta=0.01, ci=[0.005, 0.015]))  # CI excludes 0, 1 pt < m
+    assert "includes 0" not in why and "|Δ̂| 1.0 < margin" in why
+    why = decision_reason(decision(delta=0.05, ci=[-0.01, 0.1]))  # 5 pts, CI includes 0
+    assert "includes 0" in why and "margin" not in why
+
+
+def test_other_labels_say_why():
+    assert "ARC" in decision_reason(decision(label="unsupported",
+                                             unsupported_benchmarks=["ARC"]))
+    assert "o3.digit" in decision_reason(decision(label="harness-sensitive",
+                                                  harness_configs=["o3.digit"]))
+    assert "other target" in decision_reason(decision(label="target-sensitive",
+                                                      other_target_delta=-0.02))
+
+
+def test_identical_is_about_the_stable_set():
+    pair = {"a": "A", "b": "B", "gap": 4, "stable_items": 20, "a_only_stable": 0,
+            "b_only_stable": 0, "stable_gap": 0, "verdict": "identical", "manufactured": True}
+    why = verdict_reason(pair)
+    assert "stable set (|S| = 20)" in why and "Δ = 4 lies outside S" in why
+    assert "manufactured" in why
+
+
+def test_the_compare_summary_shows_the_why():
+    text = summary_text(CompareResult("A", "B", [decision()], {"A": "x", "B": "y"})).plain
+    assert "why: the 95% CI [+0.0, +0.0] includes 0" in text
