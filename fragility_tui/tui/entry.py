@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fragility_tui.tui.app import FragilityApp
-from fragility_tui.tui.hangup import end_process
+from fragility_tui.tui.hangup import end_process, guarded
 
 
 def run_app(db_path: str | None = None) -> int:
@@ -11,5 +11,7 @@ def run_app(db_path: str | None = None) -> int:
     in a worker; it ends on SIGHUP, SIGTERM or a lost terminal (tui/hangup.py)."""
     app = FragilityApp(db_path, load_samples=True, guard_terminal=True)
     app.run()
-    end_process(app.return_code or 0)  # never wait for a worker thread still computing
-    return 0
+    code = app.return_code or 0
+    if guarded(app):  # it ran here: never wait for a worker thread still computing
+        end_process(code)
+    return code  # the app never mounted (a test replaced App.run): nothing to end

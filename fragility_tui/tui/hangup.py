@@ -29,6 +29,14 @@ GRACE_S = 1.0  # time the app gets to restore the terminal before the process is
 HANGUP_EXIT = 129  # 128 + SIGHUP, as a shell reports a hung-up job
 
 
+_guarded_apps: set[int] = set()  # id() of the apps whose guard is installed (they really ran)
+
+
+def guarded(app) -> bool:
+    """Whether `app` ran with its guard installed: then its process is ours to end."""
+    return id(app) in _guarded_apps
+
+
 def terminal_lost(fd: int) -> bool:
     """True once `fd` is no longer a terminal of this process's session: after a hang-up
     `tcgetpgrp` fails (ENOTTY or EIO) instead of naming the foreground process group."""
@@ -60,6 +68,7 @@ class HangupGuard:
 
     def install(self) -> None:
         self.loop = asyncio.get_running_loop()
+        _guarded_apps.add(id(self.app))
         for sig in (signal.SIGHUP, signal.SIGTERM):  # replaces SIG_IGN inherited from a shell
             self.loop.add_signal_handler(sig, self.end, 128 + sig)
         if os.isatty(self.fd):
