@@ -10,8 +10,11 @@ def _one_line(text) -> str:
     return clean(text, limit=200, one_line=True)
 
 
-def provenance_card(row: dict) -> str:
-    """The harness disclosure card of a run (SPEC §10), scoring first."""
+def provenance_card(row) -> str:
+    """The harness disclosure card of a run (SPEC §10), scoring first: a RunRecord (store/runs.py,
+    a layer above this one) or its `to_dict()` as exports and the runs JSON carry it."""
+    if not isinstance(row, dict):
+        row = row.to_dict()
     p = row.get("provenance") or {}
     spec = row.get("spec") or {}
     models = p.get("models") or {}
