@@ -28,7 +28,7 @@ from fragility_tui.harness.render import ClozePrompt, GenerationPrompt, render
 from fragility_tui.store.store import CellRow
 from runners.fingerprint import pinned_date, prompt_sha
 from runners.prefix_tree import build_tree, count_tokens
-from runners.scoring import BatchResult, GenRequest, LikelihoodRequest
+from runners.score_types import BatchResult, GenRequest, LikelihoodRequest
 
 
 @dataclass

@@ -114,3 +114,14 @@ def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
     return PreparedModel(spec, grid_name, resolved.name if quantize else None, resolved,
                          device, dtype_name, quantize, chosen, args, tokenizer, weights_sha,
                          quant, fingerprint)
+
+
+def load_spec(spec: str, *, dtype: str = "auto", device: str = "auto",
+              quantize: str | None = None, trust_remote_code: bool = False):
+    """Prepare and load a model spec in one call (tests, benchmarks): a LoadedModel."""
+    from runners.models import load_model
+
+    prepared = prepare_model(spec, dtype=dtype, device=device, quantize=quantize,
+                             trust_remote_code=trust_remote_code)
+    return load_model(spec, prepared=prepared, quantize=quantize,
+                      trust_remote_code=trust_remote_code)
