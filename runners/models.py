@@ -225,23 +225,18 @@ def load_model(spec: str, *, prepared, quantize: str | None = None,
     if not trust_remote_code:
         refuse_remote_code(spec, folder)
     placement = _placement(folder, device, torch_dtype, quantize)
+    attention = prepared.fingerprint.get("attn_implementation", "sdpa")
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
-        # sdpa (or eager): the scorer's 4D tree masks need an implementation that reads
-        # them; flash-attention kernels take no custom mask.
         model = AutoModelForCausalLM.from_pretrained(
             folder, dtype=torch_dtype, trust_remote_code=trust_remote_code,
-            attn_implementation="sdpa", **placement)
+            attn_implementation=attention, **placement)
     except ValueError as exc:
         if "trust_remote_code" in str(exc):
             raise InputError(f"{spec} needs remote code to load; pass --trust-remote-code "
                              "only if you trust its repository", field="--model") from None
-        if "sdpa" in str(exc).lower():  # an architecture without an sdpa implementation
-            model = AutoModelForCausalLM.from_pretrained(
-                folder, dtype=torch_dtype, trust_remote_code=trust_remote_code,
-                attn_implementation="eager", **placement)
-        else:
-            raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
+        raise InputError(f"cannot load {spec} with attention {attention}: {exc}",
+                         field="--model") from None
     except OSError as exc:
         raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
     model.eval()
@@ -259,6 +254,20 @@ def load_model(spec: str, *, prepared, quantize: str | None = None,
         fingerprint=prepared.fingerprint)
     loaded.provenance = model_provenance(prepared, loaded, scheme)
     return loaded
+
+
+def attention_implementation(config) -> str:
+    """The attention the model class runs: sdpa when transformers' class for this config
+    supports it (`_supports_sdpa`), else eager. Both read the scorer's custom 4D tree masks;
+    flash-attention kernels take none. Gemma 2 (no softcapping in sdpa) and gpt-oss (sinks)
+    have no sdpa path in transformers 5."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    try:
+        model_class = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    except KeyError:  # remote code or an unknown architecture: ask for the safe one
+        return "eager"
+    return "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
 
 
 def _placement(folder: Path, device: str, torch_dtype, quantize: str | None) -> dict:
