@@ -145,7 +145,8 @@ def grid_report(store, grid: str, *, cube=None, reference: str | None = None,
     from fragility_tui.analysis.report import build_report
 
     cube = _measured_cube(store, grid, cube, reference, "a report measures everything")
-    return build_report(cube, name=grid, costs=store.model_costs(grid), **options)
+    return build_report(cube, name=grid, costs=store.model_costs(grid),
+                        near_tie=store.near_tie_mask(grid, cube), **options)
 
 
 def _measured_cube(store, grid: str, cube, reference: str | None, purpose: str):

@@ -20,7 +20,8 @@ class ModelCalls:
         dtype = getattr(model, "dtype", torch.float32)
         self.mask_dtype = dtype if dtype.is_floating_point else torch.float32
         self.cache_kw = cache_keyword(model)
-        self.backbone, self.head = split_output_head(model, self.cache_kw, device)
+        self.backbone, self.head, self.head_precision = split_output_head(
+            model, self.cache_kw, device)
         self.layer_types, self.sliding_window, self.tree_masks = attention_layout(model.config)
 
     @property
@@ -36,6 +37,12 @@ class ModelCalls:
                             position_ids=positions.to(self.device), use_cache=True,
                             **{self.cache_kw: cache})
         return out.last_hidden_state if self.head_split else out.logits
+
+    def plain_logits(self, ids: torch.Tensor) -> torch.Tensor:
+        """fp32 logits of one whole sequence [1, n] through the same head, no mask, no
+        cache: what a probe compares the batched path with."""
+        out = self.backbone(input_ids=ids)
+        return self.head(out.last_hidden_state if self.head_split else out.logits)
 
     def tree_mask(self, visible: torch.Tensor, query_positions: torch.Tensor,
                   key_positions: torch.Tensor):

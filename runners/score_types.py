@@ -27,6 +27,9 @@ class GenResult:
     text: str
     new_tokens: int
     stop: str  # decided | eos | length
+    # The smallest top-1 minus top-2 logit gap (= log-probability gap) over the steps
+    # taken; None from a backend that does not see the logits (runners/numerics.py).
+    margin: float | None = None
 
 
 def stop_reason(request: GenRequest, tokens: list[int], token: int, eos_ids, max_new_tokens: int,

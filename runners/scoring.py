@@ -22,6 +22,7 @@ depend on batch composition, budget, layout or prefix reuse beyond float roundin
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections import deque
@@ -43,6 +44,11 @@ __all__ = ["BatchResult", "GenRequest", "GenResult", "LikelihoodRequest", "Score
 
 DEFAULT_MAX_SLOTS = 16384  # KV positions one decoder call may hold (runners.batching sets it)
 DEFAULT_PACK_TOKENS = 256  # tokens of one packed prefill row (a fragment of the tree)
+# The start-up probe's tolerance on a log-likelihood, relative to max(1, |ll|), per model
+# dtype: batched and whole-sequence forwards differ by the dtype's rounding of the hidden
+# states (bf16 keeps 8 bits of mantissa, fp16 11, fp32 24); a mask the model ignores moves a
+# probe score by whole nats.
+PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
 class Scorer:
@@ -63,6 +69,7 @@ class Scorer:
         self.calls = ModelCalls(model, self.device)
         self.kv_bytes_per_token = kv_bytes_per_token(model, self.calls.cache_kw, self.device)
         self.packing = self.calls.tree_masks and pack_tokens > 0
+        self.probe: dict = {"ran": False}  # the tree-mask probe's outcome (provenance)
         self.packing = self.packing and self._tree_masks_work()  # the probe scores packed
 
     @property
@@ -81,18 +88,25 @@ class Scorer:
         probe = [[1, 2, 3, 4, 5], [1, 2, 6, 7], [1, 8, 9], [1, 2, 3, 10, 11]]
         requests = [LikelihoodRequest(i, [t % vocab for t in seq], 1)
                     for i, seq in enumerate(probe)]
+        tolerance = PROBE_TOLERANCE.get(self.calls.mask_dtype, 1e-3)
+        self.probe = {"ran": True, "passed": False, "tolerance": tolerance,
+                      "largest_difference": None, "error": None}
         try:
             got = self.score([], requests).loglikelihoods
-        except Exception:  # an attention implementation that rejects custom masks
+        except (RuntimeError, ValueError, TypeError) as exc:
+            if "mask" not in str(exc).lower():
+                raise  # not an attention implementation refusing custom masks: a real error
+            self.probe["error"] = f"{type(exc).__name__}: {exc}"
             return False
+        largest = 0.0
         for request in requests:
             ids = torch.tensor([request.tokens], device=self.device)
-            logprobs = torch.log_softmax(self.model(input_ids=ids).logits[0].float(), dim=-1)
+            logprobs = torch.log_softmax(self.calls.plain_logits(ids)[0], dim=-1)
             expected = float(logprobs[torch.arange(len(request.tokens) - 1),
                                       ids[0, 1:]].sum())
-            if abs(got[request.key][0] - expected) > 1e-3 * max(1.0, abs(expected)):
-                return False
-        return True
+            largest = max(largest, abs(got[request.key][0] - expected) / max(1.0, abs(expected)))
+        self.probe.update(largest_difference=largest, passed=largest <= tolerance)
+        return self.probe["passed"]
 
     # -- public -------------------------------------------------------------------------
 
@@ -260,34 +274,45 @@ class Scorer:
 
     def _decode_rows(self, gen: list[GenRequest], state: "DecodingRows", result: BatchResult):
         generated = {i: [] for row in state.leaves for i in row}
+        margins = {i: math.inf for i in generated}  # per leaf: its smallest top-2 gap so far
         logits = state.first_logits
         while True:
-            still = self._judge(gen, state.leaves, state.active, logits, generated, result)
+            still = self._judge(gen, state.leaves, state.active, logits, generated, margins,
+                                result)
             for row in state.refillable(still):  # rows that are done take waiting groups
                 while not still[row] and state.refill(row):
                     generated.update({i: [] for i in state.leaves[row]})
+                    margins.update({i: math.inf for i in state.leaves[row]})
                     still[row] = self._judge(gen, [state.leaves[row]], [state.active[row]],
-                                             state.first_logits, generated, result)[0]
+                                             state.first_logits, generated, margins,
+                                             result)[0]
             if not any(still):
                 return
             logits = state.step(still, result.stats)
 
-    def _judge(self, gen, rows, active, logits, generated, result) -> list[list[tuple[int, int]]]:
+    def _judge(self, gen, rows, active, logits, generated, margins,
+               result) -> list[list[tuple[int, int]]]:
         """Take each active leaf's next token (first maximum on ties); per row, (leaf slot,
-        token) of the leaves that go on. Finished leaves get their result."""
+        token) of the leaves that go on. Finished leaves get their result, with the
+        smallest gap between the chosen and the runner-up token over their steps (the
+        logits are fp32, and a logit gap is the log-softmax gap)."""
         next_tokens = iter(logits.argmax(dim=-1).tolist())
+        top = logits.topk(min(2, logits.shape[-1]), dim=-1).values
+        gaps = iter((top[:, 0] - top[:, -1]).tolist() if top.shape[-1] > 1
+                    else [math.inf] * len(top))
         still = []
         for row, slots in zip(rows, active):
             going = []
             for slot in slots:
                 index, token = row[slot], next(next_tokens)
+                margins[index] = min(margins[index], next(gaps))
                 stop = self._stop_reason(gen[index], generated[index], token)
                 if stop is None:
                     going.append((slot, token))
                 else:
                     tokens = generated.pop(index)
                     result.generations[gen[index].key] = GenResult(
-                        self._text(tokens), len(tokens), stop)
+                        self._text(tokens), len(tokens), stop, margins.pop(index))
             still.append(going)
         return still
 

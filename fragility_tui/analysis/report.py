@@ -8,6 +8,7 @@ result depends only on the grid's content, the selection and the seed.
 from __future__ import annotations
 
 import math
+from dataclasses import asdict
 
 import numpy as np
 
@@ -18,6 +19,7 @@ from fragility_tui.grid.cube import Cube
 from fragility_tui.text import cut_middle
 from fragility_tui.analysis.decisions import TARGETS, canonical, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
+from fragility_tui.analysis.near_ties import near_tie_fragility
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
                                           reference_ranking)
 from fragility_tui.analysis.rankings import rankings
@@ -41,13 +43,15 @@ def _mean_defined(values) -> float | None:
 def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, seed: int = 0,
                  pairs=(), n_boot: int = 2000, k: int = 100, n_random: int = 1000,
                  name: str | None = None, costs: dict | None = None,
-                 discrimination: str = "item-total") -> dict:
+                 discrimination: str = "item-total", near_tie=None) -> dict:
     """Every statistic of SPEC §4–9 on the cube as given (already selected).
 
     pairs: extra (a, b) model pairs to split and decide beside the adjacent ones.
     target: which target the renderings lead with; the dict always holds both (§11).
     costs: optional {model: {"seconds_per_item": float|None, "tokens_per_item": ...}} from
     the store's runs; shown beside accuracy (§9), never folded into any statistic.
+    near_tie: optional bool [M, I, C] of the cells recorded near_tie (aligned with cube):
+    adds `near_ties`, per model the fragile rows only near-tie cells make fragile.
     discrimination: "item-total" (SPEC §8's corrected item-total correlation) or "irt"
     (2PL slopes, analysis.irt) behind the discrimination figures and compression.
     """
@@ -103,6 +107,8 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
             cube.models[m]: {key: _num((costs.get(cube.models[m]) or {}).get(key))
                              for key in ("seconds_per_item", "tokens_per_item")}
             for m in order},
+        **({} if near_tie is None else {"near_ties": [
+            asdict(row) for row in near_tie_fragility(cube, near_tie)]}),
     }
 
 
@@ -238,6 +244,14 @@ def _sections(report: dict) -> list[dict]:
                       _flt(c["tokens_per_item"], 1)]
                      for b in report["bands"]
                      for m, c in [(b["model"], report["costs"][b["model"]])]]})
+    if any(row["near_tie_cells"] for row in report.get("near_ties", [])):
+        secs.append({
+            "title": "Near-ties: fragility that rounding alone can explain",
+            "headers": ["model", "fragile rows", "only via near-ties", "near-tie cells"],
+            "rows": [[r["model"], r["fragile"], r["only_near_ties"], r["near_tie_cells"]]
+                     for r in report["near_ties"]],
+            "notes": ["a fragile row is fragile only via near-ties when its cells outside "
+                      "the run's rounding tolerance (margin, near_tie) all agree"]})
     ps = report["pairs_summary"]
     secs.append({
         "title": "Pairs: gap split in items (SPEC 6)",

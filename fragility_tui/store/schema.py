@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from fragility_tui.store.calibration_cache import CREATE as CALIBRATION_CACHE_TABLE
 from fragility_tui.store.cube_cache import CREATE as CUBE_CACHE_TABLE
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -50,6 +50,10 @@ MIGRATIONS: list[str] = [
     CUBE_CACHE_TABLE,
     # 5: verdict calibrations of a grid's pairs (store/calibration_cache.py), one row a pair
     CALIBRATION_CACHE_TABLE,
+    # 6: how close each cell's decision was (runner docs: margin, near_tie); NULL in cells
+    # written before, by imports and by simulations
+    "ALTER TABLE cells ADD COLUMN margin DOUBLE; "
+    "ALTER TABLE cells ADD COLUMN near_tie BOOLEAN",
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
@@ -74,6 +78,10 @@ class CellRow:
     ms: float | None = None
     run_id: str | None = None
     prompt_sha: str | None = None  # sha256 of the prompt token ids the model read
+    # Generation: the smallest top-1 minus top-2 log-probability gap over the steps up to
+    # the one that decided the parse; likelihood: best minus second acc_norm score.
+    margin: float | None = None
+    near_tie: bool | None = None  # margin within the run's rounding tolerance for its dtype
 
 
 @dataclass(frozen=True)
@@ -125,4 +133,6 @@ def cell_table(grid: str, rows: list[CellRow]):
         columns[name] = [getattr(r, name) for r in rows]
     table = pa.table(columns, schema=cell_schema())
     # Optional in a cells batch (imports and simulations have none): see write_cell_table.
-    return table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))
+    table = table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))
+    table = table.append_column("margin", pa.array([r.margin for r in rows], pa.float64()))
+    return table.append_column("near_tie", pa.array([r.near_tie for r in rows], pa.bool_()))

@@ -282,7 +282,7 @@ def test_a_softcapped_head_is_split_with_its_softcap(tiny_tokenizer):
                               num_key_value_heads=1, head_dim=16, initializer_range=0.5,
                               final_logit_softcapping=3.0)
     model = Gemma3ForCausalLM(config).eval()
-    decoder, head = split_output_head(model, cache_keyword(model), torch.device("cpu"))
+    decoder, head, _ = split_output_head(model, cache_keyword(model), torch.device("cpu"))
     assert decoder is model.get_decoder()
     ids = torch.tensor([[5, 6, 7]])
     with torch.no_grad():
@@ -305,7 +305,7 @@ def test_a_head_that_does_not_reproduce_the_model_falls_back(tiny_tokenizer):
             return out
 
     model = DoubledLogits(make_model(tiny_tokenizer).config).eval()
-    backbone, head = split_output_head(model, cache_keyword(model), torch.device("cpu"))
+    backbone, head, _ = split_output_head(model, cache_keyword(model), torch.device("cpu"))
     assert backbone is model
     logits = torch.randn(2, 5)
     assert torch.equal(head(logits), logits)

@@ -109,7 +109,24 @@ class ItemScreen(DrillScreen):
     @on(CellsLoaded)
     def _cells_loaded(self, message: CellsLoaded) -> None:
         self.cells = message.cells
+        self._mark_near_ties()
         self._show_cell()
+
+    def _mark_near_ties(self) -> None:
+        """Underline the marks of near-tie cells (decided inside the run's rounding
+        tolerance: a flip there is not evidence of harness fragility)."""
+        table = self.query_one("#bit-matrix", DataTable)
+        near = [(model, config_id) for (model, config_id), cell in self.cells.items()
+                if cell.get("near_tie") and config_id in self.columns
+                and model in table.rows]
+        for model, config_id in near:
+            mark = table.get_cell(model, config_id)
+            table.update_cell(model, config_id, Text(mark.plain, style=mark.style)
+                              .stylize("underline reverse"))
+        if near:
+            legend = self.query_one("#matrix-legend", Static)
+            legend.update(Text(f"{len(near)} near-tie cell(s) underlined: decided inside "
+                               "rounding, not evidence of fragility", style="dim"))
 
     @on(DataTable.CellHighlighted, "#bit-matrix")
     def _highlighted(self, event: DataTable.CellHighlighted) -> None:
