@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -121,8 +122,10 @@ class ItemScreen(DrillScreen):
                 and model in table.rows]
         for model, config_id in near:
             mark = table.get_cell(model, config_id)
-            table.update_cell(model, config_id, Text(mark.plain, style=mark.style)
-                              .stylize("underline reverse"))
+            marked = mark.copy()
+            base = Style.parse(mark.style) if isinstance(mark.style, str) else mark.style
+            marked.style = base + Style(underline=True, reverse=True)
+            table.update_cell(model, config_id, marked)
         if near:
             legend = self.query_one("#matrix-legend", Static)
             legend.update(Text(f"{len(near)} near-tie cell(s) underlined: decided inside "
