@@ -32,14 +32,15 @@ def main(argv=None) -> int:
     from fragility_tui.harness.configs import CONFIG_IDS
     from fragility_tui.items.loaders import load_items
     from runners import models
+    from runners.prepare import load_spec
     from runners.item_requests import Encoder, plan_item
     from runners.scoring import Scorer
 
     torch.set_num_threads(args.threads)
-    once = models.load_model("smollm2-135m-instruct", dtype="fp32", device="cpu",
+    once = load_spec("smollm2-135m-instruct", dtype="fp32", device="cpu",
                              quantize=args.scheme)
     # device="cuda" only tells quantize_model not to de-quantise; the model stays on the CPU.
-    per_call = models.load_model("smollm2-135m-instruct", dtype="fp32", device="cpu")
+    per_call = load_spec("smollm2-135m-instruct", dtype="fp32", device="cpu")
     models.quantize_model(per_call.model, args.scheme, device="cuda")
     items, _ = load_items(REPO / "sample_grids" / "starter_items.jsonl", per_benchmark=None,
                           seed=0)

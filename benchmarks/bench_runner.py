@@ -180,7 +180,7 @@ def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3) -> di
     """Tokens per second of the decoder alone on random tokens (best of `repeats`)."""
     import torch
 
-    from runners.models import load_model
+    from runners.prepare import load_spec as load_model
 
     torch.set_num_threads(threads)
     decoder = load_model(MODEL, dtype="fp32", device="cpu").model.get_decoder()

@@ -4,15 +4,12 @@ one model call per step for every going leaf, and finished rows refilled from a 
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
-
 import torch
 
+from runners.kv_pool import KVPool
+from runners.model_calls import ModelCalls
 from runners.prefill import NodeState
-
-if TYPE_CHECKING:
-    from runners.kv_pool import KVPool
-    from runners.scoring import Scorer, ScoreStats
+from runners.score_types import ScoreStats
 
 DECODE_GROUP_LEAVES = 4  # generation leaves sharing one decoding row (tree masks only)
 DECODE_GROUP_KEYS = 512  # prompt tokens of a decoding row before a new one starts
@@ -59,9 +56,11 @@ class DecodingRows:
     left-padded), which of them each leaf sees, and the leaves still going. With a queue of
     waiting groups (tree masks only), a finished row is refilled in place."""
 
-    def __init__(self, scorer: Scorer, groups, leaves: dict[int, NodeState], pool: KVPool,
+    def __init__(self, calls: ModelCalls, groups, leaves: dict[int, NodeState], pool: KVPool,
                  queue: deque | None):
-        self.scorer, self.leaves_by_index, self.pool, self.queue = scorer, leaves, pool, queue
+        self.calls, self.leaves_by_index, self.pool, self.queue = calls, leaves, pool, queue
+        # A queue of waiting groups comes only with tree masks (grouped rows need them).
+        self.tree_masks = queue is not None
         self.leaves = [group for group, _ in groups]  # per row: request indices
         self.active = [list(range(len(group))) for group in self.leaves]
         count, width = len(groups), max(len(keys) for _, keys in groups)
@@ -87,7 +86,7 @@ class DecodingRows:
             self.lengths[r, slot] = len(path)
 
     def _first_logits(self, rows: list[list[int]]) -> torch.Tensor:
-        return self.scorer._head(torch.stack([self.leaves_by_index[i].last
+        return self.calls.head(torch.stack([self.leaves_by_index[i].last
                                               for row in rows for i in row]))
 
     def _forget(self, rows: list[list[int]]) -> None:
@@ -124,11 +123,11 @@ class DecodingRows:
 
     def step(self, going: list[list[tuple[int, int]]], stats: ScoreStats):
         """Feed each going leaf its token; the logits of the next, in row order."""
-        scorer = self.scorer
+        calls = self.calls
         keep = [r for r, row in enumerate(going) if row]
         if len(keep) < len(going):
             kept = torch.tensor(keep)
-            self.cache.batch_select_indices(kept.to(scorer.device))
+            self.cache.batch_select_indices(kept.to(calls.device))
             self.visible, self.lengths = self.visible[kept], self.lengths[kept]
             self.fed, self.key_positions = self.fed[kept], self.key_positions[kept]
             self.leaves = [self.leaves[r] for r in keep]
@@ -145,14 +144,11 @@ class DecodingRows:
         seen = self.visible[rows, query_leaf] & real[:, :, None]  # [rows, queries, keys]
         own = torch.eye(width, dtype=torch.bool).expand(count, width, width)
         key_positions = torch.cat([self.key_positions, positions], dim=1)
-        if scorer.packing:
-            mask = scorer._tree_mask(torch.cat([seen, own], dim=2), positions, key_positions)
+        if self.tree_masks:
+            mask = calls.tree_mask(torch.cat([seen, own], dim=2), positions, key_positions)
         else:  # one leaf per row: a key-padding mask says it all
-            mask = torch.cat([seen[:, 0], real], dim=1).long().to(scorer.device)
-        out = scorer._backbone(input_ids=ids.to(scorer.device), attention_mask=mask,
-                               position_ids=positions.to(scorer.device), use_cache=True,
-                               **{scorer._cache_kw: self.cache})
-        features = scorer._features(out)[real.to(scorer.device)]
+            mask = torch.cat([seen[:, 0], real], dim=1).long().to(calls.device)
+        features = calls.forward(ids, mask, positions, self.cache)[real.to(calls.device)]
         # Each leaf sees its own new token from now on.
         row_index = rows.expand(count, width)[real]
         added = torch.zeros(count, self.visible.shape[1], width, dtype=torch.bool)
@@ -164,4 +160,4 @@ class DecodingRows:
         stats.decode_calls += 1
         stats.decode_tokens += int(real.sum())
         stats.decode_padding += int((~real).sum())
-        return scorer._head(features)
+        return calls.head(features)

@@ -128,4 +128,10 @@ def _other_line(r: dict) -> str:
                 f"{r['tokens']} tokens in {r['seconds']:.1f} s")
     if kind == "failed":
         return f"run {r['run_id']} failed: {r['reason']}"
+    if kind == "probe_failed":
+        why = r.get("error") or (f"largest difference {r.get('largest_difference'):.3g} over "
+                                 f"the tolerance {r.get('tolerance'):.3g}")
+        return (f"warning: {r['model']}: packed tree-mask scoring did not reproduce plain "
+                f"forwards on the start-up probe ({why}); scoring one tree node per row "
+                "(same results, more calls)")
     return json.dumps(r, default=str)

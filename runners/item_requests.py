@@ -26,9 +26,10 @@ from fragility_tui.items.item import Item
 from fragility_tui.harness.parser import is_decided, parse_answer
 from fragility_tui.harness.render import ClozePrompt, GenerationPrompt, render
 from fragility_tui.store.store import CellRow
+from runners import numerics
 from runners.fingerprint import pinned_date, prompt_sha
 from runners.prefix_tree import build_tree, count_tokens
-from runners.scoring import BatchResult, GenRequest, LikelihoodRequest
+from runners.score_types import BatchResult, GenRequest, LikelihoodRequest
 
 
 @dataclass
@@ -97,19 +98,27 @@ def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
     return plan
 
 
+def normalised_scores(loglikelihoods: list[float], prompt: ClozePrompt) -> list[float]:
+    """acc_norm scores: ll / option length in characters (no leading space)."""
+    # An empty option counts as length 1 (lm-eval would divide by zero).
+    return [ll / max(len(continuation) - 1, 1)
+            for ll, continuation in zip(loglikelihoods, prompt.continuations)]
+
+
 def normalised_choice(loglikelihoods: list[float], prompt: ClozePrompt) -> int:
-    """acc_norm: argmax of ll / option length in characters (no leading space); first max."""
+    """acc_norm: argmax of the normalised scores; the first maximum on ties."""
     best, best_score = -1, float("-inf")
-    for option, (ll, continuation) in enumerate(zip(loglikelihoods, prompt.continuations)):
-        length = max(len(continuation) - 1, 1)  # an empty option would divide by zero
-        score = ll / length
+    for option, score in enumerate(normalised_scores(loglikelihoods, prompt)):
         if score > best_score:
             best, best_score = option, score
     return best
 
 
 def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | None,
-              ms_per_token: float) -> list[CellRow]:
+              ms_per_token: float, tolerance: dict | None = None) -> list[CellRow]:
+    """The item's cells; `tolerance` (runners.numerics.tolerance of the run's dtype) makes
+    each cell's near_tie from its margin."""
+    tolerance = tolerance or numerics.tolerance("fp32")
     rows = []
     uid = plan.item.item_uid
     for config_id, prompt in plan.prompts.items():
@@ -119,14 +128,18 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
             tokens = plan.prompt_tokens[config_id] + out.new_tokens
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred,
                                 perm_to_str(prompt.permutation), out.text, None, tokens,
-                                tokens * ms_per_token, run_id, plan.prompt_shas.get(config_id)))
+                                tokens * ms_per_token, run_id, plan.prompt_shas.get(config_id),
+                                out.margin,
+                                numerics.near_tie(out.margin, tolerance["generate"])))
         else:
             scores = [result.loglikelihoods[(uid, config_id, i)][0] for i in range(4)]
             pred = normalised_choice(scores, prompt)
+            margin = numerics.likelihood_margin(normalised_scores(scores, prompt))
             tokens = plan.prompt_tokens[config_id]
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred, None,
                                 None, scores, tokens, tokens * ms_per_token, run_id,
-                                plan.prompt_shas.get(config_id)))
+                                plan.prompt_shas.get(config_id), margin,
+                                numerics.near_tie(margin, tolerance["likelihood"])))
     return rows
 
 

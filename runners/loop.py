@@ -352,6 +352,7 @@ class Run:
         return RunStatus.FINISHED
 
     def _load(self, prepared):
+        from runners import numerics
         from runners.models import load_model
         from runners.scoring import Scorer
 
@@ -365,6 +366,12 @@ class Run:
                                         trust_remote_code=self.spec.trust_remote_code,
                                         prepared=prepared), None
         prov = dict(loaded.provenance, max_new_tokens=self.spec.max_new_tokens)
+        if scorer is None:
+            scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
+                            max_new_tokens=self.spec.max_new_tokens,
+                            prefix_reuse=self.spec.prefix_reuse)
+        prov["numerics"] = numerics.provenance(loaded.dtype, scorer)
+        probe = prov["numerics"]["mask_probe"]
         self.provenance.setdefault("models", {})[name] = prov
         self.provenance["device"] = loaded.device
         self.session.update(device=loaded.device, gpu=gpu_info(loaded.device))
@@ -379,14 +386,14 @@ class Run:
                    f"{prov['prompt_mode']}, BOS {'added' if loaded.add_bos else 'not added'}"
                    + (f", {prov['quantization']['weights']}" if loaded.quantization else ""))
         self.emit("model_loaded", model=name, load_s=time.monotonic() - t0, summary=summary)
-        if scorer is None:
-            scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
-                            max_new_tokens=self.spec.max_new_tokens,
-                            prefix_reuse=self.spec.prefix_reuse)
+        if probe.get("ran") and not probe.get("passed"):  # an event and a warning line
+            self.emit("probe_failed", model=name, **{k: v for k, v in probe.items()
+                                                      if k not in ("ran", "passed")})
         return loaded, scorer
 
     def _score_chunk(self, loaded, scorer, chunk: list["PlannedItem"], max_slots: int):
         from runners.item_requests import cells_for
+        from runners.numerics import tolerance
 
         gen = [r for planned in chunk for r in planned.gen]
         lik = [r for planned in chunk for r in planned.lik]
@@ -394,7 +401,8 @@ class Run:
         ms_per_token = 1000.0 * result.stats.seconds / max(
             1, sum(sum(p.plan.prompt_tokens.values()) for p in chunk))
         rows = [row for planned in chunk
-                for row in cells_for(planned.plan, result, loaded.name, self.run_id, ms_per_token)]
+                for row in cells_for(planned.plan, result, loaded.name, self.run_id, ms_per_token,
+                                     tolerance(loaded.dtype))]
         return rows, result.stats
 
     def _progress(self, model: str, batch_cells: int, batch_tokens: int) -> None:

@@ -48,10 +48,29 @@ def kv_bytes_per_token(model, cache_kw: str, device) -> int:
     return max(1, total // probe.shape[1])
 
 
+def fp32_projection(lm_head):
+    """The output head computed in fp32 whatever the model's dtype: a bf16 head rounds a
+    logit of 20 to steps of 0.125, wider than the gaps that decide close cells. A plain
+    Linear in a half dtype gets an fp32 copy of its weights (vocabulary x hidden x 4
+    bytes, kept for the run); other heads (quantised modules) run as they are, then widen.
+    Returns (projection, whether it computes in fp32)."""
+    weight = getattr(lm_head, "weight", None)
+    plain = (type(lm_head) is torch.nn.Linear and type(weight) in (torch.Tensor, torch.nn.Parameter))
+    if not plain or weight.dtype == torch.float32:
+        return (lambda hidden: lm_head(hidden).float()), plain
+    weight32 = weight.detach().float()
+    bias32 = lm_head.bias.detach().float() if lm_head.bias is not None else None
+    return (lambda hidden: torch.nn.functional.linear(hidden.float(), weight32, bias32)), True
+
+
 def split_output_head(model, cache_kw: str, device):
-    """(decoder, head) such that head(decoder(...).last_hidden_state) == model(...).logits,
-    checked on a probe input; (model, float) when the model cannot be split that way."""
-    whole = (model, lambda logits: logits.float())
+    """(decoder, head, head precision) such that head(decoder(...).last_hidden_state) ==
+    model(...).logits up to the model dtype's rounding, checked on a probe input; (model,
+    float, ...) when the model cannot be split that way (its logits are then rounded to
+    the model's dtype before they widen)."""
+    dtype = getattr(model, "dtype", torch.float32)
+    whole = (model, lambda logits: logits.float(),
+             "fp32" if dtype == torch.float32 else f"{dtype} (whole-model logits)")
     decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
     lm_head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     if decoder is None or lm_head is None or decoder is model:
@@ -59,12 +78,13 @@ def split_output_head(model, cache_kw: str, device):
     if cache_keyword(decoder) != cache_kw:
         return whole
     softcap = getattr(model.config, "final_logit_softcapping", None)
+    project, fp32 = fp32_projection(lm_head)
 
     def head(hidden: torch.Tensor) -> torch.Tensor:
-        logits = lm_head(hidden)
+        logits = project(hidden)
         if softcap is not None:
             logits = torch.tanh(logits / softcap) * softcap
-        return logits.float()
+        return logits
 
     probe = torch.arange(1, 6, device=device)[None] % model.config.vocab_size
     with torch.no_grad():
@@ -73,6 +93,10 @@ def split_output_head(model, cache_kw: str, device):
             got = head(decoder(input_ids=probe).last_hidden_state[0])
         except Exception:  # an architecture that needs more than input_ids to run alone
             return whole
-    if got.shape != expected.shape or not torch.allclose(got, expected, rtol=1e-4, atol=1e-4):
+    # The model's own logits are rounded to its dtype; ours are not: allow that rounding.
+    eps = torch.finfo(dtype).eps if dtype.is_floating_point else 0.0
+    tol = max(1e-4, 8 * eps)
+    if got.shape != expected.shape or not torch.allclose(
+            got, expected, rtol=tol, atol=tol * max(1.0, float(expected.abs().max()))):
         return whole
-    return decoder, head
+    return decoder, head, "fp32" if fp32 else f"{dtype} (a quantised head, widened after)"

@@ -14,7 +14,6 @@ the next load takes well under a second.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -27,6 +26,7 @@ from fragility_tui.errors import InputError
 from fragility_tui.model_aliases import ALIASES, Alias
 from runners.fingerprint import (WEIGHT_SUFFIXES, cache_root, tokenizer_hash,
                                  weights_hash)
+from runners.run_provenance import library_versions, model_provenance
 
 __all__ = ["cache_root", "tokenizer_hash", "weights_hash", "load_model", "resolve_spec"]
 
@@ -143,17 +143,6 @@ def _resolve_hub(spec: str) -> ResolvedSpec:
 
 # -- versions -------------------------------------------------------------------------------
 
-def library_versions() -> dict:
-    versions = {}
-    for dist in ("torch", "transformers", "optimum", "optimum-quanto", "tokenizers", "gguf",
-                 "accelerate", "vllm"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = None
-    return versions
-
-
 # -- loading --------------------------------------------------------------------------------
 
 def pick_device(device: str) -> str:
@@ -218,20 +207,15 @@ def converted_gguf_folder(gguf_path: Path, gguf_sha: str) -> Path:
     return folder
 
 
-def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
-               quantize: str | None = None, trust_remote_code: bool = False,
-               prepared=None) -> LoadedModel:
+def load_model(spec: str, *, prepared, quantize: str | None = None,
+               trust_remote_code: bool = False) -> LoadedModel:
     """Load a model; `prepared` (runners.prepare.PreparedModel) carries what the run
-    decided before loading (name, prompt mode, fingerprint), else it is prepared here."""
+    decided before loading (name, device, dtype, prompt mode, fingerprint).
+    runners.prepare.load_spec prepares and loads in one call."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from runners.prepare import prepare_model
-
     hf_logging.disable_progress_bar()  # the run's own display reports progress
-    if prepared is None:
-        prepared = prepare_model(spec, dtype=dtype, device=device, quantize=quantize,
-                                 trust_remote_code=trust_remote_code)
     resolved, device, dtype_name = prepared.resolved, prepared.device, prepared.dtype
     _, torch_dtype = pick_dtype(dtype_name, device)
     weights_sha = prepared.weights_sha256
@@ -241,23 +225,18 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
     if not trust_remote_code:
         refuse_remote_code(spec, folder)
     placement = _placement(folder, device, torch_dtype, quantize)
+    attention = prepared.fingerprint.get("attn_implementation", "sdpa")
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
-        # sdpa (or eager): the scorer's 4D tree masks need an implementation that reads
-        # them; flash-attention kernels take no custom mask.
         model = AutoModelForCausalLM.from_pretrained(
             folder, dtype=torch_dtype, trust_remote_code=trust_remote_code,
-            attn_implementation="sdpa", **placement)
+            attn_implementation=attention, **placement)
     except ValueError as exc:
         if "trust_remote_code" in str(exc):
             raise InputError(f"{spec} needs remote code to load; pass --trust-remote-code "
                              "only if you trust its repository", field="--model") from None
-        if "sdpa" in str(exc).lower():  # an architecture without an sdpa implementation
-            model = AutoModelForCausalLM.from_pretrained(
-                folder, dtype=torch_dtype, trust_remote_code=trust_remote_code,
-                attn_implementation="eager", **placement)
-        else:
-            raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
+        raise InputError(f"cannot load {spec} with attention {attention}: {exc}",
+                         field="--model") from None
     except OSError as exc:
         raise InputError(f"cannot load {spec}: {exc}", field="--model") from None
     model.eval()
@@ -273,10 +252,22 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
         is_instruct=prepared.prompt_mode == "chat", add_bos=prepared.fingerprint["add_bos"],
         eos_ids=_eos_ids(model, tokenizer), template_args=dict(prepared.template_args),
         fingerprint=prepared.fingerprint)
-    from runners.run_provenance import model_provenance
-
     loaded.provenance = model_provenance(prepared, loaded, scheme)
     return loaded
+
+
+def attention_implementation(config) -> str:
+    """The attention the model class runs: sdpa when transformers' class for this config
+    supports it (`_supports_sdpa`), else eager. Both read the scorer's custom 4D tree masks;
+    flash-attention kernels take none. Gemma 2 (no softcapping in sdpa) and gpt-oss (sinks)
+    have no sdpa path in transformers 5."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    try:
+        model_class = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    except KeyError:  # remote code or an unknown architecture: ask for the safe one
+        return "eager"
+    return "sdpa" if getattr(model_class, "_supports_sdpa", False) else "eager"
 
 
 def _placement(folder: Path, device: str, torch_dtype, quantize: str | None) -> dict:

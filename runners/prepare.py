@@ -14,10 +14,9 @@ from fragility_tui.harness.parser import PARSER_VERSION
 from fragility_tui.harness.render import PROMPT_VERSION
 from runners.fingerprint import (file_sha256, gguf_quant_type, prompt_mode, template_args,
                                  tokenizer_hash, weights_hash)
-from runners.models import (CACHE_FORMAT, ResolvedSpec, cache_root, pick_device, pick_dtype,
-                            refuse_remote_code, resolve_spec)
+from runners.models import (CACHE_FORMAT, ResolvedSpec, attention_implementation, cache_root,
+                            pick_device, pick_dtype, refuse_remote_code, resolve_spec)
 
-ATTN_REQUESTED = "sdpa"  # the tree masks need an implementation that reads custom masks
 BACKENDS = ("transformers", "vllm")  # vllm: runners.vllm_backend (experimental)
 
 
@@ -57,6 +56,26 @@ def _tokenizer(resolved: ResolvedSpec, weights_sha: str, trust_remote_code: bool
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot load the tokenizer of {resolved.spec}: {exc}",
                          field="--model") from None
+
+
+def _attention(resolved: ResolvedSpec, weights_sha: str, trust_remote_code: bool) -> str:
+    """sdpa or eager, decided from the model's config (no weights read)."""
+    from transformers import AutoConfig
+
+    try:
+        converted = converted_folder(weights_sha) if resolved.kind == "gguf" else None
+        if converted is not None and (converted / "CONVERTED").is_file():
+            config = AutoConfig.from_pretrained(converted)
+        elif resolved.kind == "gguf":  # reads the GGUF's metadata, not its tensors
+            config = AutoConfig.from_pretrained(resolved.path.parent,
+                                                gguf_file=resolved.path.name)
+        else:
+            config = AutoConfig.from_pretrained(resolved.path,
+                                                trust_remote_code=trust_remote_code)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read the config of {resolved.spec}: {exc}",
+                         field="--model") from None
+    return attention_implementation(config)
 
 
 def adds_bos(tokenizer) -> bool:
@@ -100,7 +119,8 @@ def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
         "quantization": f"optimum-quanto q{quantize} weights" if quantize else None,
         # Another backend computes other numbers: its cells are another setting.
         "device_type": device.split(":")[0], "backend": backend,
-        "attn_implementation": ATTN_REQUESTED if backend == "transformers" else "chosen by vllm",
+        "attn_implementation": (_attention(resolved, weights_sha, trust_remote_code)
+                                if backend == "transformers" else "chosen by vllm"),
         "max_new_tokens": max_new_tokens,
         "parser_version": PARSER_VERSION, "prompt_version": PROMPT_VERSION,
         "prompt_mode": chosen,
@@ -114,3 +134,14 @@ def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
     return PreparedModel(spec, grid_name, resolved.name if quantize else None, resolved,
                          device, dtype_name, quantize, chosen, args, tokenizer, weights_sha,
                          quant, fingerprint)
+
+
+def load_spec(spec: str, *, dtype: str = "auto", device: str = "auto",
+              quantize: str | None = None, trust_remote_code: bool = False):
+    """Prepare and load a model spec in one call (tests, benchmarks): a LoadedModel."""
+    from runners.models import load_model
+
+    prepared = prepare_model(spec, dtype=dtype, device=device, quantize=quantize,
+                             trust_remote_code=trust_remote_code)
+    return load_model(spec, prepared=prepared, quantize=quantize,
+                      trust_remote_code=trust_remote_code)

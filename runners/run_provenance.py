@@ -5,6 +5,7 @@ rewriting the ones before). Nothing here holds an absolute machine path."""
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import os
 import platform
 import subprocess
@@ -14,9 +15,25 @@ from fragility_tui.store.schema import utc_now
 
 
 def library_versions() -> dict:
-    from runners.models import library_versions as versions
+    versions = {}
+    for dist in ("torch", "transformers", "optimum", "optimum-quanto", "tokenizers", "gguf",
+                 "accelerate", "vllm"):
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            versions[dist] = None
+    return versions
 
-    return versions()
+
+# How the vLLM backend (runners.vllm_backend) pads, decodes and scores, for the card.
+VLLM_SCORING_TEXT = {
+    "padding": "vLLM engine (paged attention, its own scheduling): no padding; one "
+               "LLM.generate call per batch (batching.*.layout)",
+    "decoding": "greedy (vLLM, temperature 0) to max_new_tokens or EOS; then cut where the "
+                "transformers path stops: at EOS, max_new_tokens, or once the parse is decided",
+    "likelihood": "lm-eval loglikelihood from vLLM prompt_logprobs over context_enc + "
+                  "continuation_enc; acc_norm = ll / option length in characters",
+}
 
 
 def code_revision() -> str | None:
@@ -167,9 +184,7 @@ def run_provenance(spec, items, set_hash: str, report, previous: dict) -> dict:
 def _scoring_text(backend: str) -> dict:
     """How the run's backend pads, decodes and scores, in words, for the card."""
     if backend == "vllm":
-        from runners.vllm_backend import SCORING_TEXT
-
-        return dict(SCORING_TEXT)
+        return dict(VLLM_SCORING_TEXT)
     return {"padding": "prefill: a row per prefix-tree fragment, its prefix gathered and "
                        "left-padded, its tokens right-padded, masked; decoding: a row per "
                        "group of prompts, left-padded, masked (batching.*.layout)",

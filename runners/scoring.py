@@ -22,90 +22,33 @@ depend on batch composition, budget, layout or prefix reuse beyond float roundin
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from typing import Callable, Hashable
 
 import torch
 
 from runners.decoding import DECODE_GROUP_LEAVES, DecodingRows, decode_groups, take_rows
 from runners.kv_pool import KVPool
-from runners.model_probe import (attention_layout, cache_keyword, kv_bytes_per_token,
-                                 split_output_head)
+from runners.model_calls import ModelCalls
+from runners.model_probe import kv_bytes_per_token
 from runners.prefill import (Fragment, NodeState, PendingLogprobs, forward_groups,
                              node_state)
 from runners.prefix_tree import Node, build_tree, count_tokens, mark_logprob_nodes
+from runners.score_types import (BatchResult, GenRequest, GenResult, LikelihoodRequest,
+                                 ScoreStats, stop_reason)
+
+__all__ = ["BatchResult", "GenRequest", "GenResult", "LikelihoodRequest", "ScoreStats",
+           "Scorer", "stop_reason"]
 
 DEFAULT_MAX_SLOTS = 16384  # KV positions one decoder call may hold (runners.batching sets it)
 DEFAULT_PACK_TOKENS = 256  # tokens of one packed prefill row (a fragment of the tree)
-
-
-@dataclass
-class GenRequest:
-    key: Hashable
-    tokens: list[int]
-    decided: Callable[[str], bool]  # True once no continuation can change the parse
-
-
-@dataclass
-class LikelihoodRequest:
-    key: Hashable
-    tokens: list[int]  # context_enc + continuation_enc, as lm-eval feeds them
-    scored_from: int  # first scored token position (the context's own encoding length)
-
-
-@dataclass
-class GenResult:
-    text: str
-    new_tokens: int
-    stop: str  # decided | eos | length
-
-
-def stop_reason(request: GenRequest, tokens: list[int], token: int, eos_ids, max_new_tokens: int,
-                text: Callable[[list[int]], str]) -> str | None:
-    """Append `token` (unless EOS) to a generation's `tokens` and say why it stops now, if
-    it does: eos, decided (the parse cannot change) or length. Every backend cuts its
-    generations with this rule (runners.vllm_backend replays it over the engine's tokens)."""
-    if token in eos_ids:
-        return "eos"
-    tokens.append(token)
-    decoded = text(tokens)
-    # A trailing U+FFFD is half a multi-byte character: wait for the rest before judging.
-    if not decoded.endswith("\ufffd") and request.decided(decoded):
-        return "decided"
-    if len(tokens) >= max_new_tokens:
-        return "length"
-    return None
-
-
-@dataclass
-class ScoreStats:
-    prompt_tokens: int = 0  # prompt tokens forwarded in prefill
-    unique_prompt_tokens: int = 0  # tokens of the batch's prompt tree
-    total_prompt_tokens: int = 0  # sum of all prompt lengths (what no reuse would forward)
-    prompt_padding: int = 0  # padded positions run through the decoder in prefill
-    decode_tokens: int = 0  # generated tokens fed back through the model
-    decode_padding: int = 0  # padded query positions run through the model in decoding
-    prefill_calls: int = 0  # decoder calls in prefill
-    decode_calls: int = 0  # model calls in decoding (one per step and call)
-    seconds: float = 0.0
-
-    def add(self, other: "ScoreStats") -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    @property
-    def forwarded(self) -> int:
-        return self.prompt_tokens + self.decode_tokens
-
-
-@dataclass
-class BatchResult:
-    generations: dict = field(default_factory=dict)  # key -> GenResult
-    loglikelihoods: dict = field(default_factory=dict)  # key -> (sum logprob, n tokens)
-    stats: ScoreStats = field(default_factory=ScoreStats)
+# The start-up probe's tolerance on a log-likelihood, relative to max(1, |ll|), per model
+# dtype: batched and whole-sequence forwards differ by the dtype's rounding of the hidden
+# states (bf16 keeps 8 bits of mantissa, fp16 11, fp32 24); a mask the model ignores moves a
+# probe score by whole nats.
+PROBE_TOLERANCE = {torch.float32: 1e-3, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 
 
 class Scorer:
@@ -123,13 +66,10 @@ class Scorer:
             # have transformers copy them once per query head (a third of decoding time for
             # SmolLM2). On CUDA a mask with GQA would fall back to the math kernel: not there.
             os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
-        dtype = getattr(model, "dtype", torch.float32)
-        self._mask_dtype = dtype if dtype.is_floating_point else torch.float32
-        self._cache_kw = cache_keyword(model)
-        self._backbone, self._head = split_output_head(model, self._cache_kw, self.device)
-        self.kv_bytes_per_token = kv_bytes_per_token(model, self._cache_kw, self.device)
-        self._layer_types, self._sliding_window, tree_masks = attention_layout(model.config)
-        self.packing = tree_masks and pack_tokens > 0
+        self.calls = ModelCalls(model, self.device)
+        self.kv_bytes_per_token = kv_bytes_per_token(model, self.calls.cache_kw, self.device)
+        self.packing = self.calls.tree_masks and pack_tokens > 0
+        self.probe: dict = {"ran": False}  # the tree-mask probe's outcome (provenance)
         self.packing = self.packing and self._tree_masks_work()  # the probe scores packed
 
     @property
@@ -148,18 +88,25 @@ class Scorer:
         probe = [[1, 2, 3, 4, 5], [1, 2, 6, 7], [1, 8, 9], [1, 2, 3, 10, 11]]
         requests = [LikelihoodRequest(i, [t % vocab for t in seq], 1)
                     for i, seq in enumerate(probe)]
+        tolerance = PROBE_TOLERANCE.get(self.calls.mask_dtype, 1e-3)
+        self.probe = {"ran": True, "passed": False, "tolerance": tolerance,
+                      "largest_difference": None, "error": None}
         try:
             got = self.score([], requests).loglikelihoods
-        except Exception:  # an attention implementation that rejects custom masks
+        except (RuntimeError, ValueError, TypeError) as exc:
+            if "mask" not in str(exc).lower():
+                raise  # not an attention implementation refusing custom masks: a real error
+            self.probe["error"] = f"{type(exc).__name__}: {exc}"
             return False
+        largest = 0.0
         for request in requests:
             ids = torch.tensor([request.tokens], device=self.device)
-            logprobs = torch.log_softmax(self.model(input_ids=ids).logits[0].float(), dim=-1)
+            logprobs = torch.log_softmax(self.calls.plain_logits(ids)[0], dim=-1)
             expected = float(logprobs[torch.arange(len(request.tokens) - 1),
                                       ids[0, 1:]].sum())
-            if abs(got[request.key][0] - expected) > 1e-3 * max(1.0, abs(expected)):
-                return False
-        return True
+            largest = max(largest, abs(got[request.key][0] - expected) / max(1.0, abs(expected)))
+        self.probe.update(largest_difference=largest, passed=largest <= tolerance)
+        return self.probe["passed"]
 
     # -- public -------------------------------------------------------------------------
 
@@ -183,7 +130,7 @@ class Scorer:
         leaves: dict[int, NodeState] = {}
         paths: dict[int, list] = {}  # likelihood request index -> its path's logprob parts
         self._prefill(roots, pool, pending, max_slots, len(gen), leaves, paths, result.stats)
-        scored = pending.resolve(self._head)
+        scored = pending.resolve(self.calls.head)
         for index, path in paths.items():
             request = lik[index - len(gen)]
             parts = [scored[part] if isinstance(part, int) else part for part in path]
@@ -271,14 +218,11 @@ class Scorer:
             from transformers import DynamicCache
 
             cache = DynamicCache()
-        out = self._backbone(input_ids=ids.to(self.device), attention_mask=mask,
-                             position_ids=positions.to(self.device), use_cache=True,
-                             **{self._cache_kw: cache})
-        features = self._features(out)
+        features = self.calls.forward(ids, mask, positions, cache)
         real = member_of >= 0
         rows, cols = real.nonzero(as_tuple=True)  # row-major: members in placement order
         pool.store(cache, prefix_len, rows, cols, torch.cat([s for _, _, s in placed]))
-        del cache, out
+        del cache
         stats.prefill_calls += 1
         stats.prompt_tokens += int(real.sum())
         stats.prompt_padding += int((~real).sum())
@@ -310,7 +254,7 @@ class Scorer:
         packed = allowed[index[:, :, None], index[:, None, :]] & torch.ones(
             width, width, dtype=torch.bool).tril()
         visible = torch.cat([prefix_real[:, None, :] & real[:, :, None], packed], dim=2)
-        return self._tree_mask(visible, positions, torch.cat([key_positions, positions], dim=1))
+        return self.calls.tree_mask(visible, positions, torch.cat([key_positions, positions], dim=1))
 
     # -- decoding -----------------------------------------------------------------------
 
@@ -323,41 +267,52 @@ class Scorer:
         budget holds at once). Without tree masks a row is one prompt, decoded in chunks."""
         queue = deque(sorted(decode_groups(leaves, DECODE_GROUP_LEAVES if self.packing else 1), key=lambda group: -len(group[1])))
         while queue:
-            state = DecodingRows(self, take_rows(queue, max_slots, self.max_new_tokens), leaves,
-                              pool, queue if self.packing else None)
+            state = DecodingRows(self.calls, take_rows(queue, max_slots, self.max_new_tokens),
+                                 leaves, pool, queue if self.packing else None)
             self._decode_rows(gen, state, result)
         pool.release()
 
     def _decode_rows(self, gen: list[GenRequest], state: "DecodingRows", result: BatchResult):
         generated = {i: [] for row in state.leaves for i in row}
+        margins = {i: math.inf for i in generated}  # per leaf: its smallest top-2 gap so far
         logits = state.first_logits
         while True:
-            still = self._judge(gen, state.leaves, state.active, logits, generated, result)
+            still = self._judge(gen, state.leaves, state.active, logits, generated, margins,
+                                result)
             for row in state.refillable(still):  # rows that are done take waiting groups
                 while not still[row] and state.refill(row):
                     generated.update({i: [] for i in state.leaves[row]})
+                    margins.update({i: math.inf for i in state.leaves[row]})
                     still[row] = self._judge(gen, [state.leaves[row]], [state.active[row]],
-                                             state.first_logits, generated, result)[0]
+                                             state.first_logits, generated, margins,
+                                             result)[0]
             if not any(still):
                 return
             logits = state.step(still, result.stats)
 
-    def _judge(self, gen, rows, active, logits, generated, result) -> list[list[tuple[int, int]]]:
+    def _judge(self, gen, rows, active, logits, generated, margins,
+               result) -> list[list[tuple[int, int]]]:
         """Take each active leaf's next token (first maximum on ties); per row, (leaf slot,
-        token) of the leaves that go on. Finished leaves get their result."""
+        token) of the leaves that go on. Finished leaves get their result, with the
+        smallest gap between the chosen and the runner-up token over their steps (the
+        logits are fp32, and a logit gap is the log-softmax gap)."""
         next_tokens = iter(logits.argmax(dim=-1).tolist())
+        top = logits.topk(min(2, logits.shape[-1]), dim=-1).values
+        gaps = iter((top[:, 0] - top[:, -1]).tolist() if top.shape[-1] > 1
+                    else [math.inf] * len(top))
         still = []
         for row, slots in zip(rows, active):
             going = []
             for slot in slots:
                 index, token = row[slot], next(next_tokens)
+                margins[index] = min(margins[index], next(gaps))
                 stop = self._stop_reason(gen[index], generated[index], token)
                 if stop is None:
                     going.append((slot, token))
                 else:
                     tokens = generated.pop(index)
                     result.generations[gen[index].key] = GenResult(
-                        self._text(tokens), len(tokens), stop)
+                        self._text(tokens), len(tokens), stop, margins.pop(index))
             still.append(going)
         return still
 
@@ -366,31 +321,3 @@ class Scorer:
 
     def _text(self, tokens: list[int]) -> str:
         return self.tokenizer.decode(tokens, skip_special_tokens=True)
-
-    # -- masks --------------------------------------------------------------------------
-
-    def _tree_mask(self, visible: torch.Tensor, query_positions: torch.Tensor,
-                   key_positions: torch.Tensor):
-        """The additive 4D mask for `visible` [rows, queries, keys]; per layer type when a
-        sliding window is shorter than these positions (windows count logical positions)."""
-        masks = {"full_attention": visible}
-        window = self._sliding_window
-        if window is not None and int(query_positions.max()) >= window:
-            near = query_positions[:, :, None] - key_positions[:, None, :] < window
-            masks["sliding_attention"] = visible & near
-        additive = {kind: self._additive(mask) for kind, mask in masks.items()}
-        if len(additive) == 1:
-            return additive["full_attention"]
-        if self._layer_types is None:  # every layer slides
-            return additive["sliding_attention"]
-        return additive
-
-    def _additive(self, visible: torch.Tensor) -> torch.Tensor:
-        """[rows, 1, queries, keys]: 0 where visible, the dtype's minimum elsewhere."""
-        dtype = self._mask_dtype
-        mask = torch.zeros(visible.shape, dtype=dtype, device=self.device)
-        mask.masked_fill_(~visible.to(self.device), torch.finfo(dtype).min)
-        return mask[:, None]
-
-    def _features(self, out) -> torch.Tensor:
-        return out.last_hidden_state if self._backbone is not self.model else out.logits

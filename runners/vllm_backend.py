@@ -7,7 +7,7 @@ transformers scorer's BatchResult, so `cells_for` and the run loop do not know w
 backend ran:
 
 - generation: greedy (temperature 0), at most max_new_tokens, stopping at the model's EOS
-  ids; the transformers path's early stop (runners.scoring.stop_reason: EOS, parse decided,
+  ids; the transformers path's early stop (runners.score_types.stop_reason: EOS, parse decided,
   length) is then replayed over the generated token ids, so `raw_output` is the text up to
   the decision, decoded by the same tokenizer call as on the transformers path;
 - likelihood: one request per option asking for prompt log-probabilities
@@ -33,21 +33,14 @@ from functools import partial
 from fragility_tui.errors import InputError
 from runners.batching import TokenBudget
 from runners.prefix_tree import build_tree, count_tokens
-from runners.scoring import BatchResult, GenResult, ScoreStats, stop_reason
+from runners.run_provenance import model_provenance
+from runners.score_types import BatchResult, GenResult, ScoreStats, stop_reason
 
 VLLM_INSTALL = "pip install -e '.[vllm]'"
 EXPERIMENTAL = "experimental: not yet run on a GPU"
 GPU_MEMORY_UTILIZATION = 0.85  # share of the GPU's memory vLLM takes (weights + KV cache)
 DEFAULT_BATCH_TOKENS = 1 << 16  # unique prompt tokens per batch (one store transaction)
 VLLM_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-SCORING_TEXT = {
-    "padding": "vLLM engine (paged attention, its own scheduling): no padding; one "
-               "LLM.generate call per batch (batching.*.layout)",
-    "decoding": "greedy (vLLM, temperature 0) to max_new_tokens or EOS; then cut where the "
-                "transformers path stops: at EOS, max_new_tokens, or once the parse is decided",
-    "likelihood": "lm-eval loglikelihood from vLLM prompt_logprobs over context_enc + "
-                  "continuation_enc; acc_norm = ll / option length in characters",
-}
 
 
 # -- before anything loads ------------------------------------------------------------------
@@ -140,8 +133,6 @@ def load_vllm(prepared, spec):
 
 
 def _provenance(prepared, loaded, settings: dict) -> dict:
-    from runners.run_provenance import model_provenance
-
     prov = model_provenance(prepared, loaded, None)
     prov["attn_implementation"] = "vllm (the engine's attention backend)"
     prov["backend"] = {"name": "vllm", "version": installed_version(), "status": EXPERIMENTAL,

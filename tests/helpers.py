@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_BENCHMARKS = REPO.parent / "shared" / "benchmarks"
+# ../shared beside the checkout (CI); a git worktree elsewhere names it in this variable.
+SHARED_BENCHMARKS = Path(os.environ.get("FRAGILITY_TEST_SHARED_BENCHMARKS")
+                         or REPO.parent / "shared" / "benchmarks")
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 
 

@@ -19,6 +19,7 @@ from fragility_tui.analysis.basis import Basis, measure
 from fragility_tui.analysis.classify import bands
 from fragility_tui.analysis.decisions import TARGETS, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
+from fragility_tui.analysis.near_ties import near_tie_fragility
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
                                           reference_ranking)
 from fragility_tui.analysis.rankings import rankings
@@ -52,7 +53,7 @@ def build_report(cube: Cube | Basis, **options) -> dict:
 def report_of(cube: Cube | Basis, *, target: str = "observed", margin: float = 2.0,
               seed: int = 0, pairs=(), n_boot: int = 2000, k: int = 100, n_random: int = 1000,
               name: str | None = None, costs: dict | None = None,
-              discrimination: str = "item-total") -> Report:
+              discrimination: str = "item-total", near_tie=None) -> Report:
     """Every statistic of SPEC §4–9 on the cube as given (already selected), or on its
     basis when the caller measured it already (the app does).
 
@@ -60,13 +61,15 @@ def report_of(cube: Cube | Basis, *, target: str = "observed", margin: float = 2
     target: which target the renderings lead with; the report always holds both (§11).
     costs: optional {model: {"seconds_per_item": float|None, "tokens_per_item": ...}} from
     the store's runs; shown beside accuracy (§9), never folded into any statistic.
+    near_tie: optional bool [M, I, C] of the cells recorded near_tie (aligned with cube):
+    adds `near_ties`, per model the fragile rows only near-tie cells make fragile.
     discrimination: "item-total" (SPEC §8's corrected item-total correlation) or "irt"
     (2PL slopes, analysis.irt) behind the discrimination figures and compression.
     """
     if target not in TARGETS:
         raise ValueError(f"target must be one of {', '.join(TARGETS)}, not {target!r}")
     basis = cube if isinstance(cube, Basis) else measure(cube)
-    cube, acc, cls = basis.cube, basis.accuracy, basis.classification
+    cube, acc, cls = basis.cube, basis.accuracy, basis.classification  # canonical order
     ref = cube.reference_index
     order = reference_ranking(cube, acc)
     adjacent = adjacent_pairs(cube, acc)
@@ -109,7 +112,9 @@ def report_of(cube: Cube | Basis, *, target: str = "observed", margin: float = 2
         costs=None if costs is None else {
             cube.models[m]: Cost(*(_num((costs.get(cube.models[m]) or {}).get(key))
                                    for key in ("seconds_per_item", "tokens_per_item")))
-            for m in order})
+            for m in order},
+        near_ties=(None if near_tie is None  # the mask is aligned with the cube as given
+                   else tuple(near_tie_fragility(basis.source, near_tie))))
 
 
 def first_sections(cube: Cube | Basis, *, name: str | None = None) -> Report:
@@ -242,6 +247,14 @@ def _sections(report: dict) -> list[dict]:
                       _flt(c["tokens_per_item"], 1)]
                      for b in report["bands"]
                      for m, c in [(b["model"], report["costs"][b["model"]])]]})
+    if any(row["near_tie_cells"] for row in report.get("near_ties", [])):
+        secs.append({
+            "title": "Near-ties: fragility that rounding alone can explain",
+            "headers": ["model", "fragile rows", "only via near-ties", "near-tie cells"],
+            "rows": [[r["model"], r["fragile"], r["only_near_ties"], r["near_tie_cells"]]
+                     for r in report["near_ties"]],
+            "notes": ["a fragile row is fragile only via near-ties when its cells outside "
+                      "the run's rounding tolerance (margin, near_tie) all agree"]})
     ps = report["pairs_summary"]
     secs.append({
         "title": "Pairs: gap split in items (SPEC 6)",

@@ -8,7 +8,7 @@ Figures are fractions (accuracies, shares) or item counts; None where undefined.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from fragility_tui.analysis.classify import Band
 from fragility_tui.analysis.decisions import Decision
@@ -175,6 +175,7 @@ class Report:
     decisions: tuple[Decision, ...] = ()
     costs: dict[str, Cost] | None = None  # model -> cost; None without runs asked for
     partial: bool = False
+    near_ties: tuple | None = None  # analysis.near_ties rows; None when no mask was given
 
     def to_json(self) -> dict:
         if self.partial:
@@ -196,4 +197,6 @@ class Report:
             "decisions": [d.to_json() for d in self.decisions],
             "costs": None if self.costs is None else {
                 m: c.to_json() for m, c in self.costs.items()},
+            **({} if self.near_ties is None else {
+                "near_ties": [asdict(row) for row in self.near_ties]}),
         }

@@ -10,13 +10,8 @@ check it here, so they agree on the choice and say the same thing when it is mis
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from fragility_tui.errors import InputError
 from fragility_tui.harness.configs import CONFIG_BY_ID, CONFIG_IDS, default_reference
-
-if TYPE_CHECKING:
-    from fragility_tui.grid.cube import Cube
 
 
 class ReferenceNotInView(InputError, ValueError):
@@ -36,8 +31,8 @@ def check_reference(reference: str, configs, *, field: str | None = None,
             "measured against it" + (f" ({hint})" if hint else ""), field=field)
 
 
-def choose_reference(cube: Cube, reference: str | None = None) -> Cube:
-    """The grid's cube measured against `reference` (--reference), or against the default
+def choose_reference(cube, reference: str | None = None):
+    """The grid's cube (grid/cube.py's Cube, which imports this module) measured against `reference` (--reference), or against the default
     reference of its configs (`configs.default_reference`). An unknown id, or one the grid
     has no cells for, is an InputError naming --reference; a grid with no cells at all one
     naming --grid."""

@@ -17,7 +17,8 @@ def grid_report(store, grid: str, *, cube=None, reference: str | None = None,
     from fragility_tui.analysis.report import report_of
 
     cube = _measured_cube(store, grid, cube, reference)
-    return report_of(cube, name=grid, costs=store.model_costs(grid), **options)
+    return report_of(cube, name=grid, costs=store.model_costs(grid),
+                     near_tie=store.near_tie_mask(grid, cube), **options)
 
 
 def _measured_cube(store, grid: str, cube, reference: str | None):

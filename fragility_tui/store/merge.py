@@ -24,7 +24,7 @@ from fragility_tui.store.parts import (CELLS, ITEMS, RUNS, item_schema, part_sch
                                       visible_files)
 from fragility_tui.store.runs import RunRecord
 from fragility_tui.store import cube_cache
-from fragility_tui.store.merge_cells import CellMerger
+from fragility_tui.store.merge_cells import LATER_COLUMNS, CellMerger
 
 MEMORY_LIMIT = "1GB"
 
@@ -88,7 +88,9 @@ def _check_part_schema(path: Path) -> None:
         schema = pq.read_schema(path)
     except Exception as exc:
         raise InputError(f"cannot read the cells part: {exc}", path=str(path)) from None
-    missing = [f.name for f in part_schema() if f.name not in schema.names]
+    # margin and near_tie came later: a part written before them merges with NULLs there.
+    missing = [f.name for f in part_schema()
+               if f.name not in schema.names and f.name not in LATER_COLUMNS]
     if missing:
         raise InputError(f"not a cells part: missing column(s) {', '.join(missing)}",
                          path=str(path))

@@ -19,7 +19,8 @@ from fragility_tui.harness.configs import CONFIG_IDS
 
 BATCH_ROWS = 1 << 20
 CELL_COLUMNS = ("model", "item", "config", "correct", "pred", "permutation", "raw_output",
-                "scores", "tokens", "ms", "run_id", "prompt_sha")
+                "scores", "tokens", "ms", "run_id", "prompt_sha", "margin", "near_tie")
+LATER_COLUMNS = ("margin", "near_tie")  # parts written before these existed lack them
 
 
 def _part_types() -> dict:
@@ -77,9 +78,11 @@ class CellMerger:
         try:
             self.con.execute("""
                 INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
-                                   raw_output, scores, tokens, ms, run_id, prompt_sha)
+                                   raw_output, scores, tokens, ms, run_id, prompt_sha,
+                                   margin, near_tie)
                 SELECT $grid, model, item, config, correct, pred, permutation, raw_output,
-                       scores, tokens, ms, run_id, prompt_sha FROM _part_cells""",
+                       scores, tokens, ms, run_id, prompt_sha, margin, near_tie
+                FROM _part_cells""",
                              {"grid": self.grid})
         except Exception:
             if self.error is None:
@@ -95,8 +98,11 @@ class CellMerger:
         for path in files:
             try:
                 offset = 0
-                for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS,
-                                                               columns=list(CELL_COLUMNS)):
+                part = pq.ParquetFile(path)
+                held = set(part.schema_arrow.names)
+                columns = [c for c in CELL_COLUMNS if c in held or c not in LATER_COLUMNS]
+                for batch in part.iter_batches(batch_size=BATCH_ROWS, columns=columns):
+                    batch = _with_later_columns(batch, schema)
                     kept = self._check_and_keep(path, offset, batch)
                     offset += batch.num_rows
                     if kept is not None:
@@ -169,3 +175,16 @@ class CellMerger:
         cube_cache.write(self.con, self.grid, cube_cache.grid_stamp(self.con, self.grid),
                          [m for m, h in zip(self.models, models) if h], configs,
                          self.bits[models][:, :, held], self.present[models][:, :, held])
+
+
+def _with_later_columns(batch, schema):
+    """A batch from a part written before margin/near_tie existed, with them as nulls."""
+    import pyarrow as pa
+
+    for name in LATER_COLUMNS:
+        if name not in batch.schema.names:
+            field = schema.field(name)
+            batch = pa.RecordBatch.from_arrays(
+                [*batch.columns, pa.nulls(batch.num_rows, field.type)],
+                names=[*batch.schema.names, name])
+    return batch

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -62,6 +62,10 @@ MIGRATIONS: list[str] = [
     CALIBRATION_CACHE_TABLE,
     # 6: the device a run holds (or waits for) and a note on what it waits for (queued)
     "ALTER TABLE runs ADD COLUMN device VARCHAR; ALTER TABLE runs ADD COLUMN note VARCHAR",
+    # 7: how close each cell's decision was (runner docs: margin, near_tie); NULL in cells
+    # written before, by imports and by simulations
+    "ALTER TABLE cells ADD COLUMN margin DOUBLE; "
+    "ALTER TABLE cells ADD COLUMN near_tie BOOLEAN",
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
@@ -86,6 +90,10 @@ class CellRow:
     ms: float | None = None
     run_id: str | None = None
     prompt_sha: str | None = None  # sha256 of the prompt token ids the model read
+    # Generation: the smallest top-1 minus top-2 log-probability gap over the steps up to
+    # the one that decided the parse; likelihood: best minus second acc_norm score.
+    margin: float | None = None
+    near_tie: bool | None = None  # margin within the run's rounding tolerance for its dtype
 
 
 @dataclass(frozen=True)
@@ -137,4 +145,6 @@ def cell_table(grid: str, rows: list[CellRow]):
         columns[name] = [getattr(r, name) for r in rows]
     table = pa.table(columns, schema=cell_schema())
     # Optional in a cells batch (imports and simulations have none): see write_cell_table.
-    return table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))
+    table = table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))
+    table = table.append_column("margin", pa.array([r.margin for r in rows], pa.float64()))
+    return table.append_column("near_tie", pa.array([r.near_tie for r in rows], pa.bool_()))

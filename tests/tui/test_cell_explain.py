@@ -21,3 +21,12 @@ def test_cell_details_show_the_prompt_hash():
     cell = {"correct": True, "pred": 0, "scores": None, "prompt_sha": "ab" * 32}
     assert "prompt tokens sha256 abababababababab…" in cell_detail(None, "m", "cloze_qa", cell,
                                                                      0).plain
+
+
+def test_a_near_tie_cell_says_so_with_its_margin():
+    near = {"correct": False, "pred": 1, "scores": None, "margin": 0.0123, "near_tie": True}
+    text = cell_detail(None, "m", "o0.letter", near, 0).plain
+    assert "near-tie: margin 0.0123 is inside the run's rounding tolerance" in text
+    far = dict(near, margin=4.5, near_tie=False)
+    text = cell_detail(None, "m", "o0.letter", far, 0).plain
+    assert "near-tie" not in text and "margin 4.5" in text

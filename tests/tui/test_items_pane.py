@@ -135,3 +135,41 @@ async def test_a_big_grid_shows_its_bands_before_the_bootstrap_statistics(synthe
         await show_pane(app, pilot, "3")
         text = screen_text(app)
         assert "computing the statistics" not in text and "Adjacent pairs" in text
+
+
+async def test_the_item_drilldown_underlines_near_tie_cells(synthetic_store):
+    """Cells recorded near_tie (decided inside rounding) are marked in the item's bit
+    matrix, and the legend says how many and what that means."""
+    from textual.widgets import DataTable, Static
+
+    from fragility_tui.tui.screens import ItemScreen, ModelScreen
+
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "2")
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, ModelScreen)
+        model, item = app.screen.model, app.view.cube.items[0]
+        # The item screen reads its cells when it opens: mark two of them now.
+        with synthetic_store.connect() as con:
+            con.execute("UPDATE cells SET margin = 0.01, near_tie = true WHERE model = ? AND "
+                        "item_uid = ? AND config_id IN ('o0.paren', 'cloze_qa')",
+                        [model, item])
+        app.screen.query_one("#model-items").focus()
+        await pilot.press("enter")
+        for _ in range(200):
+            await pilot.pause(0.05)
+            screen = app.screen
+            if isinstance(screen, ItemScreen) and screen.cells:
+                break
+        assert isinstance(screen, ItemScreen) and screen.item_uid == item
+        await pilot.pause()
+        table = screen.query_one("#bit-matrix", DataTable)
+        styles = {c: str(table.get_cell(model, c).style) for c in ("o0.paren", "cloze_qa",
+                                                                    "o0.letter")}
+        assert "underline" in styles["o0.paren"] and "underline" in styles["cloze_qa"]
+        assert "underline" not in styles["o0.letter"]
+        legend = str(screen.query_one("#matrix-legend", Static).render())
+        assert "2 near-tie cell(s) underlined" in legend

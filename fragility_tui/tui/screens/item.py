@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -109,7 +110,26 @@ class ItemScreen(DrillScreen):
     @on(CellsLoaded)
     def _cells_loaded(self, message: CellsLoaded) -> None:
         self.cells = message.cells
+        self._mark_near_ties()
         self._show_cell()
+
+    def _mark_near_ties(self) -> None:
+        """Underline the marks of near-tie cells (decided inside the run's rounding
+        tolerance: a flip there is not evidence of harness fragility)."""
+        table = self.query_one("#bit-matrix", DataTable)
+        near = [(model, config_id) for (model, config_id), cell in self.cells.items()
+                if cell.get("near_tie") and config_id in self.columns
+                and model in table.rows]
+        for model, config_id in near:
+            mark = table.get_cell(model, config_id)
+            marked = mark.copy()
+            base = Style.parse(mark.style) if isinstance(mark.style, str) else mark.style
+            marked.style = base + Style(underline=True, reverse=True)
+            table.update_cell(model, config_id, marked)
+        if near:
+            legend = self.query_one("#matrix-legend", Static)
+            legend.update(Text(f"{len(near)} near-tie cell(s) underlined: decided inside "
+                               "rounding, not evidence of fragility", style="dim"))
 
     @on(DataTable.CellHighlighted, "#bit-matrix")
     def _highlighted(self, event: DataTable.CellHighlighted) -> None:
