@@ -8,8 +8,8 @@ A spec is one of:
 - a hub id `org/name` or `org/name@revision` (the resolved commit sha is recorded).
 
 GGUF models are de-quantised by transformers on load (slow: ~17 s for 135M). The converted
-weights are cached under platformdirs' user cache dir, keyed by the GGUF file's sha256, so
-the next load takes well under a second.
+weights are cached under platformdirs' user cache dir, keyed by the GGUF file's sha256 and
+the compute dtype they are saved in, so the next load takes well under a second.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from runners.fingerprint import (WEIGHT_SUFFIXES, cache_root, tokenizer_hash,
 
 __all__ = ["cache_root", "tokenizer_hash", "weights_hash", "load_model", "resolve_spec"]
 
-CACHE_FORMAT = "v1"  # bump when the conversion changes, so stale caches are not reused
+CACHE_FORMAT = "v2"  # bump when the conversion changes, so stale caches are not reused
 QUANT_SCHEMES = ("int8", "int4")
 
 
@@ -44,6 +44,7 @@ class ResolvedSpec:
     path: Path  # the .gguf file or the folder
     source: str  # what provenance shows as the source
     revision: str | None = None  # resolved commit sha (hub only)
+    download_bytes: int | None = None  # what the hub download takes (hub only, when listed)
 
 
 @dataclass
@@ -117,6 +118,63 @@ def _assemble(alias: Alias, target: Path) -> None:
     os.replace(partial, target)  # a crash mid-assembly never leaves a truncated .gguf
 
 
+# What a run needs from a hub repository: everything else (original/*.pth checkpoints,
+# .bin copies beside .safetensors, ONNX or GGUF exports) is never read, so never fetched.
+HUB_CONFIG_FILES = frozenset({
+    "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+    "special_tokens_map.json", "added_tokens.json", "tokenizer.model", "vocab.json",
+    "merges.txt", "chat_template.jinja", "chat_template.json"})
+# When the hub cannot list the repository (offline: the local cache answers).
+HUB_FALLBACK_PATTERNS = sorted(HUB_CONFIG_FILES) + ["*.safetensors", "model.safetensors.index.json"]
+
+
+def hub_files(names) -> list[str]:
+    """The files of a repository listing worth downloading: config, tokenizer, generation
+    config and the top-level *.safetensors (with their index); *.bin only when there is no
+    safetensors."""
+    top = [n for n in names if "/" not in n]
+    configs = [n for n in top if n in HUB_CONFIG_FILES]
+    weights = [n for n in top if n.endswith(".safetensors") or n == "model.safetensors.index.json"]
+    if not any(n.endswith(".safetensors") for n in weights):
+        weights = [n for n in top if (n.endswith(".bin") and n.startswith("pytorch_model"))
+                   or n == "pytorch_model.bin.index.json"]
+    return sorted(configs + weights)
+
+
+def hub_download_bytes(sizes: dict[str, int | None]) -> int:
+    """Bytes a hub download takes: the sizes of `hub_files` of the listing only."""
+    return sum(sizes.get(name) or 0 for name in hub_files(sizes))
+
+
+def _hub_listing(repo: str, revision: str | None) -> dict[str, int | None] | None:
+    """{file: size} of the repository at `revision`; None when the hub cannot be reached
+    (a missing repository or revision is raised)."""
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+
+    try:
+        info = HfApi().model_info(repo, revision=revision or None, files_metadata=True)
+    except (RepositoryNotFoundError, RevisionNotFoundError):
+        raise
+    except Exception:  # offline or unreachable: the local cache may still answer
+        return None
+    return {s.rfilename: s.size for s in info.siblings or []}
+
+
+def _check_hub_disk(spec: str, need: int | None) -> None:
+    """Refuse before downloading what the hub cache's disk cannot hold."""
+    from huggingface_hub import constants
+
+    cache = Path(constants.HF_HUB_CACHE)
+    while not cache.exists() and cache != cache.parent:
+        cache = cache.parent
+    free = shutil.disk_usage(cache).free
+    if need is not None and need > free:
+        raise InputError(f"{spec} needs {need / 2**30:.1f} GiB of downloads (config, tokenizer "
+                         f"and weights) but {cache} has {free / 2**30:.1f} GiB free",
+                         field="--model")
+
+
 def _resolve_hub(spec: str) -> ResolvedSpec:
     repo, _, revision = spec.partition("@")
     try:
@@ -126,7 +184,14 @@ def _resolve_hub(spec: str) -> ResolvedSpec:
     except ImportError:  # pragma: no cover - huggingface_hub is a core dependency
         raise InputError("hub ids need huggingface_hub: pip install huggingface_hub")
     try:
-        folder = Path(snapshot_download(repo, revision=revision or None))
+        listing = _hub_listing(repo, revision)
+        patterns = hub_files(listing) if listing is not None else HUB_FALLBACK_PATTERNS
+        need = hub_download_bytes(listing) if listing is not None else None
+        _check_hub_disk(spec, need)
+        folder = Path(snapshot_download(repo, revision=revision or None,
+                                        allow_patterns=patterns))
+    except InputError:
+        raise
     except RevisionNotFoundError:
         raise InputError(f"revision {revision!r} not found for {repo}", field="--model")
     except RepositoryNotFoundError:
@@ -138,7 +203,8 @@ def _resolve_hub(spec: str) -> ResolvedSpec:
     except Exception as exc:  # network errors come in many types
         raise InputError(f"cannot fetch {spec} from the hub: {exc}", field="--model")
     sha = folder.name  # snapshot folders are named by the resolved commit sha
-    return ResolvedSpec(spec, spec.split("@")[0], "hub", folder, f"hub:{repo}", revision=sha)
+    return ResolvedSpec(spec, spec.split("@")[0], "hub", folder, f"hub:{repo}", revision=sha,
+                        download_bytes=need)
 
 
 # -- versions -------------------------------------------------------------------------------
@@ -184,38 +250,80 @@ def pick_dtype(dtype: str, device: str):
     return dtype, names[dtype]
 
 
-def converted_gguf_folder(gguf_path: Path, gguf_sha: str) -> Path:
-    """The transformers folder for a GGUF file, converting it once into the cache."""
-    folder = cache_root() / "models" / f"{CACHE_FORMAT}-{gguf_sha[:20]}"
+def converted_gguf_folder(gguf_path: Path, gguf_sha: str, torch_dtype=None) -> Path:
+    """The transformers folder for a GGUF file in `torch_dtype` (the compute dtype; fp32
+    when None), converting it once into the cache. Conversion runs under a file lock: a
+    second process asking for the same folder meanwhile waits, then reads the first's."""
+    import torch
+
+    dtype = torch_dtype or torch.float32
+    saved = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    folder = cache_root() / "models" / f"{CACHE_FORMAT}-{gguf_sha[:20]}-{saved}"
     if (folder / "CONVERTED").is_file():
         return folder
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with _file_lock(folder.parent / f"{folder.name}.lock"):
+            if not (folder / "CONVERTED").is_file():  # not converted while we waited
+                _convert_gguf(gguf_path, gguf_sha, folder, dtype)
+    except OSError as exc:
+        raise InputError(f"cannot write the converted model into {folder.parent}: {exc}")
+    return folder
+
+
+class _file_lock:
+    """An exclusive advisory lock on `path` (held until the with-block ends, or the
+    process dies: the kernel drops it, so a killed conversion never blocks the next)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        import fcntl
+
+        self.handle = open(self.path, "a+")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def _convert_gguf(gguf_path: Path, gguf_sha: str, folder: Path, dtype) -> None:
+    """De-quantise once into `dtype` and save: the model to save is built on the meta
+    device and takes over the de-quantised tensors (load_state_dict(assign=True)), so host
+    RAM holds one copy of the weights, not two (an 8B model in fp32: 32 GB, not 64)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     gguf_model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                      dtype=torch.float32)
+                                                      dtype=dtype)
     # A GGUF-loaded model refuses save_pretrained: rebuild it without the gguf
-    # quantization_config and copy the de-quantised weights over.
+    # quantization_config and hand the de-quantised weights over.
     config = gguf_model.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(gguf_model.state_dict())
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    model.load_state_dict(gguf_model.state_dict(), assign=True)
     model.generation_config = gguf_model.generation_config
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    del gguf_model
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=folder.parent))
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / "CONVERTED").write_text(json.dumps({"gguf": str(gguf_path), "sha256": gguf_sha}))
+        (tmp / "CONVERTED").write_text(json.dumps({"gguf": str(gguf_path), "sha256": gguf_sha,
+                                                   "dtype": str(dtype).removeprefix("torch.")}))
         if folder.exists():
             shutil.rmtree(folder)  # a half-written folder from a killed conversion
         os.replace(tmp, folder)
-    except OSError as exc:
+    except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError(f"cannot write the converted model into {folder.parent}: {exc}")
-    return folder
+        raise
 
 
 def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
@@ -237,7 +345,7 @@ def load_model(spec: str, *, dtype: str = "auto", device: str = "auto",
     weights_sha = prepared.weights_sha256
     folder = resolved.path
     if resolved.kind == "gguf":
-        folder = converted_gguf_folder(resolved.path, weights_sha)
+        folder = converted_gguf_folder(resolved.path, weights_sha, torch_dtype)
     if not trust_remote_code:
         refuse_remote_code(spec, folder)
     placement = _placement(folder, device, torch_dtype, quantize)
@@ -302,17 +410,19 @@ def _placement(folder: Path, device: str, torch_dtype, quantize: str | None) -> 
 
 
 def _weights_bytes(folder: Path, torch_dtype) -> float:
-    """Bytes of the weights once loaded in `torch_dtype` (file sizes, rescaled from the
-    dtype config.json says they are stored in)."""
+    """Bytes of the weights once loaded in `torch_dtype` (sizes of the weight files
+    transformers reads, rescaled from the dtype config.json says they are stored in)."""
     stored = {"float32": 4, "float16": 2, "bfloat16": 2}
     try:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         config = {}
     source = stored.get(str(config.get("torch_dtype") or config.get("dtype") or "float32"), 4)
-    size = sum(p.stat().st_size for p in folder.iterdir()
-               if p.suffix in WEIGHT_SUFFIXES and p.is_file())
-    return size * torch_dtype.itemsize / source
+    files = [p for p in folder.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.is_file()]
+    # transformers reads *.safetensors when there are any: a .bin copy beside them is unread
+    if any(p.suffix == ".safetensors" for p in files):
+        files = [p for p in files if p.suffix == ".safetensors"]
+    return sum(p.stat().st_size for p in files) * torch_dtype.itemsize / source
 
 
 def refuse_remote_code(spec: str, folder: Path) -> None:

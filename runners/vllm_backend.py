@@ -111,10 +111,11 @@ def load_vllm(prepared, spec):
     through the folder it is converted into for the transformers backend)."""
     from transformers import AutoConfig, AutoTokenizer, GenerationConfig
 
-    from runners.models import LoadedModel, converted_gguf_folder, eos_ids
+    from runners.models import LoadedModel, converted_gguf_folder, eos_ids, pick_dtype
 
     resolved = prepared.resolved
-    folder = (converted_gguf_folder(resolved.path, prepared.weights_sha256)
+    folder = (converted_gguf_folder(resolved.path, prepared.weights_sha256,
+                                    pick_dtype(prepared.dtype, prepared.device)[1])
               if resolved.kind == "gguf" else resolved.path)
     remote = spec.trust_remote_code
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=remote)
