@@ -9,7 +9,7 @@ HAS_CUDA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
 TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.13.0)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-reference test-fast bench synthetic-grid sample-grid clean \
+.PHONY: install run test test-reference test-fast bench gpu-check synthetic-grid sample-grid clean \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3
 
 install: $(STAMP)
@@ -32,8 +32,17 @@ run: install
 test: install
 	$(PY) -m pytest -q $(PYTEST_ARGS)
 
+# DEVICE / DTYPE: where the reference check runs (`make test-reference DEVICE=cuda DTYPE=bf16`
+# on a GPU box); by default the CPU in fp32.
 test-reference: install  # the full 40-item real-model reference check (~25 min on 2 cores)
-	FRAGILITY_REFERENCE_PER_BENCHMARK=10 $(PY) -m pytest -q -s tests/runners/test_smollm2.py
+	FRAGILITY_REFERENCE_PER_BENCHMARK=10 FRAGILITY_REFERENCE_DEVICE=$(or $(DEVICE),cpu) \
+	  FRAGILITY_REFERENCE_DTYPE=$(or $(DTYPE),fp32) $(PY) -m pytest -q -s tests/runners/test_smollm2.py
+
+# One GPU, offline, <= 10 minutes: versions, probe, bf16 vs fp32 vs the plain loop, budgets,
+# memory and out-of-memory recovery, quanto, vLLM (benchmarks/gpu_check.py). `make gpu-check
+# DEVICE=cpu` is the dry run (2 items, out-of-memory injected; <= 5 minutes on 2 cores).
+gpu-check: install
+	$(PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda)
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)

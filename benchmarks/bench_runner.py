@@ -13,12 +13,14 @@
     longest starter items: its batches held 4 items and went shortest first, so its peak is
     its last batch, which those items reproduce (`--baseline-items 265` runs them all).
 
-SmolLM2-135M-Instruct in fp32 on the CPU throughout, `--threads` torch threads everywhere.
+SmolLM2-135M-Instruct, `--device` (cpu) and `--dtype` (fp32) throughout (lm-eval gets the
+same), `--threads` torch threads everywhere.
 Ratios are the figures to quote: absolute times depend on the CPU. Run with nothing else on
 the machine (two torch threads slow down ~10x while another process uses a core).
 
 usage: python benchmarks/bench_runner.py [--parts lmeval,grid,memory] [--threads 2]
-       [--baseline-rev c6c171a] [--baseline-items 16] [--json PATH]
+       [--device cpu|cuda] [--dtype fp32|bf16|fp16] [--baseline-rev c6c171a]
+       [--baseline-items 16] [--json PATH]
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ MODEL = "smollm2-135m-instruct"
 GRID_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
 LMEVAL_VERSION = "0.4.13"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+DEVICE, DTYPE = "cpu", "fp32"  # set from --device / --dtype
 
 
 def run_command(argv: list[str], *, threads: int, cwd: Path = REPO, env: dict | None = None):
@@ -63,7 +67,7 @@ def fragility_run(db: Path, grid: str, items: list[str], configs: str, threads: 
                   env: dict | None = None):
     argv = (cli or [sys.executable, "-m", "fragility_tui.cli"]) + [
         "run", "--model", MODEL, "--grid", grid, "--db", str(db), "--configs", configs,
-        "--per-benchmark", str(per_benchmark), "--dtype", "fp32", "--device", "cpu",
+        "--per-benchmark", str(per_benchmark), "--dtype", DTYPE, "--device", DEVICE,
         "--threads", str(threads), "--display", "none"]
     for path in items:
         argv += ["--items", path]
@@ -128,7 +132,10 @@ def bench_lmeval(work: Path, threads: int, count: int) -> dict:
         print(f"(a) skipped: cannot set up lm-evaluation-harness: {python}")
         return {"skipped": python}
     gguf = resolve_spec(MODEL).path
-    folder = converted_gguf_folder(gguf, sha256_file(gguf))  # the same fp32 weights
+    import torch
+
+    # the same weights, in the same dtype, as the runner's
+    folder = converted_gguf_folder(gguf, sha256_file(gguf), getattr(torch, TORCH_DTYPES[DTYPE]))
     items_path = work / "arc_easy_300.jsonl"
     items = arc_easy_items(items_path, count)
     tasks = work / "tasks"
@@ -143,7 +150,8 @@ def bench_lmeval(work: Path, threads: int, count: int) -> dict:
     lmeval_cli = Path(python).parent / "lm_eval"
     lm_s, lm_rss = run_command(
         [str(lmeval_cli), "run", "--model", "hf", "--model_args",
-         f"pretrained={folder},dtype=float32", "--device", "cpu", "--include_path", str(tasks),
+         f"pretrained={folder},dtype={TORCH_DTYPES[DTYPE]}", "--device", DEVICE,
+         "--include_path", str(tasks),
          "--tasks", "arc_easy_bench", "--batch_size", "8", "--seed", "0", "--log_samples",
          "--output_path", str(work / "lmeval-out")], threads=threads)
     db = work / "lmeval.duckdb"
@@ -183,19 +191,29 @@ def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3) -> di
     from runners.prepare import load_spec as load_model
 
     torch.set_num_threads(threads)
-    decoder = load_model(MODEL, dtype="fp32", device="cpu").model.get_decoder()
+    decoder = load_model(MODEL, dtype=DTYPE, device=DEVICE).model.get_decoder()
     rates = {}
     with torch.no_grad():
         for batch, length in shapes:
-            ids = torch.randint(0, 49000, (batch, length))
+            ids = torch.randint(0, 49000, (batch, length), device=DEVICE)
             decoder(input_ids=ids)  # warm-up
             best = float("inf")
             for _ in range(repeats):
+                sync()
                 started = time.perf_counter()
                 decoder(input_ids=ids)
+                sync()
                 best = min(best, time.perf_counter() - started)
             rates[f"{batch}x{length}"] = round(batch * length / best, 1)
     return rates
+
+
+def sync() -> None:
+    """Wait for the GPU: its calls return before the work is done."""
+    if DEVICE.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
 
 
 def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
@@ -286,13 +304,17 @@ def main(argv=None) -> int:
     parser.add_argument("--lmeval-items", type=int, default=300)
     parser.add_argument("--baseline-rev", default="c6c171a")
     parser.add_argument("--baseline-items", type=int, default=16)
+    parser.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--dtype", default="fp32", choices=sorted(TORCH_DTYPES))
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
+    global DEVICE, DTYPE
+    DEVICE, DTYPE = args.device, args.dtype
     if not SHARED.is_dir():
         print(f"skipped: real benchmark data not found at {SHARED}")
         return 0
     parts = set(args.parts.split(","))
-    figures = {"model": MODEL, "threads": args.threads}
+    figures = {"model": MODEL, "threads": args.threads, "device": DEVICE, "dtype": DTYPE}
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
         work = Path(tmp)
         if "lmeval" in parts:

@@ -3,10 +3,14 @@ grown back.
 
 One number, `tokens`, bounds both a batch (the unique prompt tokens of its items' prompt
 trees, which is what the scorer's KV pool holds) and every decoder call in it (rows x padded
-length: the scorer's `max_slots`). The run loop takes items longest first, so the largest
-batches come first and an out-of-memory shows up in the first minute, not after an hour.
-On out-of-memory the budget and the batch's item count are halved and the batch retried;
-after GROW_AFTER successful batches the budget doubles back towards its ceiling.
+length: the scorer's `max_slots`). So a call holds, per budget token, the pool's keys and
+values, the gathered copy of them its cache rows are built from, and (grouped-query heads
+under a mask, where SDPA cannot read the shared heads itself) one layer's per-head copy,
+plus the call's activations: `call_bytes_per_token` counts all of them. The run loop takes
+items longest first, so the largest batches come first and an out-of-memory shows up in the
+first minute, not after an hour. On out-of-memory the budget and the batch's item count are
+halved and the batch retried; after GROW_AFTER successful batches the budget doubles back
+towards its ceiling, but never back up to a budget that already failed.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 
-CPU_KV_BYTES = 1 << 29  # KV bytes one call may hold on a CPU (capped at a quarter of free RAM)
+CPU_CALL_BYTES = 1 << 30  # bytes one call may hold on a CPU (capped at a quarter of free RAM)
 GPU_MEMORY_SHARE = 0.5  # share of a GPU's free memory (after loading) a batch may use
 MIN_TOKENS = 256
 MAX_TOKENS = 1 << 18
@@ -31,6 +35,7 @@ class TokenBudget:
     item_limit: int | None = None  # the item cap now (lowered by out-of-memory)
     streak: int = 0  # successful batches since the last change
     oom_retries: int = 0
+    failed: int | None = None  # the smallest budget that ran out of memory
     budgets: Counter = field(default_factory=Counter)  # tokens -> batches run with it
     items: list = field(default_factory=list)  # items per successful batch
 
@@ -52,6 +57,7 @@ class TokenBudget:
         if batch_items <= 1 and self.tokens <= MIN_TOKENS:
             return False
         self.oom_retries += 1
+        self.failed = min(self.failed or self.tokens, self.tokens)
         self.tokens = max(MIN_TOKENS, self.tokens // 2)
         self.item_limit = max(1, batch_items // 2)
         self.streak = 0
@@ -61,25 +67,34 @@ class TokenBudget:
         self.budgets[self.tokens] += 1
         self.items.append(batch_items)
         self.streak += 1
-        if self.streak >= GROW_AFTER and (self.tokens < self.ceiling
+        if self.streak >= GROW_AFTER and (self.tokens < self.top()
                                           or self.item_limit != self.item_cap):
             self._grow()
 
+    def top(self) -> int:
+        """The largest budget growth may reach: the ceiling, or three quarters of the
+        smallest budget that ran out of memory (memory that failed once, through
+        fragmentation or another process, fails again)."""
+        if self.failed is None:
+            return self.ceiling
+        return max(MIN_TOKENS, min(self.ceiling, self.failed * 3 // 4))
+
     def _grow(self) -> None:
         self.streak = 0
-        self.tokens = min(self.ceiling, self.tokens * 2)
+        self.tokens = max(self.tokens, min(self.top(), self.tokens * 2))
         if self.item_limit is None:
             return
         if self.item_cap is not None:
             self.item_limit = min(self.item_cap, self.item_limit * 2)
         else:  # no cap of the user's: lift the limit once the budget is whole again
-            self.item_limit = None if self.tokens == self.ceiling else self.item_limit * 2
+            self.item_limit = None if self.tokens == self.top() else self.item_limit * 2
 
     def record(self) -> dict:
         """The effective sizes, for the run's provenance."""
         return {
             "token_budget": self.ceiling, "source": self.source,
             "item_cap": self.item_cap, "oom_retries": self.oom_retries,
+            "failed_budget": self.failed,
             "batches": sum(self.budgets.values()),
             "budgets_used": {str(k): v for k, v in sorted(self.budgets.items())},
             "items_per_batch": ({"min": min(self.items), "max": max(self.items),
@@ -91,23 +106,52 @@ class TokenBudget:
 def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_bytes: int = 4,
                    *, tokens: int | None = None, item_cap: int | None = None) -> TokenBudget:
     """The starting budget: `tokens` when given (--batch-tokens), else from memory: on a
-    CPU, CPU_KV_BYTES of keys and values (at most a quarter of the free RAM); on CUDA, a
-    share of the free GPU memory over the bytes a token costs (KV plus activations)."""
+    CPU, CPU_CALL_BYTES (at most a quarter of the free RAM); on CUDA, a share of the free
+    GPU memory; either over what one budget token costs a call (`call_bytes_per_token`)."""
     if tokens:
         return TokenBudget(tokens, "--batch-tokens", item_cap)
-    if device.startswith("cuda"):
+    cuda = device.startswith("cuda")
+    per_token = call_bytes_per_token(kv_bytes_per_token, config, dtype_bytes, cuda=cuda)
+    if cuda:
         import torch
 
         free, _ = torch.cuda.mem_get_info(torch.device(device))
-        per_token = kv_bytes_per_token + _activation_bytes(config, dtype_bytes)
         budget = int(free * GPU_MEMORY_SHARE // per_token)
         source = (f"{GPU_MEMORY_SHARE:.0%} of {free / 2**30:.1f} GiB free on {device} / "
                   f"{per_token} bytes per token")
     else:
-        memory = min(CPU_KV_BYTES, _available_ram() // 4)
-        budget = memory // kv_bytes_per_token
-        source = f"{memory / 2**30:.2f} GiB of KV on the CPU / {kv_bytes_per_token} bytes per token"
+        memory = min(CPU_CALL_BYTES, _available_ram() // 4)
+        budget = memory // per_token
+        source = f"{memory / 2**30:.2f} GiB on the CPU / {per_token} bytes per token"
     return TokenBudget(max(MIN_TOKENS, min(MAX_TOKENS, budget)), source, item_cap)
+
+
+def call_bytes_per_token(kv_bytes_per_token: int, config=None, dtype_bytes: int = 4, *,
+                         cuda: bool) -> int:
+    """What one budget token costs a decoder call at its peak: the KV pool's copy, the
+    gathered copy the call's cache rows are built from (both scale with the budget: the
+    pool holds the batch's tokens, a call gathers up to the budget), and on CUDA one layer's
+    per-query-head copy of keys and values (transformers repeats grouped heads when a mask
+    is passed, which the scorer always does; on the CPU the scorer sets
+    TRANSFORMERS_SDPA_FORCE_GQA, so SDPA reads the shared heads) plus the activations."""
+    per_token = 2 * kv_bytes_per_token
+    if cuda:
+        per_token += _grouped_head_copy(kv_bytes_per_token, config)
+        per_token += _activation_bytes(config, dtype_bytes)
+    return per_token
+
+
+def _grouped_head_copy(kv_bytes_per_token: int, config) -> int:
+    """Bytes per token of one layer's keys and values repeated to every query head."""
+    if config is None:
+        return 0
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    heads = getattr(text, "num_attention_heads", None)
+    kv_heads = getattr(text, "num_key_value_heads", None) or heads
+    layers = getattr(text, "num_hidden_layers", None)
+    if not heads or not layers or heads == kv_heads:
+        return 0  # no grouped heads: nothing is repeated
+    return kv_bytes_per_token // layers * heads // kv_heads
 
 
 def _activation_bytes(config, dtype_bytes: int) -> int:
@@ -124,3 +168,55 @@ def _available_ram() -> int:
         return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):  # not a POSIX system
         return 8 << 30
+
+
+# -- out of memory ----------------------------------------------------------------------------
+
+def is_oom(exc: BaseException) -> bool:
+    import torch
+
+    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
+        return True
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def attempt(call, *args):
+    """(call(*args), False), or (None, True) when it ran out of memory. The cache is
+    emptied only after the `except` block has ended: until then the exception's traceback
+    holds the failed call's frames and with them its tensors, so memory freed inside the
+    block is not yet free."""
+    try:
+        return call(*args), False
+    except Exception as exc:
+        if not is_oom(exc):
+            raise
+    free_memory()
+    return None, True
+
+
+def free_memory() -> None:
+    import gc
+
+    import torch
+
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def configure_allocator(environ=os.environ) -> dict:
+    """Ask PyTorch's CUDA allocator for expandable segments (a budget halved after an
+    out-of-memory then fits into the freed memory instead of beside fragments of it),
+    unless the user configured the allocator. Must run before CUDA is first used; what was
+    decided goes into the run's provenance."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    late = bool(torch is not None and torch.cuda.is_initialized())
+    for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
+        if environ.get(name):
+            return {"variable": name, "value": environ[name], "set_by": "user"}
+    environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    # In a process that already used CUDA (a Ray worker reused) the allocator is set up.
+    return {"variable": "PYTORCH_CUDA_ALLOC_CONF", "value": "expandable_segments:True",
+            "set_by": "fragility-tui" + (" (too late: CUDA already initialised)" if late else "")}

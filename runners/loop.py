@@ -100,14 +100,6 @@ class RunFailed(Exception):
     """A run stopped by an error that is not the user's input (OOM, disk full, ...)."""
 
 
-def _is_oom(exc: BaseException) -> bool:
-    import torch
-
-    if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
-        return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
-
-
 def failure_reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in str(exc).lower():
         return f"disk full: {exc}"
@@ -123,6 +115,9 @@ class Run:
                  events_path: str | None = None, display: str = "plain", wait: bool = True):
         self.spec, self.store = spec, store
         self.display = Display(display)
+        from runners.batching import configure_allocator
+
+        self.allocator = configure_allocator()  # before anything touches CUDA
         self.resuming = run_id is not None
         # Before the run row (a resumed run's record included) and before any model: missing
         # items, a grid that cannot take the cells, a refused setting (or a busy device with
@@ -258,7 +253,8 @@ class Run:
         wanted = {(it.item_uid, c) for it in items for c in spec.configs}
         self.cells_total = len(names) * len(wanted)
         self.cells_done = sum(len(done[n] & wanted) for n in names)
-        self.provenance.update(self._run_provenance(items, set_hash, report))
+        self.provenance.update(self._run_provenance(items, set_hash, report),
+                               cuda_allocator=self.allocator)
         # The grid's model names (NAME+int4 for a quantised build), not the specs typed.
         self.store.update_run(self.run_id, model=", ".join(names), cells_total=self.cells_total,
                               cells_done=self.cells_done, provenance=self.provenance)
@@ -291,7 +287,7 @@ class Run:
 
     def _evaluate_model(self, prepared, items: list[Item], done: set,
                         stopper: Stopper) -> str:
-        from runners.batching import initial_budget
+        from runners.batching import attempt, initial_budget
         from runners.item_requests import ItemPlanner
         from runners.scoring import ScoreStats
 
@@ -319,21 +315,19 @@ class Run:
                 return RunStatus.CANCELLED
             chunk = planned.batch(budget)
             t0 = time.monotonic()
-            try:
-                rows, stats = self._score_chunk(loaded, scorer, chunk, budget.tokens)
-            except Exception as exc:
-                if not _is_oom(exc):
-                    raise
-                _free_memory()
+            # The cache is freed after the failed call's traceback is gone (batching.attempt).
+            scored, oom = attempt(self._score_chunk, loaded, scorer, chunk, budget.tokens)
+            if oom:
                 if not budget.shrink(len(chunk)):
                     raise RunFailed(f"out of memory on {name} even with one item per batch "
                                     f"and a budget of {budget.tokens} tokens "
                                     f"({loaded.device}); try --dtype bf16, --quantize int8 "
-                                    "or a smaller model") from None
+                                    "or a smaller model")
                 self.emit("oom_retry", model=name, batch_size=budget.item_limit,
                           batch_tokens=budget.tokens)
                 planned.put_back(chunk)
                 continue
+            rows, stats = scored
             written = self.store.write_cells(spec.grid, rows)
             self.cells_done += written
             self.session["cells_written"] += written
@@ -431,13 +425,3 @@ def _token_record(stats, item_trees: int) -> dict:
 
 def _dtype_bytes(dtype: str) -> int:
     return {"fp32": 4, "fp16": 2, "bf16": 2}.get(dtype, 4)
-
-
-def _free_memory() -> None:
-    import gc
-
-    import torch
-
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()

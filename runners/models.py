@@ -8,8 +8,8 @@ A spec is one of:
 - a hub id `org/name` or `org/name@revision` (the resolved commit sha is recorded).
 
 GGUF models are de-quantised by transformers on load (slow: ~17 s for 135M). The converted
-weights are cached under platformdirs' user cache dir, keyed by the GGUF file's sha256, so
-the next load takes well under a second.
+weights are cached under platformdirs' user cache dir, keyed by the GGUF file's sha256 and
+the compute dtype they are saved in, so the next load takes well under a second.
 """
 
 from __future__ import annotations
@@ -26,24 +26,14 @@ from fragility_tui.errors import InputError
 from fragility_tui.model_aliases import ALIASES, Alias
 from runners.fingerprint import (WEIGHT_SUFFIXES, cache_root, tokenizer_hash,
                                  weights_hash)
+from runners.hub import hub_download_bytes, hub_files, resolve_hub  # noqa: F401 (re-exported)
+from runners.resolved import ResolvedSpec  # noqa: F401 (re-exported)
 from runners.run_provenance import library_versions, model_provenance
 
 __all__ = ["cache_root", "tokenizer_hash", "weights_hash", "load_model", "resolve_spec"]
 
-CACHE_FORMAT = "v1"  # bump when the conversion changes, so stale caches are not reused
+CACHE_FORMAT = "v2"  # bump when the conversion changes, so stale caches are not reused
 QUANT_SCHEMES = ("int8", "int4")
-
-
-@dataclass(frozen=True)
-class ResolvedSpec:
-    """Where a model spec's weights are, before loading anything heavy."""
-
-    spec: str
-    name: str  # the model's name in the grid (before any +int4 suffix)
-    kind: str  # gguf | folder | hub
-    path: Path  # the .gguf file or the folder
-    source: str  # what provenance shows as the source
-    revision: str | None = None  # resolved commit sha (hub only)
 
 
 @dataclass
@@ -86,7 +76,7 @@ def resolve_spec(spec: str) -> ResolvedSpec:
         raise InputError(f"model {spec!r} not found: not an alias ({', '.join(ALIASES)}), "
                          "a .gguf file, a model folder, or a hub id org/name[@revision]",
                          field="--model")
-    return _resolve_hub(spec)
+    return resolve_hub(spec)
 
 
 def _resolve_alias(name: str) -> ResolvedSpec:
@@ -115,30 +105,6 @@ def _assemble(alias: Alias, target: Path) -> None:
     module = importlib.import_module(alias.package)
     module.assemble(str(partial))
     os.replace(partial, target)  # a crash mid-assembly never leaves a truncated .gguf
-
-
-def _resolve_hub(spec: str) -> ResolvedSpec:
-    repo, _, revision = spec.partition("@")
-    try:
-        from huggingface_hub import snapshot_download
-        from huggingface_hub.errors import (LocalEntryNotFoundError, RepositoryNotFoundError,
-                                            RevisionNotFoundError)
-    except ImportError:  # pragma: no cover - huggingface_hub is a core dependency
-        raise InputError("hub ids need huggingface_hub: pip install huggingface_hub")
-    try:
-        folder = Path(snapshot_download(repo, revision=revision or None))
-    except RevisionNotFoundError:
-        raise InputError(f"revision {revision!r} not found for {repo}", field="--model")
-    except RepositoryNotFoundError:
-        raise InputError(f"no model {repo!r} on the hub (or it is private)", field="--model")
-    except LocalEntryNotFoundError:
-        raise InputError(f"cannot reach the hub for {spec} and it is not in the local hub "
-                         "cache (offline?); use a local folder, a .gguf file or an alias",
-                         field="--model")
-    except Exception as exc:  # network errors come in many types
-        raise InputError(f"cannot fetch {spec} from the hub: {exc}", field="--model")
-    sha = folder.name  # snapshot folders are named by the resolved commit sha
-    return ResolvedSpec(spec, spec.split("@")[0], "hub", folder, f"hub:{repo}", revision=sha)
 
 
 # -- versions -------------------------------------------------------------------------------
@@ -173,38 +139,80 @@ def pick_dtype(dtype: str, device: str):
     return dtype, names[dtype]
 
 
-def converted_gguf_folder(gguf_path: Path, gguf_sha: str) -> Path:
-    """The transformers folder for a GGUF file, converting it once into the cache."""
-    folder = cache_root() / "models" / f"{CACHE_FORMAT}-{gguf_sha[:20]}"
+def converted_gguf_folder(gguf_path: Path, gguf_sha: str, torch_dtype=None) -> Path:
+    """The transformers folder for a GGUF file in `torch_dtype` (the compute dtype; fp32
+    when None), converting it once into the cache. Conversion runs under a file lock: a
+    second process asking for the same folder meanwhile waits, then reads the first's."""
+    import torch
+
+    dtype = torch_dtype or torch.float32
+    saved = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}[dtype]
+    folder = cache_root() / "models" / f"{CACHE_FORMAT}-{gguf_sha[:20]}-{saved}"
     if (folder / "CONVERTED").is_file():
         return folder
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with _file_lock(folder.parent / f"{folder.name}.lock"):
+            if not (folder / "CONVERTED").is_file():  # not converted while we waited
+                _convert_gguf(gguf_path, gguf_sha, folder, dtype)
+    except OSError as exc:
+        raise InputError(f"cannot write the converted model into {folder.parent}: {exc}")
+    return folder
+
+
+class _file_lock:
+    """An exclusive advisory lock on `path` (held until the with-block ends, or the
+    process dies: the kernel drops it, so a killed conversion never blocks the next)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        import fcntl
+
+        self.handle = open(self.path, "a+")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
+
+
+def _convert_gguf(gguf_path: Path, gguf_sha: str, folder: Path, dtype) -> None:
+    """De-quantise once into `dtype` and save: the model to save is built on the meta
+    device and takes over the de-quantised tensors (load_state_dict(assign=True)), so host
+    RAM holds one copy of the weights, not two (an 8B model in fp32: 32 GB, not 64)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     gguf_model = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name,
-                                                      dtype=torch.float32)
+                                                      dtype=dtype)
     # A GGUF-loaded model refuses save_pretrained: rebuild it without the gguf
-    # quantization_config and copy the de-quantised weights over.
+    # quantization_config and hand the de-quantised weights over.
     config = gguf_model.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    model.load_state_dict(gguf_model.state_dict())
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    model.load_state_dict(gguf_model.state_dict(), assign=True)
     model.generation_config = gguf_model.generation_config
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    del gguf_model
     tmp = Path(tempfile.mkdtemp(prefix=".convert-", dir=folder.parent))
     try:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        (tmp / "CONVERTED").write_text(json.dumps({"gguf": str(gguf_path), "sha256": gguf_sha}))
+        (tmp / "CONVERTED").write_text(json.dumps({"gguf": str(gguf_path), "sha256": gguf_sha,
+                                                   "dtype": str(dtype).removeprefix("torch.")}))
         if folder.exists():
             shutil.rmtree(folder)  # a half-written folder from a killed conversion
         os.replace(tmp, folder)
-    except OSError as exc:
+    except OSError:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise InputError(f"cannot write the converted model into {folder.parent}: {exc}")
-    return folder
+        raise
 
 
 def load_model(spec: str, *, prepared, quantize: str | None = None,
@@ -221,7 +229,7 @@ def load_model(spec: str, *, prepared, quantize: str | None = None,
     weights_sha = prepared.weights_sha256
     folder = resolved.path
     if resolved.kind == "gguf":
-        folder = converted_gguf_folder(resolved.path, weights_sha)
+        folder = converted_gguf_folder(resolved.path, weights_sha, torch_dtype)
     if not trust_remote_code:
         refuse_remote_code(spec, folder)
     placement = _placement(folder, device, torch_dtype, quantize)
@@ -293,17 +301,19 @@ def _placement(folder: Path, device: str, torch_dtype, quantize: str | None) -> 
 
 
 def _weights_bytes(folder: Path, torch_dtype) -> float:
-    """Bytes of the weights once loaded in `torch_dtype` (file sizes, rescaled from the
-    dtype config.json says they are stored in)."""
+    """Bytes of the weights once loaded in `torch_dtype` (sizes of the weight files
+    transformers reads, rescaled from the dtype config.json says they are stored in)."""
     stored = {"float32": 4, "float16": 2, "bfloat16": 2}
     try:
         config = json.loads((folder / "config.json").read_text())
     except (OSError, ValueError):
         config = {}
     source = stored.get(str(config.get("torch_dtype") or config.get("dtype") or "float32"), 4)
-    size = sum(p.stat().st_size for p in folder.iterdir()
-               if p.suffix in WEIGHT_SUFFIXES and p.is_file())
-    return size * torch_dtype.itemsize / source
+    files = [p for p in folder.iterdir() if p.suffix in WEIGHT_SUFFIXES and p.is_file()]
+    # transformers reads *.safetensors when there are any: a .bin copy beside them is unread
+    if any(p.suffix == ".safetensors" for p in files):
+        files = [p for p in files if p.suffix == ".safetensors"]
+    return sum(p.stat().st_size for p in files) * torch_dtype.itemsize / source
 
 
 def refuse_remote_code(spec: str, folder: Path) -> None:

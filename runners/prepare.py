@@ -37,8 +37,13 @@ class PreparedModel:
     fingerprint: dict
 
 
-def converted_folder(gguf_sha: str) -> Path:
-    return cache_root() / "models" / f"{CACHE_FORMAT}-{gguf_sha[:20]}"
+def converted_folder(gguf_sha: str) -> Path | None:
+    """A folder the GGUF file was already converted into, in any dtype (the tokenizer is
+    the same in each); None before the first conversion."""
+    for folder in sorted((cache_root() / "models").glob(f"{CACHE_FORMAT}-{gguf_sha[:20]}-*")):
+        if (folder / "CONVERTED").is_file():
+            return folder
+    return None
 
 
 def _tokenizer(resolved: ResolvedSpec, weights_sha: str, trust_remote_code: bool):
@@ -47,7 +52,7 @@ def _tokenizer(resolved: ResolvedSpec, weights_sha: str, trust_remote_code: bool
     try:
         if resolved.kind == "gguf":
             folder = converted_folder(weights_sha)
-            if (folder / "CONVERTED").is_file():
+            if folder is not None:
                 return AutoTokenizer.from_pretrained(folder)
             # Reads the tokenizer out of the GGUF metadata; no tensor is loaded.
             return AutoTokenizer.from_pretrained(resolved.path.parent,

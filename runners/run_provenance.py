@@ -77,6 +77,7 @@ def model_provenance(prepared, loaded, scheme: dict | None) -> dict:
         "source": resolved.source,
         "kind": resolved.kind,
         "revision": resolved.revision,
+        "hub_download_bytes": resolved.download_bytes,  # config, tokenizer, weights only
         "weights_sha256": prepared.weights_sha256,
         "gguf": gguf,
         "dtype": loaded.dtype,

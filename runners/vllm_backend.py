@@ -38,7 +38,15 @@ from runners.score_types import BatchResult, GenResult, ScoreStats, stop_reason
 
 VLLM_INSTALL = "pip install -e '.[vllm]'"
 EXPERIMENTAL = "experimental: not yet run on a GPU"
-GPU_MEMORY_UTILIZATION = 0.85  # share of the GPU's memory vLLM takes (weights + KV cache)
+GPU_MEMORY_UTILIZATION = 0.85  # when the GPU's memory is unknown (a fake engine in tests)
+MAX_UTILIZATION = 0.9  # the most of a GPU vLLM may take for weights, activations and KV cache
+# Prompt log-probabilities: vLLM computes, for every prompt token of a step, fp32 logits
+# over the vocabulary, their log-softmax and a gathered copy, and its start-up memory
+# profiling runs no such request: that memory has to stay outside its share.
+PROMPT_LOGPROB_COPIES = 3
+MAX_BATCHED_TOKENS = 8192  # prompt tokens per engine step (max_num_batched_tokens)
+MIN_BATCHED_TOKENS = 2048
+ENGINE_RESERVE = 2 << 30  # CUDA context, cuBLAS workspaces, the sampler's own temporaries
 DEFAULT_BATCH_TOKENS = 1 << 16  # unique prompt tokens per batch (one store transaction)
 VLLM_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -82,12 +90,68 @@ def check_backend(quantize: str | None, device: str) -> str:
 
 # -- loading ----------------------------------------------------------------------------------
 
-def engine_settings(prepared, spec) -> dict:
+def engine_settings(prepared, spec, sizing: dict) -> dict:
     """The engine's settings, all explicit (and recorded in provenance as they are)."""
     return {"dtype": VLLM_DTYPES[prepared.dtype], "seed": 0, "tensor_parallel_size": 1,
-            "gpu_memory_utilization": GPU_MEMORY_UTILIZATION,
+            "gpu_memory_utilization": sizing["gpu_memory_utilization"],
+            "max_num_batched_tokens": sizing["max_num_batched_tokens"],
             "enable_prefix_caching": bool(spec.prefix_reuse),
             "trust_remote_code": bool(spec.trust_remote_code)}
+
+
+def engine_memory(total_bytes: int | None, vocab_size: int) -> dict:
+    """gpu_memory_utilization and max_num_batched_tokens for prompt-log-probability
+    requests: the step's vocabulary-sized fp32 tensors (PROMPT_LOGPROB_COPIES of
+    max_num_batched_tokens x vocab) plus ENGINE_RESERVE stay outside vLLM's share. The step
+    shrinks (down to MIN_BATCHED_TOKENS) while those tensors would take over a quarter of
+    the GPU."""
+    if total_bytes is None:
+        return {"gpu_memory_utilization": GPU_MEMORY_UTILIZATION,
+                "max_num_batched_tokens": MAX_BATCHED_TOKENS,
+                "reason": "GPU memory unknown: vLLM's defaults for this backend"}
+    tokens = MAX_BATCHED_TOKENS
+    per_token = vocab_size * 4 * PROMPT_LOGPROB_COPIES
+    while tokens > MIN_BATCHED_TOKENS and tokens * per_token > total_bytes / 4:
+        tokens //= 2
+    outside = tokens * per_token + ENGINE_RESERVE
+    utilization = min(MAX_UTILIZATION, (total_bytes - outside) / total_bytes)
+    if utilization < 0.3:
+        raise InputError(f"--backend vllm: prompt log-probabilities over a {vocab_size}-token "
+                         f"vocabulary need {outside / 2**30:.1f} GiB beside the engine on a "
+                         f"{total_bytes / 2**30:.1f} GiB GPU; use --backend transformers",
+                         field="--backend")
+    return {"gpu_memory_utilization": round(utilization - 0.0005, 3),  # rounded down
+            "max_num_batched_tokens": tokens,
+            "reason": (f"{tokens} prompt tokens per step x {vocab_size} vocabulary x 4 bytes x "
+                       f"{PROMPT_LOGPROB_COPIES} copies + {ENGINE_RESERVE >> 30} GiB reserve "
+                       f"kept outside the engine's share of {total_bytes / 2**30:.1f} GiB")}
+
+
+def batch_invariance(environ=None) -> dict:
+    """Turn on vLLM's batch-invariant mode (VLLM_BATCH_INVARIANT=1: results independent of
+    batch size and request order) where the installed vLLM has it and the GPU supports it
+    (compute capability 9.0 or later, per vLLM's docs), unless the user set the variable.
+    Must run before vllm is imported: vLLM reads it once."""
+    import os
+
+    environ = os.environ if environ is None else environ
+    if "VLLM_BATCH_INVARIANT" in environ:
+        return {"enabled": environ["VLLM_BATCH_INVARIANT"] not in ("", "0"),
+                "reason": "VLLM_BATCH_INVARIANT set by the user"}
+    try:
+        has_it = importlib.util.find_spec("vllm.model_executor.layers.batch_invariant") is not None
+    except ModuleNotFoundError:  # vllm itself is not installed
+        has_it = False
+    if not has_it:
+        return {"enabled": False, "reason": f"vLLM {installed_version()} has no batch-invariant mode"}
+    import torch
+
+    capability = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
+    if capability is None or capability < (9, 0):
+        return {"enabled": False, "reason": f"GPU compute capability {capability}: vLLM's "
+                                            "batch-invariant kernels need 9.0 or later"}
+    environ["VLLM_BATCH_INVARIANT"] = "1"
+    return {"enabled": True, "reason": "VLLM_BATCH_INVARIANT=1 set by fragility-tui"}
 
 
 def open_engine(folder, settings: dict):
@@ -104,10 +168,11 @@ def load_vllm(prepared, spec):
     through the folder it is converted into for the transformers backend)."""
     from transformers import AutoConfig, AutoTokenizer, GenerationConfig
 
-    from runners.models import LoadedModel, converted_gguf_folder, eos_ids
+    from runners.models import LoadedModel, converted_gguf_folder, eos_ids, pick_dtype
 
     resolved = prepared.resolved
-    folder = (converted_gguf_folder(resolved.path, prepared.weights_sha256)
+    folder = (converted_gguf_folder(resolved.path, prepared.weights_sha256,
+                                    pick_dtype(prepared.dtype, prepared.device)[1])
               if resolved.kind == "gguf" else resolved.path)
     remote = spec.trust_remote_code
     tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=remote)
@@ -117,7 +182,11 @@ def load_vllm(prepared, spec):
         generation = GenerationConfig.from_model_config(
             AutoConfig.from_pretrained(folder, trust_remote_code=remote))
     stop_ids = eos_ids(generation, tokenizer)
-    settings = engine_settings(prepared, spec)
+    config = AutoConfig.from_pretrained(folder, trust_remote_code=remote)
+    vocab = getattr(config.get_text_config(), "vocab_size", None) or len(tokenizer)
+    sizing = engine_memory(_gpu_total_bytes(prepared.device), vocab)
+    invariance = batch_invariance()  # before open_engine imports vllm
+    settings = engine_settings(prepared, spec, sizing)
     engine, sampling_params = open_engine(folder, settings)
     loaded = LoadedModel(
         name=prepared.name, base_model=None, model=engine, tokenizer=tokenizer,
@@ -125,18 +194,27 @@ def load_vllm(prepared, spec):
         is_instruct=prepared.prompt_mode == "chat", add_bos=prepared.fingerprint["add_bos"],
         eos_ids=stop_ids, template_args=dict(prepared.template_args),
         fingerprint=prepared.fingerprint)
-    loaded.provenance = _provenance(prepared, loaded, settings)
+    loaded.provenance = _provenance(prepared, loaded, settings, sizing, invariance)
     scorer = VLLMScorer(engine, tokenizer, stop_ids, max_new_tokens=spec.max_new_tokens,
                         sampling_params=sampling_params,
                         prefix_caching=settings["enable_prefix_caching"])
     return loaded, scorer
 
 
-def _provenance(prepared, loaded, settings: dict) -> dict:
+def _gpu_total_bytes(device: str) -> int | None:
+    import torch
+
+    if not device.startswith("cuda") or not torch.cuda.is_available():
+        return None
+    return int(torch.cuda.mem_get_info(torch.device(device))[1])
+
+
+def _provenance(prepared, loaded, settings: dict, sizing: dict, invariance: dict) -> dict:
     prov = model_provenance(prepared, loaded, None)
     prov["attn_implementation"] = "vllm (the engine's attention backend)"
     prov["backend"] = {"name": "vllm", "version": installed_version(), "status": EXPERIMENTAL,
-                       "engine": dict(settings)}
+                       "engine": dict(settings), "memory_sizing": sizing["reason"],
+                       "batch_invariant": invariance}
     return prov
 
 

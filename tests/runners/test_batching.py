@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from runners.batching import MIN_TOKENS, TokenBudget, initial_budget
+from runners.batching import (MIN_TOKENS, TokenBudget, attempt, call_bytes_per_token,
+                              configure_allocator, initial_budget)
 
 
 def test_a_batch_takes_items_until_the_budget_is_reached():
@@ -16,23 +17,33 @@ def test_a_batch_takes_items_until_the_budget_is_reached():
     assert capped.fits(1, 10) and not capped.fits(2, 10)
 
 
-def test_out_of_memory_halves_tokens_and_items_then_two_good_batches_grow_it_back():
+def test_out_of_memory_halves_tokens_and_items_then_grows_back_short_of_what_failed():
     budget = TokenBudget(4096, "test")
     assert budget.shrink(batch_items=8)
     assert (budget.tokens, budget.item_limit) == (2048, 4)
     assert budget.shrink(batch_items=4)
     assert (budget.tokens, budget.item_limit) == (1024, 2)
+    assert budget.failed == 2048  # the smallest budget that failed
     budget.succeeded(2)
     assert budget.tokens == 1024  # one good batch is not yet a trend
     budget.succeeded(2)
-    assert (budget.tokens, budget.item_limit) == (2048, 4)
-    budget.succeeded(4)
-    budget.succeeded(4)
-    assert (budget.tokens, budget.item_limit) == (4096, None)  # whole again, no item limit
+    # never back to 2048, which failed: 3/4 of it is as high as it goes, so no item limit
+    assert (budget.tokens, budget.item_limit) == (1536, None)
+    for _ in range(6):
+        budget.succeeded(4)
+    assert budget.tokens == 1536
     record = budget.record()
-    assert record["oom_retries"] == 2 and record["batches"] == 4
-    assert record["budgets_used"] == {"1024": 2, "2048": 2}
-    assert record["items_per_batch"] == {"min": 2, "max": 4, "mean": 3.0}
+    assert record["oom_retries"] == 2 and record["batches"] == 8
+    assert record["failed_budget"] == 2048
+    assert record["budgets_used"] == {"1024": 2, "1536": 6}
+    assert record["items_per_batch"] == {"min": 2, "max": 4, "mean": 3.5}
+
+
+def test_without_out_of_memory_the_budget_grows_back_to_its_ceiling():
+    budget = TokenBudget(4096, "test", tokens=1024)
+    for _ in range(4):
+        budget.succeeded(1)
+    assert budget.tokens == 4096 and budget.failed is None
 
 
 def test_a_users_item_cap_is_restored_not_lifted():
@@ -41,7 +52,7 @@ def test_a_users_item_cap_is_restored_not_lifted():
     assert budget.item_limit == 1
     for _ in range(4):
         budget.succeeded(1)
-    assert (budget.tokens, budget.item_limit) == (4096, 3)
+    assert (budget.tokens, budget.item_limit) == (3072, 3)  # 3/4 of the budget that failed
 
 
 def test_nothing_left_to_try_when_one_item_fails_at_the_smallest_budget():
@@ -51,28 +62,71 @@ def test_nothing_left_to_try_when_one_item_fails_at_the_smallest_budget():
     assert not budget.shrink(batch_items=1)
 
 
-def test_the_cpu_budget_is_half_a_gigabyte_of_kv_over_the_bytes_a_token_costs(monkeypatch):
+def test_the_cpu_budget_is_a_gigabyte_over_pool_plus_gathered_copy_per_token(monkeypatch):
     from runners import batching
 
     monkeypatch.setattr(batching, "_available_ram", lambda: 64 << 30)
     budget = initial_budget(46080, "cpu")  # SmolLM2-135M in fp32: 30 layers x 3 KV heads
-    assert budget.tokens == (1 << 29) // 46080 and "CPU" in budget.source
+    # a call holds the pool and the gathered copy: two KV copies per budget token
+    assert budget.tokens == (1 << 30) // (2 * 46080) and "CPU" in budget.source
     monkeypatch.setattr(batching, "_available_ram", lambda: 1 << 30)  # a small machine
-    assert initial_budget(46080, "cpu").tokens == (1 << 28) // 46080
+    assert initial_budget(46080, "cpu").tokens == (1 << 28) // (2 * 46080)
     assert initial_budget(46080, "cpu", tokens=999, item_cap=3).tokens == 999
     assert initial_budget(1 << 30, "cpu").tokens == MIN_TOKENS  # never below the floor
 
 
-def test_the_gpu_budget_follows_free_memory_and_kv_plus_activation_bytes(monkeypatch):
+def test_the_gpu_budget_counts_pool_gathered_copy_grouped_heads_and_activations(monkeypatch):
     torch = pytest.importorskip("torch")
     from transformers import LlamaConfig
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (40 << 30, 80 << 30))
-    config = LlamaConfig(hidden_size=4096, intermediate_size=14336)
+    # Llama-3-8B's shape: 32 layers, 32 query heads over 8 KV heads; bf16 KV = 131072 B/token
+    config = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                         num_attention_heads=32, num_key_value_heads=8)
     budget = initial_budget(131072, "cuda:0", config, dtype_bytes=2)
-    per_token = 131072 + (4 * 4096 + 3 * 14336) * 2 + 4096
+    per_layer_repeated = 131072 // 32 * 4  # one layer's K and V, copied to 4x the heads
+    per_token = 2 * 131072 + per_layer_repeated + (4 * 4096 + 3 * 14336) * 2 + 4096
     assert budget.tokens == int((40 << 30) * 0.5 // per_token)
-    assert "cuda:0" in budget.source
+    assert "cuda:0" in budget.source and str(per_token) in budget.source
+    plain = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                        num_attention_heads=32, num_key_value_heads=32)
+    assert call_bytes_per_token(131072, plain, 2, cuda=True) == per_token - per_layer_repeated
+    assert call_bytes_per_token(131072, config, 2, cuda=False) == 2 * 131072
+
+
+def test_memory_is_freed_after_the_except_block_when_the_tracebacks_tensors_are_gone(
+        monkeypatch):
+    torch = pytest.importorskip("torch")
+    import weakref
+
+    from runners import batching
+
+    held, alive_at_free = [], []
+
+    def call_that_runs_out():
+        activations = torch.zeros(1 << 16)  # what a failed forward leaves in its frame
+        held.append(weakref.ref(activations))
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(batching, "free_memory", lambda: alive_at_free.append(held[0]() is not None))
+    assert attempt(call_that_runs_out) == (None, True)
+    assert alive_at_free == [False]  # emptying the cache inside `except` would free nothing
+    assert attempt(lambda x: x + 1, 1) == (2, False)
+    with pytest.raises(ValueError):  # not out of memory: raised as it is
+        attempt(lambda: (_ for _ in ()).throw(ValueError("bad shape")))
+
+
+def test_the_allocator_gets_expandable_segments_unless_the_user_configured_it():
+    environ = {}
+    record = configure_allocator(environ)
+    assert environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert record["set_by"].startswith("fragility-tui")
+    mine = {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}
+    assert configure_allocator(mine)["set_by"] == "user"
+    assert mine == {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}
+    newer = {"PYTORCH_ALLOC_CONF": "backend:cudaMallocAsync"}
+    assert configure_allocator(newer)["variable"] == "PYTORCH_ALLOC_CONF"
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in newer
 
 
 def _fake_gpus(monkeypatch, free_bytes: list[int]):

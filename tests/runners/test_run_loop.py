@@ -357,14 +357,19 @@ def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folde
               display="none", events_path=str(events))
     assert run.execute() == "finished"
     ceiling = calls[0][1]
-    # Halved (items and tokens), then after two good batches grown back to the ceiling.
+    # Halved (items and tokens), then after two good batches grown back, but never to the
+    # budget that ran out of memory: three quarters of it.
+    regrown = ceiling * 3 // 4
     assert calls == [(2, ceiling), (1, ceiling // 2), (1, ceiling // 2),
-                     (2, ceiling), (2, ceiling), (2, ceiling)]
+                     (2, regrown), (2, regrown), (2, regrown)]
     assert len(cells_of(store, "g")) == 8 * 2
     assert '"oom_retry"' in events.read_text()
     record = store.get_run(run.run_id).provenance["batching"]["tiny-llama"]
     assert record["oom_retries"] == 1 and record["token_budget"] == ceiling
-    assert record["budgets_used"] == {str(ceiling // 2): 2, str(ceiling): 3}
+    assert record["failed_budget"] == ceiling
+    assert record["budgets_used"] == {str(ceiling // 2): 2, str(regrown): 3}
+    allocator = store.get_run(run.run_id).provenance["cuda_allocator"]
+    assert allocator["variable"] in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
     assert record["items_per_batch"] == {"min": 1, "max": 2, "mean": 1.6}
 
     def always_oom(self, loaded, scorer, chunk, max_slots):

@@ -21,7 +21,13 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 pytestmark = pytest.mark.slow
 
 BENCHMARK_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
-NEAR_TIE = 1e-4
+# Where the reference check runs (`make test-reference DEVICE=cuda DTYPE=bf16`): the runner
+# and the plain loop score the same loaded model, so both round alike per operation but not
+# per batch. Half precision gets wider bounds: provisional, until `make gpu-check` measures
+# the largest gap on a GPU (docs/runner.md).
+DEVICE = os.environ.get("FRAGILITY_REFERENCE_DEVICE", "cpu")
+DTYPE = os.environ.get("FRAGILITY_REFERENCE_DTYPE", "fp32")
+SCORE_TOLERANCE, NEAR_TIE = {"fp32": (1e-3, 1e-4)}.get(DTYPE, (0.1, 0.05))
 # 10 per benchmark is the acceptance check (~30 min of plain model.generate on a 2-core CPU);
 # a smaller number gives a quicker smoke run of the same comparison.
 PER_BENCHMARK = int(os.environ.get("FRAGILITY_REFERENCE_PER_BENCHMARK", "10"))
@@ -36,7 +42,7 @@ def smollm2():
     from runners.prepare import load_spec as load_model
 
     torch.set_num_threads(2)
-    return load_model("smollm2-135m-instruct", dtype="fp32", device="cpu")
+    return load_model("smollm2-135m-instruct", dtype=DTYPE, device=DEVICE)
 
 
 @pytest.fixture
@@ -79,7 +85,8 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
                                  chat=smollm2.is_instruct, template_args=smollm2.template_args)
             row = ours[(item.item_uid, config_id)]
             if ref.scores is not None:
-                assert row.scores == pytest.approx(ref.scores, abs=1e-3), (item.item_uid, config_id)
+                assert row.scores == pytest.approx(ref.scores, abs=SCORE_TOLERANCE), (
+                    item.item_uid, config_id)
             if row.pred == ref.pred:
                 continue
             cell = (f"{item.item_uid} {config_id}: runner pred {row.pred} "

@@ -173,15 +173,16 @@ def test_a_vllm_run_equals_the_transformers_grid_and_is_another_setting(tiny_fol
     assert len(cells_of(store, "g")) == 2 * 26
     [settings] = fake_vllm
     assert settings == {"dtype": "float32", "seed": 0, "tensor_parallel_size": 1,
-                        "gpu_memory_utilization": 0.85, "enable_prefix_caching": True,
-                        "trust_remote_code": False}
+                        "gpu_memory_utilization": 0.85, "max_num_batched_tokens": 8192,
+                        "enable_prefix_caching": True, "trust_remote_code": False}
     row = store.get_run(run.run_id)
     assert row.spec["backend"] == "vllm" and row.provenance["backend"] == "vllm"
     assert row.tokens > 0 and "prompt_logprobs" in row.provenance["likelihood"]
     model = row.provenance["models"]["tiny-llama"]
-    assert model["backend"] == {"name": "vllm", "version": "0.0.fake",
-                                "status": "experimental: not yet run on a GPU",
-                                "engine": settings}
+    assert model["backend"] == {
+        "name": "vllm", "version": "0.0.fake", "status": "experimental: not yet run on a GPU",
+        "engine": settings, "memory_sizing": "GPU memory unknown: vLLM's defaults for this backend",
+        "batch_invariant": {"enabled": False, "reason": "vLLM 0.0.fake has no batch-invariant mode"}}
     assert row.provenance["batching"]["tiny-llama"]["layout"].startswith("vLLM engine")
     card = provenance_card(row)
     assert "backend          vllm 0.0.fake (experimental: not yet run on a GPU)" in card
@@ -214,3 +215,44 @@ def test_the_cli_without_vllm_fails_at_once_and_writes_nothing(tiny_folder, tmp_
     assert store.list_runs() == []
     help_text = " ".join(run_cli("run", "--help").stdout.split())
     assert "(experimental: not yet run on a GPU; pip install -e '.[vllm]')" in help_text
+
+
+def test_engine_memory_keeps_prompt_logprob_tensors_outside_vllms_share():
+    from runners.vllm_backend import ENGINE_RESERVE, engine_memory
+
+    gib = 1 << 30
+    h100 = engine_memory(80 * gib, 151_936)  # Qwen's vocabulary on an 80 GB GPU
+    outside = 8192 * 151_936 * 4 * 3 + ENGINE_RESERVE  # 14.9 GB of logits + reserve
+    assert h100["max_num_batched_tokens"] == 8192
+    assert h100["gpu_memory_utilization"] <= (80 * gib - outside) / (80 * gib)
+    assert h100["gpu_memory_utilization"] > 0.78
+    small = engine_memory(24 * gib, 151_936)  # a 24 GB GPU: the step shrinks first
+    assert small["max_num_batched_tokens"] == 2048  # 4096 would need 7.5 GB > a quarter
+    assert small["gpu_memory_utilization"] <= 1 - (2048 * 151_936 * 12 + ENGINE_RESERVE) / (24 * gib)
+    assert "151936 vocabulary" in small["reason"]
+    tiny_vocab = engine_memory(80 * gib, 49_152)
+    assert tiny_vocab["gpu_memory_utilization"] == 0.9  # capped: vLLM never takes it all
+    with pytest.raises(InputError, match="--backend.*need .* GiB beside the engine"):
+        engine_memory(8 * gib, 262_144)  # Gemma's vocabulary on an 8 GB GPU
+
+
+def test_batch_invariance_is_turned_on_only_where_vllm_and_the_gpu_have_it(monkeypatch):
+    import torch
+
+    from runners import vllm_backend
+
+    assert vllm_backend.batch_invariance({"VLLM_BATCH_INVARIANT": "0"}) == {
+        "enabled": False, "reason": "VLLM_BATCH_INVARIANT set by the user"}
+    monkeypatch.setattr(vllm_backend, "installed_version", lambda: "0.30.0")
+    monkeypatch.setattr(vllm_backend.importlib.util, "find_spec",
+                        lambda name: object() if name.startswith("vllm") else None)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    environ = {}
+    assert not vllm_backend.batch_invariance(environ)["enabled"] and environ == {}  # an A100
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert vllm_backend.batch_invariance(environ)["enabled"]  # an H100 / H200
+    assert environ == {"VLLM_BATCH_INVARIANT": "1"}
+    monkeypatch.setattr(vllm_backend.importlib.util, "find_spec", lambda name: None)
+    assert vllm_backend.batch_invariance({}) == {
+        "enabled": False, "reason": "vLLM 0.30.0 has no batch-invariant mode"}
