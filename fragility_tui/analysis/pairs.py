@@ -86,16 +86,31 @@ class GapSplit:
     a_only_stable: int
     b_only_stable: int
     stable_gap: int
-    fragile_gap: int
+    incomplete_gap: int  # the part of Δ on items where either row is incomplete (SPEC v3)
+    fragile_gap: int  # Δ − stable_gap − incomplete_gap: complete rows only
     fragile_share: float | None
     verdict: str
     manufactured: bool
     mcnemar_p: float
     reversals: int
     adjacent: bool = True
+    # why the verdict cannot say more, e.g. "too few stable disagreements to order (n = 3)"
+    detail: str | None = None
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
+
+
+def too_few_to_order(n: int) -> bool:
+    """With n stable disagreements, can the exact test behind `manufactured` reject at
+    all? Its smallest two-sided p is 2 / 2**n, ≥ 0.05 up to n = 5: there the stable set
+    cannot order a pair, whatever the split, so `manufactured` holds by construction."""
+    return _two_sided_binomial_half(0, int(n)) >= MANUFACTURED_ALPHA
+
+
+def split_detail(a_only: int, b_only: int) -> str | None:
+    n = int(a_only) + int(b_only)
+    return f"too few stable disagreements to order (n = {n})" if too_few_to_order(n) else None
 
 
 def verdict(a_only: int, b_only: int) -> str:
@@ -117,12 +132,15 @@ def pair_sets(cube: Cube, a: int, b: int, cls: Classification | None = None) -> 
     b_only = cls.robust_wrong[a] & cls.robust_correct[b]
     paired = cube.present[a, :, ref] & cube.present[b, :, ref]
     differ = paired & (cube.bits[a, :, ref] != cube.bits[b, :, ref])
+    complete = cls.complete[a] & cls.complete[b]
     return {
         "stable": np.flatnonzero(stable),
         "a_only_stable": np.flatnonzero(a_only),
         "b_only_stable": np.flatnonzero(b_only),
-        # reference disagreements outside the stable set: where the fragile gap lives
-        "fragile_disagreements": np.flatnonzero(differ & ~(a_only | b_only)),
+        # reference disagreements on complete rows outside the stable set: where the
+        # fragile gap lives (SPEC v3: rows with a missing cell are the incomplete gap's)
+        "fragile_disagreements": np.flatnonzero(differ & complete & ~(a_only | b_only)),
+        "incomplete_disagreements": np.flatnonzero(differ & ~complete),
     }
 
 
@@ -139,6 +157,11 @@ def gap_splits(cube: Cube, pairs: list[tuple[int, int]], cls: Classification | N
     paired = pres_ref[a_idx] & pres_ref[b_idx]
     gap = (np.count_nonzero(bits_ref[a_idx] & paired, axis=1)
            - np.count_nonzero(bits_ref[b_idx] & paired, axis=1))
+    # §6 v3: reference bits of paired items where either model misses a cell in view; they
+    # are neither stable nor fragile, so without this term they would read as fragility
+    partial = paired & ~(cls.complete[a_idx] & cls.complete[b_idx])
+    inc = (np.count_nonzero(bits_ref[a_idx] & partial, axis=1)
+           - np.count_nonzero(bits_ref[b_idx] & partial, axis=1))
     stable = np.count_nonzero(cls.robust[a_idx] & cls.robust[b_idx], axis=1)
     a_only = np.count_nonzero(cls.robust_correct[a_idx] & cls.robust_wrong[b_idx], axis=1)
     b_only = np.count_nonzero(cls.robust_wrong[a_idx] & cls.robust_correct[b_idx], axis=1)
@@ -146,15 +169,17 @@ def gap_splits(cube: Cube, pairs: list[tuple[int, int]], cls: Classification | N
     rev = reversals(cube, acc, a_idx, b_idx)
     out = []
     for k in range(len(pairs)):
-        g, ao, bo = int(gap[k]), int(a_only[k]), int(b_only[k])
+        g, ao, bo, ig = int(gap[k]), int(a_only[k]), int(b_only[k]), int(inc[k])
         sg = ao - bo
+        fg = g - sg - ig
         out.append(GapSplit(
             a=cube.models[a_idx[k]], b=cube.models[b_idx[k]], gap=g, stable_items=int(stable[k]),
-            a_only_stable=ao, b_only_stable=bo, stable_gap=sg, fragile_gap=g - sg,
-            fragile_share=None if g == 0 else (g - sg) / g,
+            a_only_stable=ao, b_only_stable=bo, stable_gap=sg, incomplete_gap=ig,
+            fragile_gap=fg, fragile_share=None if g == 0 else fg / g,
             verdict=verdict(ao, bo),
             manufactured=bool(g != 0 and p[k] >= MANUFACTURED_ALPHA),
-            mcnemar_p=float(p[k]), reversals=int(rev[k]), adjacent=adjacent))
+            mcnemar_p=float(p[k]), reversals=int(rev[k]), adjacent=adjacent,
+            detail=split_detail(ao, bo)))
     return out
 
 

@@ -241,10 +241,11 @@ def _sections(report: dict) -> list[dict]:
     ps = report["pairs_summary"]
     secs.append({
         "title": "Pairs: gap split in items (SPEC 6)",
-        "headers": ["A", "B", "gap", "|S|", "A+", "B+", "stab", "frag", "share%",
+        "headers": ["A", "B", "gap", "|S|", "A+", "B+", "stab", "inc", "frag", "share%",
                     "verdict", "man", "rev"],
         "rows": [[p["a"], p["b"], p["gap"], p["stable_items"], p["a_only_stable"],
-                  p["b_only_stable"], p["stable_gap"], p["fragile_gap"], _pct(p["fragile_share"]),
+                  p["b_only_stable"], p["stable_gap"], p.get("incomplete_gap", 0),
+                  p["fragile_gap"], _pct(p["fragile_share"]),
                   p["verdict"] + ("" if p.get("adjacent", True) else " *"),
                   "yes" if p["manufactured"] else "no", p["reversals"]]
                  for p in report["pairs"]],
@@ -252,7 +253,10 @@ def _sections(report: dict) -> list[dict]:
                   f"fragile share mean {_pct(ps['mean_fragile_share'])}%, pooled "
                   f"{_pct(ps['pooled_fragile_share'])}%",
                   "A+/B+: stable items only A / only B gets right in every config; "
-                  "* = a named pair, not adjacent"]})
+                  "inc: the part of gap on items with a missing cell (not fragility); "
+                  "* = a named pair, not adjacent"]
+                 + [f"{p['a']} vs {p['b']}: {p['detail']}" for p in report["pairs"]
+                    if p.get("detail")]})
     secs.append({
         "title": "Configs (SPEC 6)",
         "headers": ["config", "champion(s)", "acc", "margin", "tau-b", "flipped"],
