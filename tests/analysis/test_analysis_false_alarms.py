@@ -11,6 +11,7 @@ the other configs with simultaneous intervals and must stay at or below 10%.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from fragility_tui.analysis import harness_family
 from fragility_tui.analysis.decisions import decide_pairs, percentile_ci
@@ -61,3 +62,63 @@ def test_harness_sensitive_rarely_fires_on_exchangeable_models(monkeypatch):
                         lambda samples, point, *a, **kw: percentile_ci(samples))
     v1_flagged, _ = harness_sensitive_count()
     assert v1_flagged >= 0.3 * total and v1_flagged >= 3 * max(flagged, 1)
+
+
+def full_family_harness(cube, pairs, seed, n_boot, m):
+    """§9 v3 read plainly: bootstrap every (pair, config) column, and for each decision
+    judge every other config with the max-|t| band over all of them (no screening)."""
+    from fragility_tui.analysis.decisions import (TARGETS, bootstrap_counts, canonical,
+                                                  point_counts, strata_of, target_estimates)
+    from fragility_tui.analysis.harness_family import opposite_winners, sign
+
+    cube = canonical(cube)
+    strata = strata_of(cube)
+    a_idx = np.array([cube.models.index(a) for a, _ in pairs])
+    b_idx = np.array([cube.models.index(b) for _, b in pairs])
+    num, den = point_counts(cube, strata, a_idx, b_idx)
+    point = target_estimates(num.transpose(1, 0, 2), den.transpose(1, 0, 2),
+                             (den > 0).transpose(1, 0, 2))
+    n_c = len(cube.configs)
+    cols = np.array([(a, b, c) for a, b in zip(a_idx, b_idx) for c in range(n_c)])
+    bnum, bden = bootstrap_counts(cube, strata, cols, n_boot, seed)
+    sup = np.stack([den[p, :, c] > 0 for p in range(len(pairs)) for c in range(n_c)], axis=1)
+    samples = target_estimates(bnum, bden, sup[:, None, :])
+    c0 = cube.reference_index
+    out = {}
+    for p in range(len(pairs)):
+        others = [c for c in range(n_c) if c != c0 and np.isfinite(point["observed"][p, c])]
+        for t in TARGETS:
+            s0 = sign(float(point[t][p, c0]))
+            hits = ()
+            if s0 and others:
+                ks = [p * n_c + c for c in others]
+                hit = opposite_winners(samples[t][:, ks], point[t][p, others], s0, m)
+                hits = tuple(cube.configs[c] for c, h in zip(others, hit) if h)
+            out[(pairs[p], t)] = hits
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_screened_family_equals_the_full_family(seed):
+    """decide_pairs bootstraps the whole family only for pairs whose reversing configs
+    pass the narrower band over themselves; that must never change a flag."""
+    rng = np.random.default_rng([seed, 21])
+    n_items, n_models = 240, 6
+    configs = ("o0.letter", "o0.paren", "o0.digit", "o1.letter", "o2.letter", "cloze_qa",
+               "cloze_bare")
+    ability = rng.normal(0, 0.6, n_models)[:, None, None]
+    # some configs reverse some models' order strongly, some weakly: both paths run
+    twist = rng.normal(0, 0.8, (n_models, 1, len(configs)))
+    twist[:, :, 0] = 0
+    p = 1 / (1 + np.exp(-(ability + twist + rng.normal(0, 1, (1, n_items, len(configs))))))
+    bits = rng.random((n_models, n_items, len(configs))) < p
+    present = rng.random(bits.shape) > 0.03
+    bench = np.array(["b1", "b2", "b3"] * (n_items // 3), dtype=object)
+    cube = Cube(tuple(f"m{k}" for k in range(n_models)),
+                tuple(f"{bench[i]}/{i}" for i in range(n_items)), configs, bits & present,
+                present, bench)
+    pairs = [(f"m{a}", f"m{b}") for a in range(n_models) for b in range(a + 1, n_models)]
+    got = {((d.a, d.b), d.target): d.harness_configs
+           for d in decide_pairs(cube, pairs, seed=seed, n_boot=300)}
+    assert got == full_family_harness(cube, pairs, seed, 300, 0.02)
+    assert any(got.values())  # the grids do raise the flag somewhere
