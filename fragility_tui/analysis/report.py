@@ -19,7 +19,7 @@ from fragility_tui.text import cut_middle
 from fragility_tui.analysis.decisions import TARGETS, canonical, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
-                                          reference_ranking)
+                                          pooled_share_ci, reference_ranking)
 from fragility_tui.analysis.rankings import rankings
 from fragility_tui.harness.configs import REFERENCE
 from fragility_tui.text import clean
@@ -31,6 +31,10 @@ def _num(x) -> float | None:
         return None
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def _pair(t) -> list | None:
+    return None if t is None else [float(t[0]), float(t[1])]
 
 
 def _mean_defined(values) -> float | None:
@@ -86,11 +90,16 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
                      "discrimination": discrimination},
         "bands": _bands_section(band_list, ranks_, order, ref),
         "pairs": [s.to_json() for s in splits],
-        "pairs_summary": pairs_summary([s for s in splits if s.adjacent]),
+        "pairs_summary": {**pairs_summary([s for s in splits if s.adjacent]),
+                          "pooled_fragile_share_ci": _pair(pooled_share_ci(
+                              cube, adjacent, cls, n_boot=n_boot, seed=seed)),
+                          "pooled_fragile_share_ci_unit": "items"},
         "configs": _configs_section(cube, ranks_, order),
         "rankings": _rankings_section(cube, ranks_, order, ref),
         "axes": _axes_section(axes, cube, order),
-        "discrimination": {"method": discrimination, "r": items.r, "ci": None if items.ci is None else list(items.ci),
+        "discrimination": {"method": discrimination, "r": items.r, "ci": _pair(items.ci),
+                           "ci_unit": "items", "ci_two_way": _pair(items.ci_two_way),
+                           "ci_two_way_unit": "items and models",
                            "top_k": items.top_k, "top_k_mean_fragility": items.top_k_mean_fragility,
                            "mean_fragility": items.mean_fragility,
                            "items_defined": int(np.isfinite(items.discrimination).sum())},
@@ -251,7 +260,8 @@ def _sections(report: dict) -> list[dict]:
                  for p in report["pairs"]],
         "notes": [f"{ps['nonzero_gaps']} nonzero adjacent gaps, {ps['manufactured']} manufactured; "
                   f"fragile share mean {_pct(ps['mean_fragile_share'])}%, pooled "
-                  f"{_pct(ps['pooled_fragile_share'])}%",
+                  f"{_pct(ps['pooled_fragile_share'])}% (95% CI "
+                  f"{_ci(ps.get('pooled_fragile_share_ci'))} resampling items)",
                   "A+/B+: stable items only A / only B gets right in every config; "
                   "inc: the part of gap on items with a missing cell (not fragility); "
                   "* = a named pair, not adjacent"]
@@ -285,7 +295,8 @@ def _sections(report: dict) -> list[dict]:
     rng = c["discriminative_range"]
     method = {"irt": "2PL IRT slope"}.get(d.get("method"), "item-total correlation")
     secs.append({"title": "Discrimination, fragility, compression (SPEC 8)", "notes": [
-        f"discrimination-fragility r {_flt(d['r'])} (95% CI {_ci(d['ci'], 1.0, 2)}); "
+        f"discrimination-fragility r {_flt(d['r'])}; 95% CI {_ci(d['ci'], 1.0, 2)} "
+        f"resampling items, {_ci(d.get('ci_two_way'), 1.0, 2)} resampling items and models",
         f"discrimination = {method}",
         f"mean fragility: top-{d['top_k']} discriminative {_flt(d['top_k_mean_fragility'])} "
         f"vs all items {_flt(d['mean_fragility'])}",
