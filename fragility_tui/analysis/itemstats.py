@@ -255,6 +255,7 @@ class ItemSummary:
     discriminative_mean_champions: float | None
     discriminative_range: tuple[int, int] | None
     ci_two_way: tuple[float, float] | None = None  # resampling items and models
+    irt: dict | None = None  # with method "irt": irt.irt_limits (model count, warning, SEs)
 
 
 def _mean_defined(values: np.ndarray) -> float | None:
@@ -283,7 +284,14 @@ def item_summary(cube: Cube, cls: Classification | None = None, *, seed: int = 0
                  method: str = "item-total") -> ItemSummary:
     """Every §8 figure; `method` picks the discrimination behind r, top-k and the
     discriminative compression."""
-    disc = item_discrimination(cube, method)
+    irt_info = None
+    if method == "irt":
+        from fragility_tui.analysis.irt import irt_fit, irt_limits  # scipy, on first use
+
+        fit = irt_fit(cube)
+        disc, irt_info = fit.a, irt_limits(cube, fit)
+    else:
+        disc = item_discrimination(cube, method)
     frag = fragility(cube, cls)
     both = np.isfinite(disc) & np.isfinite(frag)
     r = pearson(disc[both], frag[both])
@@ -308,4 +316,4 @@ def item_summary(cube: Cube, cls: Classification | None = None, *, seed: int = 0
         top_k_mean_fragility=_mean_defined(frag[top_items]) if len(top_items) else None,
         mean_fragility=_mean_defined(frag), k=k, random_mean_champions=random_mean,
         discriminative_mean_champions=disc_mean, discriminative_range=disc_range,
-        ci_two_way=two_way)
+        ci_two_way=two_way, irt=irt_info)

@@ -99,7 +99,7 @@ def build_report(cube: Cube, *, target: str = "observed", margin: float = 2.0, s
         "axes": _axes_section(axes, cube, order),
         "discrimination": {"method": discrimination, "r": items.r, "ci": _pair(items.ci),
                            "ci_unit": "items", "ci_two_way": _pair(items.ci_two_way),
-                           "ci_two_way_unit": "items and models",
+                           "ci_two_way_unit": "items and models", "irt": items.irt,
                            "top_k": items.top_k, "top_k_mean_fragility": items.top_k_mean_fragility,
                            "mean_fragility": items.mean_fragility,
                            "items_defined": int(np.isfinite(items.discrimination).sum())},
@@ -297,7 +297,10 @@ def _sections(report: dict) -> list[dict]:
     secs.append({"title": "Discrimination, fragility, compression (SPEC 8)", "notes": [
         f"discrimination-fragility r {_flt(d['r'])}; 95% CI {_ci(d['ci'], 1.0, 2)} "
         f"resampling items, {_ci(d.get('ci_two_way'), 1.0, 2)} resampling items and models",
-        f"discrimination = {method}",
+        f"discrimination = {method}"
+        + ("" if not (d.get("irt") or {}).get("slope_se_median") else
+           f" (median slope standard error {_flt(d['irt']['slope_se_median'])})"),
+        *([] if not (d.get("irt") or {}).get("warning") else [f"warning: {d['irt']['warning']}"]),
         f"mean fragility: top-{d['top_k']} discriminative {_flt(d['top_k_mean_fragility'])} "
         f"vs all items {_flt(d['mean_fragility'])}",
         f"champions with {c['k']} items: random {_flt(c['random_mean_champions'], 1)}, "
