@@ -236,11 +236,12 @@ def pooled_share_ci(cube: Cube, pairs: list[tuple[int, int]], cls: Classificatio
     if not d_sum.any() or n_boot < 1:
         return None
     rng = rng_for(seed, STREAM_POOLED_SHARE)
-    rows = max(1, 8_000_000 // len(d_sum))
+    rows = max(1, 2_000_000 // len(d_sum))
+    both = np.stack([f_sum, d_sum], axis=1).astype(np.float32)  # integer sums: exact
     shares = []
     for start in range(0, n_boot, rows):
-        w = resample_counts(rng, len(d_sum), min(rows, n_boot - start))
-        num, den = w @ f_sum, w @ d_sum
+        w = resample_counts(rng, len(d_sum), min(rows, n_boot - start), np.float32)
+        num, den = (w @ both).astype(np.float64).T
         shares.append(num[den != 0] / den[den != 0])
     shares = np.concatenate(shares)
     if not len(shares):
