@@ -4,9 +4,12 @@ Engine shape (speed): the bootstrap is one set of per-benchmark resampling count
 W[b] (resamples x items), drawn once and applied to every (pair, config) column by a float32
 matmul (counts are exact in float32). A resample's Δ̂ is a ratio: Σ W·d / Σ W·paired, so an
 item missing a cell for a pair simply weighs nothing for that pair. Only the columns a flag
-can need are bootstrapped: the decision's own config, and the other configs whose point
-estimate already reverses the winner by at least the margin (the only ones that can make a
-decision harness-sensitive).
+can need are bootstrapped: the decision's own config and the other configs whose point
+estimate already reverses the winner by at least the margin (no other config can make a
+decision harness-sensitive). §9 v3 judges those with a band over *all* the other configs;
+a band over the reversing ones alone is narrower, so when no reversing config clears even
+that band the decision is settled, and only the pairs where one does get the rest of the
+family bootstrapped (on the same resamples): exact, and most decisions never need it.
 
 Everything runs on the cube put into canonical order (models by name, items by benchmark
 then item_uid) so results do not depend on the order a store returned rows in.
@@ -21,12 +24,14 @@ import numpy as np
 from fragility_tui.analysis.classify import Classification, classify
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.itemstats import STREAM_DECISIONS, resample_counts, rng_for
+from fragility_tui.analysis.harness_family import (LEVEL, TOL, opposite_winners, reversing,
+                                                   sign, simultaneous_intervals)
 from fragility_tui.analysis.pairs import mcnemar_exact_p
+
+__all__ = ["TOL", "LEVEL", "simultaneous_intervals", "decide", "decide_pairs"]
 
 TARGETS = ("observed", "balanced")
 FLAGS = ("unsupported", "harness-sensitive", "underpowered", "target-sensitive")
-TOL = 1e-9  # §11: comparisons against zero and the margin tolerate float noise only
-LEVEL = 0.95
 _ROWS_PER_CHUNK = 500  # resamples per chunk; fixed so every caller draws the same W
 
 
@@ -138,27 +143,6 @@ def percentile_ci(samples: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray
     return lo, hi
 
 
-def simultaneous_intervals(samples: np.ndarray, point: np.ndarray, level: float = LEVEL):
-    """Max-deviation (studentised) bootstrap band for a family of estimates.
-
-    samples [B, P], point [P]: q = the level-quantile over resamples of max_p |Δ*−Δ̂|/se_p;
-    interval Δ̂_p ± q·se_p. Members with se = 0 get the degenerate interval [Δ̂, Δ̂]."""
-    finite = np.isfinite(samples)
-    n_ok = finite.sum(axis=0)
-    filled = np.where(finite, samples, 0.0)
-    mean = filled.sum(axis=0) / np.maximum(n_ok, 1)
-    se = np.sqrt((np.where(finite, samples - mean, 0.0) ** 2).sum(axis=0) / np.maximum(n_ok, 1))
-    use = np.isfinite(point) & (n_ok > 0) & (se > 0)
-    lo, hi = point.astype(np.float64), point.astype(np.float64)
-    if use.any():
-        dev = np.abs(samples[:, use] - point[use]) / se[use]
-        rows = np.isfinite(dev).any(axis=1)  # a resample undefined for every member is dropped
-        worst = np.where(np.isfinite(dev[rows]), dev[rows], -np.inf).max(axis=1)
-        q = float(np.percentile(worst, level * 100)) if rows.any() else np.nan
-        lo[use], hi[use] = point[use] - q * se[use], point[use] + q * se[use]
-    return lo, hi
-
-
 @dataclass(frozen=True)
 class BenchmarkDelta:
     benchmark: str
@@ -222,9 +206,7 @@ def _interval(lo, hi) -> tuple[float, float] | None:
 
 
 def _sign(x: float | None) -> int:
-    if x is None or abs(x) <= TOL:
-        return 0
-    return 1 if x > 0 else -1
+    return sign(x)
 
 
 @dataclass
@@ -267,7 +249,10 @@ def decide_pairs(cube: Cube, pairs, *, config: str | None = None, margin: float 
     point = target_estimates(num.transpose(1, 0, 2), den.transpose(1, 0, 2),
                              supported.transpose(1, 0, 2))  # {t: [P, C]}
     plan = _plan_columns(point, a_idx, b_idx, c0, m)
-    boot = _bootstrap(cube, strata, plan, supported, n_boot, seed)
+    boot = _bootstrap(cube, strata, plan, supported, n_boot, seed, c0)
+    first = len(plan.cols)
+    widened = set(_widen(plan, boot.samples, point, a_idx, b_idx, c0, m))
+    boot = _extend(boot, cube, strata, plan, first, supported, n_boot, seed)
 
     cls = cls if cls is not None else classify(cube)
     a_only = np.count_nonzero(cls.robust_correct[a_idx] & cls.robust_wrong[b_idx], axis=1)
@@ -291,7 +276,8 @@ def decide_pairs(cube: Cube, pairs, *, config: str | None = None, margin: float 
             # the movement is other − this: balanced − observed, negated for balanced
             lo, hi = boot.move_ci[0][k0], boot.move_ci[1][k0]
             move_ci = _interval(lo, hi) if t == "observed" else _interval(-hi, -lo)
-            harness = _harness_configs(plan, p, c0, delta, point[t], boot.ci[t], m, cube.configs)
+            harness = _harness_configs(plan, p, c0, delta, point[t], boot.samples[t], m,
+                                       cube.configs, p in widened)
             flags = _flags(delta, ci, bool(unsupported), bool(harness), other_delta, move_ci, m)
             out.append(Decision(
                 a=a, b=b, config=config, target=t, delta=delta, ci=ci,
@@ -315,20 +301,39 @@ def _pair_indices(cube: Cube, pairs) -> tuple[np.ndarray, np.ndarray]:
 def _plan_columns(point: dict, a_idx, b_idx, c0: int, m: float) -> _Plan:
     """The decision config of every pair, plus each other config whose point estimate
     already reverses the winner by at least m under some target: the only configs that
-    can make a decision harness-sensitive, hence the only ones worth bootstrapping."""
+    can make a decision harness-sensitive, hence the first ones worth bootstrapping."""
     plan = _Plan()
-    n_configs = point["observed"].shape[1]
     for p in range(len(a_idx)):
         plan.need(p, a_idx[p], b_idx[p], c0)
         for t in TARGETS:
-            s0 = _sign(_f(point[t][p, c0]))
-            if not s0:
-                continue
-            for c in range(n_configs):
-                est = point[t][p, c]
-                if c != c0 and np.isfinite(est) and _sign(est) == -s0 and abs(est) >= m - TOL:
-                    plan.need(p, a_idx[p], b_idx[p], c)
+            for c in reversing(point[t][p], c0, m):
+                plan.need(p, a_idx[p], b_idx[p], int(c))
     return plan
+
+
+def _widen(plan: _Plan, samples: dict, point: dict, a_idx, b_idx, c0: int, m: float) -> list:
+    """Pairs whose reversing configs support the opposite winner even under the band over
+    those configs alone (a lower bound of the full family's q, undefined resamples kept as
+    −inf): only for them can the full family's band flag anything. Each gets every other
+    config with a defined Δ̂ added to the plan; returns them."""
+    widened = []
+    n_configs = point["observed"].shape[1]
+    for p in range(len(a_idx)):
+        for t in TARGETS:
+            cand = [c for c in reversing(point[t][p], c0, m)]
+            if not cand:
+                continue
+            ks = [plan.where[(p, int(c))] for c in cand]
+            s0 = _sign(_f(point[t][p, c0]))
+            if opposite_winners(samples[t][:, ks], point[t][p, cand], s0, m,
+                                drop_undefined=False).any():
+                widened.append(p)
+                break
+    for p in widened:
+        for c in range(n_configs):
+            if c != c0 and np.isfinite(point["observed"][p, c]):
+                plan.need(p, a_idx[p], b_idx[p], c)
+    return widened
 
 
 @dataclass(frozen=True, eq=False)
@@ -339,18 +344,46 @@ class _Boot:
     bench_ci: list  # per benchmark (lo[K], hi[K])
 
 
-def _bootstrap(cube: Cube, strata: Strata, plan: _Plan, supported, n_boot: int, seed: int) -> _Boot:
-    cols = np.array(plan.cols, dtype=np.intp)
-    bnum, bden = bootstrap_counts(cube, strata, cols, n_boot, seed)  # [S, B, K]
-    col_pair = np.array([p for (p, _c) in plan.where])
-    col_conf = np.array([c for (_p, c) in plan.where])
-    sup_cols = supported[col_pair, :, col_conf].T  # [S, K]
-    samples = target_estimates(bnum, bden, sup_cols[:, None, :])  # {t: [B, K]}
+def _samples(cube: Cube, strata: Strata, plan: _Plan, cols: range, supported, n_boot: int,
+             seed: int):
+    """Resampled Δ̂ {target: [B, K]} of plan columns `cols`, and the per-benchmark sums."""
+    bnum, bden = bootstrap_counts(cube, strata, np.array(plan.cols[cols.start:cols.stop],
+                                                         dtype=np.intp), n_boot, seed)
+    keys = list(plan.where)[cols.start:cols.stop]
+    sup_cols = supported[[p for p, _ in keys], :, [c for _, c in keys]].T  # [S, K]
+    return target_estimates(bnum, bden, sup_cols[:, None, :]), bnum, bden
+
+
+def _bootstrap(cube: Cube, strata: Strata, plan: _Plan, supported, n_boot: int, seed: int,
+               c0: int) -> _Boot:
+    """Samples of every planned column; percentile intervals of the decision columns only
+    (the other configs are judged by their simultaneous band, harness_family)."""
+    samples, bnum, bden = _samples(cube, strata, plan, range(len(plan.cols)), supported,
+                                   n_boot, seed)
+    dec = np.array([k for (p, c), k in plan.where.items() if c == c0])
+
+    def ci(x):  # [B, K] -> (lo[K], hi[K]) filled on the decision columns
+        lo, hi = np.full(x.shape[1], np.nan), np.full(x.shape[1], np.nan)
+        lo[dec], hi[dec] = percentile_ci(x[:, dec])
+        return lo, hi
+
     with np.errstate(invalid="ignore", divide="ignore"):
         bench = bnum.astype(np.float64) / bden  # [S, B, K]
-    return _Boot(samples, {t: percentile_ci(samples[t]) for t in TARGETS},
-                 percentile_ci(samples["balanced"] - samples["observed"]),
-                 [percentile_ci(bench[s]) for s in range(len(strata.names))])
+    return _Boot(samples, {t: ci(samples[t]) for t in TARGETS},
+                 ci(samples["balanced"] - samples["observed"]),
+                 [ci(bench[s]) for s in range(len(strata.names))])
+
+
+def _extend(boot: _Boot, cube: Cube, strata: Strata, plan: _Plan, start: int, supported,
+            n_boot: int, seed: int) -> _Boot:
+    """Append the samples of plan columns added after `start` (the same resampling counts:
+    bootstrap_counts draws them from the seed and the benchmark alone)."""
+    if start == len(plan.cols):
+        return boot
+    more, _, _ = _samples(cube, strata, plan, range(start, len(plan.cols)), supported,
+                          n_boot, seed)
+    samples = {t: np.concatenate([boot.samples[t], more[t]], axis=1) for t in TARGETS}
+    return _Boot(samples, boot.ci, boot.move_ci, boot.bench_ci)
 
 
 def _flags(delta, ci, unsupported: bool, harness: bool, other_delta, move_ci, m) -> tuple:
@@ -378,24 +411,18 @@ def _supports_winner(delta, ci) -> bool:
     return (side > 0 and ci[0] > TOL) or (side < 0 and ci[1] < -TOL)
 
 
-def _harness_configs(plan: _Plan, p: int, c0: int, delta, point_t, ci_t, m, configs):
-    """§11: Δ̂ ≠ 0 and another config, same target, strictly reverses the sign with its own
-    interval excluding zero and |Δ̂| ≥ m."""
+def _harness_configs(plan: _Plan, p: int, c0: int, delta, point_t, samples_t, m, configs,
+                     widened: bool):
+    """§9/§11 v3: Δ̂ ≠ 0 and another config, same target, strictly reverses the sign with
+    |Δ̂_c| ≥ m and its simultaneous interval over the other configs in view (max-|t| on the
+    same resamples) excluding zero. A pair not widened has been shown to have none."""
     s0 = _sign(delta)
-    if not s0:
+    if not s0 or not widened:
         return ()
-    hits = []
-    for c in range(len(configs)):
-        k = plan.where.get((p, c))
-        if c == c0 or k is None:
-            continue
-        est, lo, hi = point_t[p, c], ci_t[0][k], ci_t[1][k]
-        if not (np.isfinite(est) and np.isfinite(lo) and np.isfinite(hi)):
-            continue
-        excludes = hi < -TOL if s0 > 0 else lo > TOL
-        if _sign(est) == -s0 and abs(est) >= m - TOL and excludes:
-            hits.append(configs[c])
-    return tuple(hits)
+    others = [c for c in range(len(configs)) if c != c0 and (p, c) in plan.where]
+    ks = [plan.where[(p, c)] for c in others]
+    hit = opposite_winners(samples_t[:, ks], point_t[p, others], s0, m)
+    return tuple(configs[c] for c, h in zip(others, hit) if h)
 
 
 def _target_sensitive(delta, other, move_ci, m) -> bool:

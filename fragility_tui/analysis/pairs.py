@@ -86,16 +86,31 @@ class GapSplit:
     a_only_stable: int
     b_only_stable: int
     stable_gap: int
-    fragile_gap: int
+    incomplete_gap: int  # the part of Δ on items where either row is incomplete (SPEC v3)
+    fragile_gap: int  # Δ − stable_gap − incomplete_gap: complete rows only
     fragile_share: float | None
     verdict: str
     manufactured: bool
     mcnemar_p: float
     reversals: int
     adjacent: bool = True
+    # why the verdict cannot say more, e.g. "too few stable disagreements to order (n = 3)"
+    detail: str | None = None
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
+
+
+def too_few_to_order(n: int) -> bool:
+    """With n stable disagreements, can the exact test behind `manufactured` reject at
+    all? Its smallest two-sided p is 2 / 2**n, ≥ 0.05 up to n = 5: there the stable set
+    cannot order a pair, whatever the split, so `manufactured` holds by construction."""
+    return _two_sided_binomial_half(0, int(n)) >= MANUFACTURED_ALPHA
+
+
+def split_detail(a_only: int, b_only: int) -> str | None:
+    n = int(a_only) + int(b_only)
+    return f"too few stable disagreements to order (n = {n})" if too_few_to_order(n) else None
 
 
 def verdict(a_only: int, b_only: int) -> str:
@@ -117,12 +132,15 @@ def pair_sets(cube: Cube, a: int, b: int, cls: Classification | None = None) -> 
     b_only = cls.robust_wrong[a] & cls.robust_correct[b]
     paired = cube.present[a, :, ref] & cube.present[b, :, ref]
     differ = paired & (cube.bits[a, :, ref] != cube.bits[b, :, ref])
+    complete = cls.complete[a] & cls.complete[b]
     return {
         "stable": np.flatnonzero(stable),
         "a_only_stable": np.flatnonzero(a_only),
         "b_only_stable": np.flatnonzero(b_only),
-        # reference disagreements outside the stable set: where the fragile gap lives
-        "fragile_disagreements": np.flatnonzero(differ & ~(a_only | b_only)),
+        # reference disagreements on complete rows outside the stable set: where the
+        # fragile gap lives (SPEC v3: rows with a missing cell are the incomplete gap's)
+        "fragile_disagreements": np.flatnonzero(differ & complete & ~(a_only | b_only)),
+        "incomplete_disagreements": np.flatnonzero(differ & ~complete),
     }
 
 
@@ -139,6 +157,11 @@ def gap_splits(cube: Cube, pairs: list[tuple[int, int]], cls: Classification | N
     paired = pres_ref[a_idx] & pres_ref[b_idx]
     gap = (np.count_nonzero(bits_ref[a_idx] & paired, axis=1)
            - np.count_nonzero(bits_ref[b_idx] & paired, axis=1))
+    # §6 v3: reference bits of paired items where either model misses a cell in view; they
+    # are neither stable nor fragile, so without this term they would read as fragility
+    partial = paired & ~(cls.complete[a_idx] & cls.complete[b_idx])
+    inc = (np.count_nonzero(bits_ref[a_idx] & partial, axis=1)
+           - np.count_nonzero(bits_ref[b_idx] & partial, axis=1))
     stable = np.count_nonzero(cls.robust[a_idx] & cls.robust[b_idx], axis=1)
     a_only = np.count_nonzero(cls.robust_correct[a_idx] & cls.robust_wrong[b_idx], axis=1)
     b_only = np.count_nonzero(cls.robust_wrong[a_idx] & cls.robust_correct[b_idx], axis=1)
@@ -146,15 +169,17 @@ def gap_splits(cube: Cube, pairs: list[tuple[int, int]], cls: Classification | N
     rev = reversals(cube, acc, a_idx, b_idx)
     out = []
     for k in range(len(pairs)):
-        g, ao, bo = int(gap[k]), int(a_only[k]), int(b_only[k])
+        g, ao, bo, ig = int(gap[k]), int(a_only[k]), int(b_only[k]), int(inc[k])
         sg = ao - bo
+        fg = g - sg - ig
         out.append(GapSplit(
             a=cube.models[a_idx[k]], b=cube.models[b_idx[k]], gap=g, stable_items=int(stable[k]),
-            a_only_stable=ao, b_only_stable=bo, stable_gap=sg, fragile_gap=g - sg,
-            fragile_share=None if g == 0 else (g - sg) / g,
+            a_only_stable=ao, b_only_stable=bo, stable_gap=sg, incomplete_gap=ig,
+            fragile_gap=fg, fragile_share=None if g == 0 else fg / g,
             verdict=verdict(ao, bo),
             manufactured=bool(g != 0 and p[k] >= MANUFACTURED_ALPHA),
-            mcnemar_p=float(p[k]), reversals=int(rev[k]), adjacent=adjacent))
+            mcnemar_p=float(p[k]), reversals=int(rev[k]), adjacent=adjacent,
+            detail=split_detail(ao, bo)))
     return out
 
 
@@ -178,9 +203,12 @@ class PairsSummary:
     pooled_fragile_share: float | None
     manufactured: int
     nonzero_gaps: int
+    pooled_fragile_share_ci: tuple[float, float] | None = None  # items resampled (SPEC v3 issue)
+    pooled_fragile_share_ci_unit: str = "items"
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        ci = self.pooled_fragile_share_ci
+        return {**self.__dict__, "pooled_fragile_share_ci": None if ci is None else list(ci)}
 
 
 def pairs_summary(splits: list[GapSplit]) -> PairsSummary:
@@ -194,3 +222,45 @@ def pairs_summary(splits: list[GapSplit]) -> PairsSummary:
                               if nonzero and total_gap != 0 else None),
         manufactured=sum(s.manufactured for s in splits),
         nonzero_gaps=len(nonzero))
+
+
+def pooled_share_ci(cube: Cube, pairs: list[tuple[int, int]], cls: Classification | None = None,
+                    *, n_boot: int = 2000, seed: int = 0, level: float = 0.95):
+    """Percentile interval of the pooled fragile share Σ fragile_gap / Σ Δ over `pairs`
+    with Δ ≠ 0 (fixed at the observed pairs), resampling items with replacement: each item
+    carries its reference difference A − B summed over the pairs, and the part of it on
+    rows where both models are complete and not both robust (the fragile part, SPEC v3).
+    Models are not resampled: which pairs are adjacent would change with them."""
+    # itemstats imports rankings, which imports this module: the shared sampler is
+    # imported where it is used
+    from fragility_tui.analysis.itemstats import (STREAM_POOLED_SHARE, resample_counts,
+                                                  rng_for)
+
+    cls = cls if cls is not None else classify(cube)
+    ref = cube.reference_index
+    d_sum = np.zeros(len(cube.items))
+    f_sum = np.zeros(len(cube.items))
+    for a, b in pairs:
+        paired = cube.present[a, :, ref] & cube.present[b, :, ref]
+        d = (cube.bits[a, :, ref].astype(np.int64) - cube.bits[b, :, ref]) * paired
+        if d.sum() == 0:
+            continue
+        fragile_rows = cls.complete[a] & cls.complete[b] & ~(cls.robust[a] & cls.robust[b])
+        d_sum += d
+        f_sum += d * fragile_rows
+    if not d_sum.any() or n_boot < 1:
+        return None
+    rng = rng_for(seed, STREAM_POOLED_SHARE)
+    rows = max(1, 2_000_000 // len(d_sum))
+    both = np.stack([f_sum, d_sum], axis=1).astype(np.float32)  # integer sums: exact
+    shares = []
+    for start in range(0, n_boot, rows):
+        w = resample_counts(rng, len(d_sum), min(rows, n_boot - start), np.float32)
+        num, den = (w @ both).astype(np.float64).T
+        shares.append(num[den != 0] / den[den != 0])
+    shares = np.concatenate(shares)
+    if not len(shares):
+        return None
+    tail = (1 - level) / 2 * 100
+    lo, hi = np.percentile(shares, [tail, 100 - tail])
+    return float(lo), float(hi)

@@ -10,6 +10,7 @@ the seed; every section reads one accuracy table and one classification (analysi
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from fragility_tui.analysis.decisions import TARGETS, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
 from fragility_tui.analysis.near_ties import near_tie_fragility
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
-                                          reference_ranking)
+                                          pooled_share_ci, reference_ranking)
 from fragility_tui.analysis.rankings import rankings
 from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
                                                     ConfigRow, Cost, DiscriminationSummary,
@@ -38,6 +39,10 @@ def _num(x) -> float | None:
         return None
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def _pair(t) -> list | None:
+    return None if t is None else [float(t[0]), float(t[1])]
 
 
 def _mean_defined(values) -> float | None:
@@ -95,12 +100,15 @@ def report_of(cube: Cube | Basis, *, target: str = "observed", margin: float = 2
             reference_is_spec=cube.reference == REFERENCE, discrimination=discrimination),
         bands=_bands_section(bands(cube, cls, acc), ranks_, order, ref),
         pairs=tuple(splits),
-        pairs_summary=pairs_summary([s for s in splits if s.adjacent]),
+        pairs_summary=replace(pairs_summary([s for s in splits if s.adjacent]),
+                              pooled_fragile_share_ci=pooled_share_ci(
+                                  cube, adjacent, cls, n_boot=n_boot, seed=seed)),
         configs=_configs_section(cube, ranks_, order),
         rankings=_rankings_section(cube, ranks_, order, ref),
         axes=_axes_section(preserved_fractions(cube, cls), cube, order),
         discrimination=DiscriminationSummary(
-            method=discrimination, r=items.r, ci=items.ci, top_k=items.top_k,
+            method=discrimination, r=items.r, ci=items.ci, ci_two_way=items.ci_two_way,
+            irt=items.irt, top_k=items.top_k,
             top_k_mean_fragility=items.top_k_mean_fragility,
             mean_fragility=items.mean_fragility,
             items_defined=int(np.isfinite(items.discrimination).sum())),
@@ -258,18 +266,23 @@ def _sections(report: dict) -> list[dict]:
     ps = report["pairs_summary"]
     secs.append({
         "title": "Pairs: gap split in items (SPEC 6)",
-        "headers": ["A", "B", "gap", "|S|", "A+", "B+", "stab", "frag", "share%",
+        "headers": ["A", "B", "gap", "|S|", "A+", "B+", "stab", "inc", "frag", "share%",
                     "verdict", "man", "rev"],
         "rows": [[p["a"], p["b"], p["gap"], p["stable_items"], p["a_only_stable"],
-                  p["b_only_stable"], p["stable_gap"], p["fragile_gap"], _pct(p["fragile_share"]),
+                  p["b_only_stable"], p["stable_gap"], p.get("incomplete_gap", 0),
+                  p["fragile_gap"], _pct(p["fragile_share"]),
                   p["verdict"] + ("" if p.get("adjacent", True) else " *"),
                   "yes" if p["manufactured"] else "no", p["reversals"]]
                  for p in report["pairs"]],
         "notes": [f"{ps['nonzero_gaps']} nonzero adjacent gaps, {ps['manufactured']} manufactured; "
                   f"fragile share mean {_pct(ps['mean_fragile_share'])}%, pooled "
-                  f"{_pct(ps['pooled_fragile_share'])}%",
+                  f"{_pct(ps['pooled_fragile_share'])}% (95% CI "
+                  f"{_ci(ps.get('pooled_fragile_share_ci'))} resampling items)",
                   "A+/B+: stable items only A / only B gets right in every config; "
-                  "* = a named pair, not adjacent"]})
+                  "inc: the part of gap on items with a missing cell (not fragility); "
+                  "* = a named pair, not adjacent"]
+                 + [f"{p['a']} vs {p['b']}: {p['detail']}" for p in report["pairs"]
+                    if p.get("detail")]})
     secs.append({
         "title": "Configs (SPEC 6)",
         "headers": ["config", "champion(s)", "acc", "margin", "tau-b", "flipped"],
@@ -298,8 +311,12 @@ def _sections(report: dict) -> list[dict]:
     rng = c["discriminative_range"]
     method = {"irt": "2PL IRT slope"}.get(d.get("method"), "item-total correlation")
     secs.append({"title": "Discrimination, fragility, compression (SPEC 8)", "notes": [
-        f"discrimination-fragility r {_flt(d['r'])} (95% CI {_ci(d['ci'], 1.0, 2)}); "
-        f"discrimination = {method}",
+        f"discrimination-fragility r {_flt(d['r'])}; 95% CI {_ci(d['ci'], 1.0, 2)} "
+        f"resampling items, {_ci(d.get('ci_two_way'), 1.0, 2)} resampling items and models",
+        f"discrimination = {method}"
+        + ("" if not (d.get("irt") or {}).get("slope_se_median") else
+           f" (median slope standard error {_flt(d['irt']['slope_se_median'])})"),
+        *([] if not (d.get("irt") or {}).get("warning") else [f"warning: {d['irt']['warning']}"]),
         f"mean fragility: top-{d['top_k']} discriminative {_flt(d['top_k_mean_fragility'])} "
         f"vs all items {_flt(d['mean_fragility'])}",
         f"champions with {c['k']} items: random {_flt(c['random_mean_champions'], 1)}, "

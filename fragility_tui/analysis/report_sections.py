@@ -117,14 +117,18 @@ class DiscriminationSummary:
 
     method: str
     r: float | None
-    ci: tuple[float, float] | None
+    ci: tuple[float, float] | None  # items resampled (SPEC §8)
     top_k: int
     top_k_mean_fragility: float | None
     mean_fragility: float | None
     items_defined: int
+    ci_two_way: tuple[float, float] | None = None  # items and models resampled
+    irt: dict | None = None  # slope standard errors and the model-count warning (IRT only)
 
     def to_json(self) -> dict:
-        return {"method": self.method, "r": self.r, "ci": _pair(self.ci), "top_k": self.top_k,
+        return {"method": self.method, "r": self.r, "ci": _pair(self.ci), "ci_unit": "items",
+                "ci_two_way": _pair(self.ci_two_way), "ci_two_way_unit": "items and models",
+                "irt": self.irt, "top_k": self.top_k,
                 "top_k_mean_fragility": self.top_k_mean_fragility,
                 "mean_fragility": self.mean_fragility, "items_defined": self.items_defined}
 

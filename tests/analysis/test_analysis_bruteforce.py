@@ -100,6 +100,21 @@ def test_bands_pairs_configs_axes_match_plain_python(cube):
         b_only = sum(cls[a, i] == "rw" and cls[b, i] == "rc" for i in robust)
         assert (p["gap"], p["stable_items"], p["a_only_stable"], p["b_only_stable"]) == (
             gap, len(robust), a_only, b_only)
+        # SPEC v3 §6: the part of Δ on paired items where either row is incomplete, and
+        # the fragile gap counted on complete rows only, each by its own definition
+        partial = [i for i in paired if "incomplete" in (cls[a, i], cls[b, i])]
+        incomplete_gap = sum(int(cube.bits[a, i, ref]) - int(cube.bits[b, i, ref])
+                             for i in partial)
+        fragile_rows = [i for i in paired if i not in partial and i not in robust]
+        fragile_gap = sum(int(cube.bits[a, i, ref]) - int(cube.bits[b, i, ref])
+                          for i in fragile_rows)
+        stable_gap = a_only - b_only
+        assert (p["incomplete_gap"], p["fragile_gap"], p["stable_gap"]) == (
+            incomplete_gap, fragile_gap, stable_gap)
+        assert close(p["fragile_share"], fragile_gap / gap if gap else None)
+        n = a_only + b_only
+        assert p["detail"] == (f"too few stable disagreements to order (n = {n})"
+                               if 2 * 0.5 ** n >= 0.05 else None)
         sign = lambda x: (x > 0) - (x < 0)  # noqa: E731
         ref_sign = sign(acc[a, ref] - acc[b, ref])
         rev = sum(1 for c in range(len(configs))

@@ -152,3 +152,25 @@ def test_first_sections_equal_the_full_reports():
     assert first["partial"] is True and "partial" not in full
     for section in ("grid", "bands", "configs"):
         assert first[section] == full[section]
+
+
+def test_incomplete_rows_are_their_own_part_of_the_gap():
+    """SPEC v3 §6 by hand: i1 stable for A, i2 A misses a cell (incomplete), i3 A fragile,
+    i4 both robust-correct. Δ = 3 = stable 1 + incomplete 1 + fragile 1 (v2 read the
+    missing cell as fragility: fragile gap 2)."""
+    from analysis_grids import make_cube
+
+    from fragility_tui.analysis.report import build_report, render_text
+
+    cube = make_cube({"A": ["11", "1.", "10", "11"], "B": ["00", "00", "00", "11"]},
+                     ["b1"] * 4, configs=("o0.letter", "o0.paren"))
+    report = build_report(cube, n_boot=20, k=2, n_random=5)
+    (pair,) = report["pairs"]
+    assert (pair["gap"], pair["stable_gap"], pair["incomplete_gap"], pair["fragile_gap"]) == (
+        3, 1, 1, 1)
+    assert pair["fragile_share"] == pytest.approx(1 / 3)
+    assert pair["detail"] == "too few stable disagreements to order (n = 1)"
+    assert report["spec_version"] == "3"
+    text = render_text(report)
+    assert "inc" in text.split("Pairs: gap split")[1].splitlines()[2].split()
+    assert "A vs B: too few stable disagreements to order (n = 1)" in text

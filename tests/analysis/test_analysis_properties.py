@@ -82,7 +82,10 @@ def test_structural_inequalities(cube):
     if nonzero and total != 0:
         assert abs(pooled - sum(p["fragile_gap"] for p in nonzero) / total) < 1e-12
     for p in r["pairs"]:
-        assert p["stable_gap"] + p["fragile_gap"] == p["gap"]
+        # SPEC v3 §6: the three parts add up to Δ; a complete grid has no incomplete part
+        assert p["stable_gap"] + p["incomplete_gap"] + p["fragile_gap"] == p["gap"]
+        if r["grid"]["complete"]:
+            assert p["incomplete_gap"] == 0
         assert p["a_only_stable"] + p["b_only_stable"] <= p["stable_items"]
     for d in r["decisions"]:
         assert d["label"] == (d["flags"][0] if d["flags"] else "stable")

@@ -73,7 +73,10 @@ def test_pairs(report):
     assert (p23["a_only_stable"], p23["b_only_stable"], p23["verdict"]) == (1, 1, "cancel")
     assert (p23["manufactured"], p23["reversals"], p23["stable_items"]) == (False, 0, 3)
     assert report["pairs_summary"] == {"mean_fragile_share": 0.0, "pooled_fragile_share": 0.0,
-                                       "manufactured": 1, "nonzero_gaps": 1}
+                                       "manufactured": 1, "nonzero_gaps": 1,
+                                       # every item's fragile part is 0: so is every resample
+                                       "pooled_fragile_share_ci": [0.0, 0.0],
+                                       "pooled_fragile_share_ci_unit": "items"}
 
 
 def test_configs_and_rankings(report):

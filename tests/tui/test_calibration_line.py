@@ -57,6 +57,13 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
             shown = [line for line in screen_lines(app) if "calibration (200" in line]
             assert len(shown) == 1 and f"'{outcome}'" in shown[0]
             assert len(shown[0].rstrip()) <= size[0]
+            # the detail line under it says why the split cannot order the pair (item 7)
+            detail = line_text(app, "pairs-detail")
+            n = pair.a_only_stable + pair.b_only_stable
+            assert detail.startswith("stable set: ")
+            assert (pair.detail in detail) if pair.detail else (
+                f"{n} stable disagreements" in detail)
+            assert sum(detail[:40] in line for line in screen_lines(app)) == 1
         if size[0] == 120:
             assert "with a real gap of this size" in shown[0]
 

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 COLUMNS = [Column("A"), Column("B"), Column("gap Δ", "int"), Column("|S|", "int"),
            Column("A only", "int"), Column("B only", "int"), Column("stable gap", "int"),
-           Column("fragile gap", "int"), Column("fragile share", "num"), Column("verdict"),
+           Column("incomplete gap", "int"), Column("fragile gap", "int"), Column("fragile share", "num"), Column("verdict"),
            Column("manufactured"), Column("reversals", "int"), Column("decision (observed)"),
            Column("decision (balanced)")]
 
@@ -47,6 +47,10 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
         super().__init__(**kwargs)
         self._calibrated: dict = {}  # (a, b) -> tallies, for the view shown
 
+    def compose_body(self):
+        yield from super().compose_body()
+        yield Static("", id="pairs-detail", markup=False)
+
     def render_view(self, view) -> None:
         report = view.report
         decisions, reference = report.decisions, report.grid.reference
@@ -56,8 +60,8 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
             manufactured = Text("MANUFACTURED", style="bold red") if p.manufactured else Text("no")
             rows.append((f"{p.a}\x1f{p.b}",
                          [p.a, p.b, p.gap, p.stable_items, p.a_only_stable, p.b_only_stable,
-                          p.stable_gap, p.fragile_gap, p.fragile_share, verdict, manufactured,
-                          p.reversals,
+                          p.stable_gap, p.incomplete_gap, p.fragile_gap, p.fragile_share,
+                          verdict, manufactured, p.reversals,
                           decision_label(decisions, p.a, p.b, "observed", reference),
                           decision_label(decisions, p.a, p.b, "balanced", reference)]))
         table = self.query_one(ReportTable)
@@ -88,6 +92,7 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
     def _calibrate_current(self) -> None:
         line = self.query_one("#pairs-calibration", Static)
         pair, view = self._current_pair(), self.view
+        self._show_detail(pair, view)
         if pair is None or view is None:
             line.update("")
             return
@@ -97,6 +102,25 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
             return
         line.update(Text(CALIBRATING, style="italic"))
         self._calibrate(view, *pair)
+
+    def _show_detail(self, pair, view) -> None:
+        """The highlighted pair's split in words: why a verdict cannot say more (too few
+        stable disagreements for the exact test), and the part of Δ on incomplete rows."""
+        found = [p for p in (view.report.pairs if view is not None else ())
+                 if pair is not None and (p.a, p.b) == pair]
+        if not found:
+            self.query_one("#pairs-detail", Static).update("")
+            return
+        p = found[0]
+        n = p.a_only_stable + p.b_only_stable
+        # the pair is the row under the cursor (as for the calibration line): no names, so
+        # the line fits 80 columns; one line, cut with an ellipsis if it still does not
+        text = Text("stable set: ", no_wrap=True, overflow="ellipsis")
+        text.append(p.detail or f"{n} stable disagreements, exact test p {num(p.mcnemar_p, 3)}",
+                    style="yellow" if p.detail else "")
+        if p.incomplete_gap:
+            text.append(f" · {p.incomplete_gap:+d} of the gap on items with a missing cell")
+        self.query_one("#pairs-detail", Static).update(text)
 
     @work(thread=True, exclusive=True, group="pairs-calibration", exit_on_error=False)
     def _calibrate(self, view, a: str, b: str) -> None:
