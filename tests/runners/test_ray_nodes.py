@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -28,6 +30,8 @@ from fragility_tui.store.store import Store  # noqa: E402
 from test_ray_launch import CONFIGS, RAY_ENV, common_args, whole  # noqa: E402,F401 (fixture)
 from test_run_loop import REPO, assert_same_cells, cells_of  # noqa: E402
 
+# The machine's own address: a driver given 127.0.0.1 still looks the cluster up by this one.
+IP = ray.util.get_node_ip_address()
 pytestmark = pytest.mark.slow  # a cluster start and worker imports: minutes on 2 cores
 
 
@@ -45,18 +49,19 @@ def _own_folders(root: Path) -> dict:
             "HF_HOME": str(root / "hf")}
 
 
-def _start_node(root: Path, args: list[str]) -> subprocess.Popen:
+def _start_node(root: Path, ray_tmp: Path, args: list[str]) -> subprocess.Popen:
     ports = ["--node-manager-port", "--object-manager-port", "--dashboard-agent-listen-port",
              "--dashboard-agent-grpc-port", "--metrics-export-port",
              "--runtime-env-agent-port"]
     argv = [str(Path(sys.executable).with_name("ray")), "start", "--block", "--num-cpus=1",
-            "--num-gpus=0", "--include-dashboard=false", "--disable-usage-stats",
-            "--node-ip-address=127.0.0.1", f"--temp-dir={root / 'ray'}",
+            "--num-gpus=0", "--disable-usage-stats",
+            f"--node-ip-address={IP}", f"--temp-dir={ray_tmp}",
             f"--object-store-memory={200 * 2**20}", *[f"{p}={_port()}" for p in ports], *args]
-    log = open(root / "node.log", "w")
-    return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env={**os.environ, **RAY_ENV, **_own_folders(root),
-                                 "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO))})
+    env = {**os.environ, **RAY_ENV, **_own_folders(root)}
+    with open(root / "node.log", "w") as log:
+        return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, env={**env,
+                                "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO))})
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -81,31 +86,36 @@ def _alive_nodes(address: str, env: dict) -> int:
     code = ("import ray; ray.init(address=%r, log_to_driver=False); "
             "print(sum(1 for n in ray.nodes() if n['Alive']))" % address)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120)
+                          env=env, timeout=60)
     return int(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else 0
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("cluster")
+    # Ray's socket paths must stay under 108 characters: a short folder of its own per node.
+    ray_tmp = Path(tempfile.mkdtemp(prefix="rn-", dir="/tmp"))
     port, nodes = _port(), []
-    address = f"127.0.0.1:{port}"
+    address = f"{IP}:{port}"
     driver_env = {**os.environ, **RAY_ENV, **_own_folders(root / "driver")}
     try:
-        nodes.append(_start_node(root / "head", ["--head", f"--port={port}",
-                                                 f"--ray-client-server-port={_port()}"]))
+        nodes.append(_start_node(root / "head", ray_tmp / "h", ["--head", f"--port={port}",
+                                                              "--include-dashboard=false"]))
         time.sleep(5)
-        nodes.append(_start_node(root / "second", [f"--address={address}"]))
+        nodes.append(_start_node(root / "second", ray_tmp / "s", [f"--address={address}"]))
         deadline = time.monotonic() + 180
-        while _alive_nodes(address, driver_env) < 2:
-            for node in nodes:
-                assert node.poll() is None, (root / "head" / "node.log").read_text()[-3000:]
+        while True:
+            for node, name in zip(nodes, ("head", "second")):
+                assert node.poll() is None, (root / name / "node.log").read_text()[-3000:]
+            if _alive_nodes(address, driver_env) >= 2:
+                break
             assert time.monotonic() < deadline, "the two-node cluster did not come up"
             time.sleep(2)
         yield address, driver_env, root
     finally:
         for node in reversed(nodes):
             _stop(node)
+        shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def _launch(args, cwd, env, timeout=600) -> subprocess.CompletedProcess:
@@ -158,7 +168,7 @@ def test_a_part_lost_on_the_way_fails_the_launch(cluster, tiny_folder, whole, tm
         real_unpack({k: v for k, v in files.items() if k != cells[0]}, folder)
 
     monkeypatch.setattr(ray_launcher, "unpack", lossy)
-    spec = RunSpec(models=[str(tiny_folder)], items=[str(items)], grid="g", per_benchmark=0,
+    spec = RunSpec(models=[str(tiny_folder)], items=[str(items)], grid="g", per_benchmark=None,
                    configs=CONFIGS.split(","), threads=1, prompt_mode="chat", batch_size=1)
     store = Store(tmp_path / "s.duckdb")
     launch = ray_launcher.Launch(spec, store, address=address, shards=2, folder=None,
