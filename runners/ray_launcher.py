@@ -172,7 +172,8 @@ class Launch:
             status, error = RunStatus.FAILED, str(exc)
         finally:
             self._shutdown()
-        done = self._final_merge(error)
+        done, error = self._final_merge(error)
+        status = RunStatus.FAILED if error and status == RunStatus.FINISHED else status
         if error is None and status == RunStatus.FINISHED:
             error = self._missing_cells()  # every cell of the launch, or a failed launch
             status = RunStatus.FAILED if error else status
@@ -187,16 +188,14 @@ class Launch:
             raise RunFailed(error)
         return status
 
-    def _final_merge(self, error: str | None) -> int:
+    def _final_merge(self, error: str | None) -> tuple[int, str | None]:
         """Whatever the workers committed is kept; a merge that fails after a task failed
-        must not hide the task's own reason."""
+        must not hide the task's own reason (and one that fails alone is the reason)."""
         try:
             merged = self.merge()
-        except InputError:
-            if error is not None:
-                return 0
-            raise
-        return self._cells_of_launch() if merged else 0
+        except InputError as exc:
+            return 0, error or f"merging {self.folder}: {exc}"
+        return (self._cells_of_launch() if merged else 0), error
 
     def _admit(self, demand: dict) -> None:
         """Refuse, before a run row or a task exists: a task shape no node holds, paths or
@@ -305,6 +304,9 @@ class Launch:
                 if result.get("files"):
                     unpack(result["files"], self.folder)
                 self.merge()
+                if result["status"] != RunStatus.FINISHED:  # its worker was told to stop
+                    raise RunFailed(f"{what} ended {result['status']} on node "
+                                    f"{result['node']}")
                 self._check_task(what, result)
             last = self._progress(last)
         return RunStatus.FINISHED
