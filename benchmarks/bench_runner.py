@@ -1,8 +1,8 @@
 """Runner benchmark (`make bench`): what a user would compare, measured in one run.
 
 (a) lm-evaluation-harness itself on `cloze_qa`: 300 four-option ARC-Easy test items, both as
-    whole commands, back to back (lm-eval 0.4.13, hf backend, batch 8, in a side venv made
-    as ../shared/PEERS.md shows; created on first use, skipped with a reason when it cannot
+    whole commands, back to back (lm-eval 0.4.13, hf backend, batch 8, in a side venv that
+    lmeval_venv() below makes; created on first use, skipped with a reason when it cannot
     be): wall-time ratio and per-item agreement with lm-eval's acc_norm.
 (b) all 26 configs on 40 real items (10 per benchmark): the run's own tokens / its recorded
     seconds against a dense batched forward of the same weights in this process (batch 8 x
@@ -79,7 +79,7 @@ def last_run(db: Path) -> dict:
 # -- (a) lm-evaluation-harness ------------------------------------------------------------
 
 def lmeval_venv() -> Path | str:
-    """The side venv's python, created once (PEERS.md); a reason string when it cannot be."""
+    """The side venv's python, created once (`pip install lm_eval[hf]==LMEVAL_VERSION`); a reason string when it cannot be."""
     import platformdirs
     import torch
     import transformers

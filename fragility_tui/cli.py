@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import os
 import sys
 
 from fragility_tui import __version__
+from fragility_tui import settings
 from fragility_tui.errors import InputError, StoreBusyError
 
 # Subcommand modules: each has register(subparsers) and run(args) -> int (or sets func).
@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_db(args) -> str | None:
-    return getattr(args, "db", None) or os.environ.get("FRAGILITY_TUI_DB") or None
+    return getattr(args, "db", None) or settings.db_path_override()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the CLI's last line of defence
-        if os.environ.get("FRAGILITY_TUI_DEBUG"):
+        if settings.debug():
             raise
         print(f"error: internal failure: {type(exc).__name__}: {exc} "
               "(set FRAGILITY_TUI_DEBUG=1 for a traceback)", file=sys.stderr)

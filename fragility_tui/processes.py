@@ -83,9 +83,13 @@ def pid_alive(pid: int | None, started: str | None = None) -> bool:
 
 def effective_status(run: RunRecord) -> str:
     """The run's status as a user should see it: a run recorded as running whose process
-    is gone (kill -9, power loss, OOM killer) is `died`; resume it with --resume."""
+    is gone (kill -9, power loss, OOM killer), or queued by a process that is gone, is
+    `died`; resume it with --resume."""
     status = run.status or "unknown"
     if status in RunStatus.active() and not pid_alive(run.pid, run.pid_started):
+        return RunStatus.DIED
+    # A run waiting for its device records its pid: killed while it waited, it died too.
+    if status == RunStatus.QUEUED and run.pid and not pid_alive(run.pid, run.pid_started):
         return RunStatus.DIED
     return status
 

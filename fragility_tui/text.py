@@ -11,6 +11,7 @@ cut with a note saying how much was dropped. It is safe to print, and safe to wr
 
 from __future__ import annotations
 
+import json
 import re
 
 DEFAULT_LIMIT = 20_000  # characters shown of one value; the rest is summarised
@@ -79,3 +80,12 @@ def distinct_labels(names: list[str], width: int) -> list[str]:
             return labels
     return list(names)
 
+
+def md_cell(value: object) -> str:
+    """A value as one Markdown table cell: None empty, a list as JSON, backslashes and pipes
+    escaped (a pipe would start a new column), line breaks as <br> (a newline would end the
+    row). Not a sanitiser: what the cell shows is still the caller's to clean()."""
+    if value is None:
+        return ""
+    text = json.dumps(value) if isinstance(value, list) else str(value)
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")

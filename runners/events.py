@@ -18,11 +18,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+from fragility_tui import settings
+
 
 def default_events_path(run_id: str) -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("fragility-tui")) / "runs" / f"{run_id}.jsonl"
+    return settings.data_dir() / "runs" / f"{run_id}.jsonl"
 
 
 class EventLog:

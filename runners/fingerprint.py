@@ -17,7 +17,9 @@ from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 
+from fragility_tui import settings
 from fragility_tui.errors import InputError
+from fragility_tui.files import write_text_atomic
 from fragility_tui.hashing import sha256_file
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf")
@@ -29,10 +31,7 @@ _GGUF_QUANT = re.compile(r"(?:^|[-_.])((?:I?Q\d(?:_[A-Z0-9]+)*)|BF16|F16|F32)(?:
 
 
 def cache_root() -> Path:
-    import platformdirs
-
-    override = os.environ.get("FRAGILITY_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("fragility-tui"))
+    return settings.cache_dir()
 
 
 # -- hashes, cached -------------------------------------------------------------------------
@@ -54,10 +53,7 @@ def _cached(path: Path, kind: str, compute):
     value = compute(path)
     known[key] = {"stamp": stamp, "value": value}
     try:  # best effort: a read-only cache only costs a recomputation
-        index.parent.mkdir(parents=True, exist_ok=True)
-        tmp = index.with_name(f".{index.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(known, sort_keys=True))
-        os.replace(tmp, index)
+        write_text_atomic(index, json.dumps(known, sort_keys=True))
     except OSError:
         pass
     return value

@@ -1,6 +1,6 @@
 """Items x configs -> token requests for the scorer, and scorer results -> store cells.
 
-Tokenisation rules (SPEC §2, PEERS.md):
+Tokenisation rules (SPEC §2, docs/runner.md, "Scoring"):
 - generation, prompt mode chat: the tokenizer's chat template applied to the prompt's
   messages with add_generation_prompt=True and the pinned template arguments
   (runners.fingerprint.template_args: thinking off, a fixed date, also for `strftime_now`),
@@ -8,7 +8,7 @@ Tokenisation rules (SPEC §2, PEERS.md):
   as `apply_chat_template(tokenize=True)` does;
 - generation, base model: the raw prompt text, encoded with the tokenizer's own default
   special-token setting (BOS iff the tokenizer adds one; recorded as `add_bos`);
-- likelihood: lm-evaluation-harness's rule (`_encode_pair`, PEERS.md): trailing whitespace
+- likelihood: lm-evaluation-harness's rule (0.4.13's `_encode_pair`): trailing whitespace
   of the context moves onto the continuation; context + continuation are encoded as one
   string (whole) and the context alone (context_enc); the continuation's tokens are
   whole[len(context_enc):]; the model is fed context_enc + those tokens, not whole (the two

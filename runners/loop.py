@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -24,9 +23,11 @@ from fragility_tui.errors import InputError
 from fragility_tui.harness.configs import CONFIG_IDS
 from fragility_tui.items.item import DEFAULT_PER_BENCHMARK, Item, item_set_hash, shard_of
 from fragility_tui.processes import process_start
-from fragility_tui.store.runs import RunRecord, RunStatus
+from fragility_tui.store.runs import RunRecord, RunStatus, new_run_id
 from fragility_tui.store.schema import utc_now
 from fragility_tui.store.sink import CellSink
+from runners import device_queue
+from runners.stopper import Stopper
 from runners.events import Display, EventLog, default_events_path
 from runners.run_provenance import gpu_info, new_session
 
@@ -77,7 +78,8 @@ def prepare_models(spec: RunSpec, store: CellSink) -> list:
     if spec.name and len(spec.models) != 1:
         raise InputError("--name names one model; give a single --model with it",
                          field="--name")
-    prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype, device=spec.device,
+    prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype,
+                              device=device_queue.load_device(spec.device),
                               quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
                               mode=spec.prompt_mode, trust_remote_code=spec.trust_remote_code,
                               backend=spec.backend)
@@ -94,42 +96,6 @@ def prepare_models(spec: RunSpec, store: CellSink) -> list:
 
 class RunFailed(Exception):
     """A run stopped by an error that is not the user's input (OOM, disk full, ...)."""
-
-
-class Stopper:
-    """Signal flag + the run row's `cancelling` status, checked between batches."""
-
-    def __init__(self, store: CellSink, run_id: str, notify):
-        self.store, self.run_id, self.notify = store, run_id, notify
-        self.requested: str | None = None
-        self._previous = {}
-
-    def install(self) -> None:
-        import threading
-
-        if threading.current_thread() is not threading.main_thread():
-            return  # signals reach the main thread only (a run inside a worker thread)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            self._previous[sig] = signal.signal(sig, self._handle)
-
-    def restore(self) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-
-    def _handle(self, signum, frame):
-        if self.requested and signum == signal.SIGINT:
-            raise KeyboardInterrupt  # second ctrl+c: stop now
-        self.requested = signal.Signals(signum).name
-        self.notify(f"{self.requested}: stopping after the current batch"
-                    + (" (ctrl+c again to abort now)" if signum == signal.SIGINT else ""))
-
-    def should_stop(self) -> bool:
-        if self.requested:
-            return True
-        run = self.store.get_run(self.run_id)
-        if run and run.status == RunStatus.CANCELLING:
-            self.requested = "runs cancel"
-        return bool(self.requested)
 
 
 def _is_oom(exc: BaseException) -> bool:
@@ -152,15 +118,20 @@ class Run:
     """One invocation of `fragility-tui run` (all its models), recorded as one run row."""
 
     def __init__(self, spec: RunSpec, store: CellSink, *, run_id: str | None = None,
-                 events_path: str | None = None, display: str = "plain"):
+                 events_path: str | None = None, display: str = "plain", wait: bool = True):
         self.spec, self.store = spec, store
         self.display = Display(display)
         self.resuming = run_id is not None
-        # Before the run row: a refused setting leaves the store as it was.
+        # Before the run row: a refused setting (or a busy device with --no-wait) leaves
+        # the store as it was.
         self.prepared = prepare_models(spec, store)
-        self.run_id = run_id or store.create_run({
-            "grid": spec.grid, "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
-            "spec": spec.to_dict()})
+        self.run_id = run_id or new_run_id()
+        self.slot = (device_queue.take_now(store, self.run_id, spec.device,
+                                           self.prepared[0].device) if not wait else None)
+        if not self.resuming:
+            store.create_run({"run_id": self.run_id, "grid": spec.grid,
+                              "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
+                              "spec": spec.to_dict()})
         previous = store.get_run(self.run_id) or RunRecord(self.run_id)
         # A parts folder keeps its runs' events beside them (a cluster driver reads them).
         self.events_path = events_path or previous.events_path or str(
@@ -203,11 +174,15 @@ class Run:
             # Earlier sessions are kept as they are; this one is appended and updated.
             self.provenance["sessions"] = list(self.provenance.get("sessions") or []) + [
                 self.session]
-            self.store.update_run(self.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
-                                  pid_started=process_start(os.getpid()),
-                                  started_at=utc_now(), ended_at=None, error=None,
-                                  events_path=self.events_path)
-            status = self._execute(stopper)
+            if not self._hold_slot(stopper):
+                status = RunStatus.CANCELLED  # cancelled while it waited for its device
+            else:
+                self.store.update_run(self.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
+                                      pid_started=process_start(os.getpid()),
+                                      started_at=utc_now(), ended_at=None, error=None,
+                                      events_path=self.events_path, device=self.slot.device,
+                                      note=None)
+                status = self._execute(stopper)
         except BaseException as exc:
             reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else failure_reason(exc)
             self._finish(RunStatus.FAILED if not isinstance(exc, KeyboardInterrupt)
@@ -215,15 +190,42 @@ class Run:
                          error=reason)
             if not isinstance(exc, KeyboardInterrupt):
                 self.emit("failed", reason=reason)
+            self.release_slot()
             raise
         finally:
             stopper.restore()
-        self._finish(status)
-        self.emit(status, cells_done=self.cells_done, cells_total=self.cells_total,
-                  tokens=self.tokens, seconds=self.seconds())
+        try:
+            self._finish(status)
+            self.emit(status, cells_done=self.cells_done, cells_total=self.cells_total,
+                      tokens=self.tokens, seconds=self.seconds())
+        finally:
+            self.release_slot()  # after the final status: a waiter never sees it running
         if self.events:
             self.events.close()
         return status
+
+    def _hold_slot(self, stopper: Stopper) -> bool:
+        """Take the device's slot (fragility_tui/slots.py), waiting as `queued` while the
+        device is busy; False when cancelled while waiting. Held until the run ends."""
+        if self.slot is None:
+            self.slot = device_queue.wait_for(
+                self.store, self.run_id, self.spec.device, self.prepared[0].device,
+                on_wait=self._queued, should_stop=stopper.should_stop)
+        if self.slot is None:
+            return False
+        for prepared in self.prepared:  # --device any: the GPU whose slot came free
+            prepared.device = self.slot.device
+        return True
+
+    def _queued(self, device: str, message: str) -> None:
+        self.store.update_run(self.run_id, status=RunStatus.QUEUED, pid=os.getpid(),
+                              pid_started=process_start(os.getpid()), device=device,
+                              note=message, events_path=self.events_path)
+        self.emit("queued", device=device, message=message)
+
+    def release_slot(self) -> None:
+        if self.slot is not None:
+            self.slot.release()
 
     def _finish(self, status: str, error: str | None = None) -> None:
         self.session.update(ended_at=utc_now().isoformat(), status=status)

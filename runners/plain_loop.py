@@ -67,7 +67,7 @@ def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int, c
 def _cloze(model, tokenizer, prompt) -> ReferenceCell:
     """lm-eval's request per option: trailing whitespace of the context joins the
     continuation; the model reads the context's own tokens, then the tokens the whole
-    string has past them (PEERS.md)."""
+    string has past them (docs/runner.md, "Scoring")."""
     scores, tokens = [], 0
     context = prompt.context.rstrip()
     moved = prompt.context[len(context):]

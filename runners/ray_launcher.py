@@ -28,6 +28,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from fragility_tui import settings
 from fragility_tui.errors import InputError
 from fragility_tui.processes import process_start
 from fragility_tui.store.models import fingerprint_diff
@@ -401,6 +402,4 @@ def _task_error(exc: Exception) -> str:
 
 
 def _default_folder(grid: str) -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("fragility-tui")) / "parts" / grid
+    return settings.data_dir() / "parts" / grid

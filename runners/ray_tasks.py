@@ -117,10 +117,9 @@ def evaluate_shard(spec_dict: dict, plan: dict, held: list) -> dict:
 
 def scratch_folder(launch: str, task: int) -> Path:
     """This node's own folder for one task's parts (a retry on the same node resumes it)."""
-    import platformdirs
+    from fragility_tui import settings
 
-    return Path(platformdirs.user_cache_dir("fragility-tui")) / "ray-parts" / launch / \
-        f"task-{task:05d}"
+    return settings.cache_dir() / "ray-parts" / launch / f"task-{task:05d}"
 
 
 def _cells_of(folder: Path, run_id: str) -> int:

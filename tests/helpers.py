@@ -36,3 +36,21 @@ def run_cli(*args: str, db: Path | None = None, timeout: float = 120, env: dict 
         raise AssertionError(f"fragility-tui {' '.join(args)} exited {proc.returncode}:\n"
                              f"{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def count_calls(monkeypatch, module, *names: str) -> dict[str, int]:
+    """Count calls of `module`'s functions `names` from anywhere in fragility_tui: every
+    loaded fragility_tui module that holds one of them (imported by name) gets a counting
+    wrapper. Returns the live {name: calls} dict."""
+    counts = dict.fromkeys(names, 0)
+    for name in names:
+        original = getattr(module, name)
+
+        def counted(*args, _original=original, _name=name, **kwargs):
+            counts[_name] += 1
+            return _original(*args, **kwargs)
+
+        for mod in [m for k, m in sys.modules.items() if k.startswith("fragility_tui")]:
+            if getattr(mod, name, None) is original:
+                monkeypatch.setattr(mod, name, counted)
+    return counts

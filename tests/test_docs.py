@@ -4,8 +4,14 @@ and the quick start's make targets exist."""
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10
+    import tomli as tomllib
 
 from helpers import REPO, run_cli
 
@@ -69,3 +75,43 @@ def test_the_tour_quotes_the_shipped_real_grid(tmp_path):
     assert decision["harness_configs"] == ["cloze_qa"]
     low, high = (100 * x for x in decision["ci"])
     assert f"95% interval {low:.1f} to +{high:.1f}".replace("-", "−") in tour
+
+
+def test_the_settings_table_lists_every_variable_with_its_default():
+    """docs/architecture.md's Settings table is fragility_tui/settings.py's VARIABLES."""
+    from fragility_tui import settings
+
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    table = doc.split("## Settings", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(FRAGILITY_[A-Z_]+)` \| (.+?) \| (.+?) \|$", table, flags=re.M)
+    assert rows == [tuple(row) for row in settings.VARIABLES]
+
+
+def test_code_and_docs_cite_files_in_the_repository_only():
+    """The project's brief documents (SPEC.md, DESIGN.md, …) live outside the repository: a
+    reader of a clone cannot open them, so code and docs cite docs/spec.md and
+    docs/architecture.md instead."""
+    import subprocess
+
+    outside = re.compile(r"\b(SPEC|DESIGN|RESOURCES|PEERS|STYLE)\.md\b")
+    files = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+                           cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    hits = []
+    for name in files:
+        path = REPO / name
+        if path.suffix not in (".py", ".md", ".toml", ".sh", ".cfg", ".txt", "") or not path.is_file():
+            continue
+        for k, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if outside.search(line) and name != "tests/test_docs.py":
+                hits.append(f"{name}:{k}: {line.strip()}")
+    assert not hits, "cites a file outside the repository:\n" + "\n".join(hits)
+
+
+def test_contributing_shows_the_layers_pyproject_enforces():
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = contracts["contracts"][0]["layers"]
+    text = (REPO / "CONTRIBUTING.md").read_text()
+    block = text.split("## Layers", 1)[1].split("```", 2)[1].strip().splitlines()
+    assert block == layers
+    for target in ("make run", "make test", "make test-fast", "make bench"):
+        assert f"`{target}`" in text

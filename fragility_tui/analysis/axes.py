@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from fragility_tui.analysis.classify import Classification
 from fragility_tui.grid.cube import Cube
 from fragility_tui.harness.configs import CONFIG_BY_ID, REFERENCE
 
@@ -37,11 +38,12 @@ def neighbourhoods(cube: Cube) -> dict[str, np.ndarray]:
             for axis in AXES}
 
 
-def preserved_fractions(cube: Cube) -> dict[str, np.ndarray]:
+def preserved_fractions(cube: Cube, cls: Classification | None = None) -> dict[str, np.ndarray]:
     """{axis: [M] preserved fraction}, NaN when the axis holds only the reference or the
-    model has no reference-correct item complete over the whole view (§11)."""
+    model has no reference-correct item complete over the whole view (§11). cls: the
+    cube's classification when the caller has it (its rows' completeness is reused)."""
     ref = cube.reference_index
-    complete = cube.present.all(axis=2)
+    complete = cls.complete if cls is not None else cube.present.all(axis=2)
     ref_correct = cube.bits[:, :, ref] & complete
     denom = np.count_nonzero(ref_correct, axis=1)
     out = {}

@@ -16,7 +16,7 @@ replicate by the project's own functions: `pairs.verdict`, `pairs.mcnemar_exact_
 classification gathered from the observed one: a model's class on an item moves with its row)
 and `decisions.decide_pairs`, on all replicates of a scenario at once (stacked as models).
 
-Pure numpy; nothing here reads or writes a store (caching: exports.grid_calibration)."""
+Pure numpy; nothing here reads or writes a store (caching: services/reports.py, grid_calibration)."""
 
 from __future__ import annotations
 

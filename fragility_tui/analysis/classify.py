@@ -38,6 +38,11 @@ class Classification:
     def robust(self) -> np.ndarray:
         return self.codes <= ROBUST_WRONG
 
+    def reordered(self, models: np.ndarray, items: np.ndarray) -> "Classification":
+        """The same classes with models and items taken in the given index order."""
+        return Classification(self.codes[np.ix_(models, items)],
+                              self.complete[np.ix_(models, items)])
+
     def counts(self) -> np.ndarray:
         """[M, 4] counts per class, columns in CLASS_NAMES order."""
         m = self.codes.shape[0]
@@ -63,6 +68,10 @@ class ConfigAccuracy:
     correct: np.ndarray  # int64 [M, C]
     present: np.ndarray  # int64 [M, C]
     accuracy: np.ndarray  # float64 [M, C]
+
+    def reordered(self, models: np.ndarray) -> "ConfigAccuracy":
+        """The same figures with models taken in the given index order."""
+        return ConfigAccuracy(self.correct[models], self.present[models], self.accuracy[models])
 
 
 def config_accuracy(cube: Cube) -> ConfigAccuracy:

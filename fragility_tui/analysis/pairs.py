@@ -170,15 +170,27 @@ def reversals(cube: Cube, acc: ConfigAccuracy, a_idx: np.ndarray, b_idx: np.ndar
     return np.count_nonzero(np.nan_to_num(flipped), axis=1)
 
 
-def pairs_summary(splits: list[GapSplit]) -> dict:
+@dataclass(frozen=True)
+class PairsSummary:
+    """SPEC §6 over a set of pairs: fragile share mean and pooled over pairs with Δ ≠ 0."""
+
+    mean_fragile_share: float | None
+    pooled_fragile_share: float | None
+    manufactured: int
+    nonzero_gaps: int
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def pairs_summary(splits: list[GapSplit]) -> PairsSummary:
     """Mean and pooled fragile share over pairs with Δ ≠ 0 (SPEC §6)."""
     nonzero = [s for s in splits if s.gap != 0]
     total_gap = sum(s.gap for s in nonzero)
-    return {
-        "mean_fragile_share": (float(np.mean([s.fragile_share for s in nonzero]))
-                               if nonzero else None),
-        "pooled_fragile_share": (sum(s.fragile_gap for s in nonzero) / total_gap
-                                 if nonzero and total_gap != 0 else None),
-        "manufactured": sum(s.manufactured for s in splits),
-        "nonzero_gaps": len(nonzero),
-    }
+    return PairsSummary(
+        mean_fragile_share=(float(np.mean([s.fragile_share for s in nonzero]))
+                            if nonzero else None),
+        pooled_fragile_share=(sum(s.fragile_gap for s in nonzero) / total_gap
+                              if nonzero and total_gap != 0 else None),
+        manufactured=sum(s.manufactured for s in splits),
+        nonzero_gaps=len(nonzero))

@@ -32,7 +32,8 @@ def register(sub) -> None:
 
 def run(args) -> int:
     from fragility_tui.bootstrap import open_store
-    from fragility_tui.exports import choose_reference, grid_calibration
+    from fragility_tui.grid.reference import choose_reference
+    from fragility_tui.services.reports import grid_calibration
 
     for flag, value in (("--replicates", args.replicates), ("--boot", args.boot)):
         if value < 1:

@@ -107,7 +107,7 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from fragility_tui.exports import export
+    from fragility_tui.services.exports import export
 
     store = open_store(args.db)
     if args.reference is not None and args.what != "report":

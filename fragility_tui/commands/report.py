@@ -6,7 +6,7 @@ import json
 import sys
 
 from fragility_tui.errors import InputError
-from fragility_tui.exports import choose_reference
+from fragility_tui.grid.reference import check_reference, choose_reference
 from fragility_tui.harness.configs import CONFIG_BY_ID, REFERENCE, parse_config_list
 
 
@@ -74,10 +74,8 @@ def select_view(cube, args):
             raise InputError(f"config(s) {', '.join(missing)} have no cells in this grid; "
                              f"it has {', '.join(cube.configs)}", field="--configs")
         configs = [c for c in wanted if c in cube.configs]
-        if cube.reference not in configs:
-            raise InputError(f"the reference config {cube.reference} must be in view "
-                             "(every statistic is measured against it; --reference picks "
-                             "another)", field="--configs")
+        check_reference(cube.reference, configs, field="--configs",
+                        hint="--reference picks another")
     models = _split(args.models)
     benchmarks = _split(args.benchmarks)
     for flag, names, known in (("--models", models, cube.models),
@@ -117,7 +115,7 @@ def _check_counts(args) -> None:
 
 def run(args) -> int:
     from fragility_tui.analysis.report import render_markdown, render_text
-    from fragility_tui.exports import grid_report
+    from fragility_tui.services.reports import grid_report
     from fragility_tui.bootstrap import open_store
 
     _check_counts(args)
@@ -128,7 +126,8 @@ def run(args) -> int:
     pairs = parse_pairs(args.pair, cube.models)
     report = grid_report(store, args.grid, cube=cube, target=args.target, margin=args.margin,
                          seed=args.seed, pairs=pairs, n_boot=args.boot, k=args.k,
-                         n_random=args.random_draws, discrimination=args.discrimination)
+                         n_random=args.random_draws,
+                         discrimination=args.discrimination).to_json()
     if args.json:
         text = json.dumps(report, indent=2, allow_nan=False)
     elif args.markdown:

@@ -7,9 +7,10 @@ the command runs, so `fragility-tui --help` and the TUI never load it.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
+from fragility_tui import settings
+from fragility_tui.devices import normalise_device
 from fragility_tui.errors import InputError
 from fragility_tui.processes import pid_alive
 from fragility_tui.store.runs import RunStatus
@@ -60,7 +61,13 @@ def register(sub) -> None:
                         "offline vLLM engine with prefix caching on a CUDA GPU "
                         "(experimental: not yet run on a GPU; pip install -e '.[vllm]')")
     p.add_argument("--dtype", default="auto", choices=("auto", "bf16", "fp16", "fp32"))
-    p.add_argument("--device", default="auto", metavar="DEV", help="auto, cpu or cuda:N")
+    p.add_argument("--device", default="auto", metavar="DEV",
+                   help="auto, cpu, cuda:N, or any (the first GPU with a free slot). A run "
+                        "holds its device's slot while it runs (one run per GPU unless "
+                        "FRAGILITY_GPU_SLOTS says more; CPU runs only when "
+                        "FRAGILITY_CPU_SLOTS is set); on a busy device it waits as queued")
+    p.add_argument("--no-wait", action="store_true",
+                   help="refuse (exit 2) instead of waiting when the device is busy")
     p.add_argument("--batch-size", default="auto", metavar="N",
                    help="at most N items per batch (a batch is one store transaction); "
                         "default auto: as many as the token budget holds")
@@ -140,6 +147,10 @@ def spec_from_args(args: argparse.Namespace):
     if args.backend == "vllm" and len(args.model) > 1:  # one engine holds the GPU per process
         raise InputError("--backend vllm evaluates one --model per run: vLLM does not reliably "
                          "free the GPU between engines in one process", field="--model")
+    try:
+        device = normalise_device(args.device)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--device") from None
     if args.per_benchmark < 0:
         raise InputError("--per-benchmark must be 0 (all) or more", field="--per-benchmark")
     shard = None
@@ -152,7 +163,7 @@ def spec_from_args(args: argparse.Namespace):
             raise InputError(str(exc), field="--shard") from None
     return RunSpec(models=list(args.model), items=list(args.items), grid=args.grid,
                    per_benchmark=args.per_benchmark or None, seed=args.seed, configs=configs,
-                   quantize=args.quantize, dtype=args.dtype, device=args.device,
+                   quantize=args.quantize, dtype=args.dtype, device=device,
                    batch_size=_positive_or_auto(args.batch_size, "--batch-size"),
                    batch_tokens=_positive_or_auto(args.batch_tokens, "--batch-tokens"),
                    max_new_tokens=args.max_new_tokens,
@@ -171,7 +182,8 @@ def _resumed_spec(store, run_id: str, args):
     if given:
         raise InputError(f"--resume replays the run's recorded spec; drop {', '.join(given)}",
                          field="--resume")
-    if run.status in RunStatus.active() and pid_alive(run.pid, run.pid_started):
+    if run.status in (*RunStatus.active(), RunStatus.QUEUED) and \
+            pid_alive(run.pid, run.pid_started):
         raise InputError(f"run {run_id} is still running (pid {run.pid})", field="--resume")
     return RunSpec.from_dict(run.spec)
 
@@ -197,13 +209,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         spec = spec_from_args(args)
     runner = Run(spec, store, run_id=args.resume, events_path=args.events,
-                 display=choose_display(args.display))
+                 display=choose_display(args.display), wait=not args.no_wait)
     try:
         status = runner.execute()
     except (InputError, KeyboardInterrupt):
         raise  # cli.py prints these (exit 2 / 130)
     except Exception as exc:  # recorded as failed by the run; one line for the user
-        if os.environ.get("FRAGILITY_TUI_DEBUG"):
+        if settings.debug():
             raise
         from runners.loop import failure_reason
 

@@ -57,12 +57,16 @@ def cmd_list(store, args) -> int:
     if not runs:
         print("no runs recorded")
         return 0
-    header = f"{'RUN_ID':<23} {'STATUS':<10} {'GRID':<16} {'CELLS':>13} {'TOKENS':>10} {'SECONDS':>8}  MODELS"
+    header = (f"{'RUN_ID':<23} {'STATUS':<10} {'DEVICE':<7} {'GRID':<16} {'CELLS':>13} "
+              f"{'TOKENS':>10} {'SECONDS':>8}  MODELS")
     print(header)
     for r in runs:
         cells = f"{r.cells_done or 0}/{r.cells_total or 0}"
-        print(f"{r.run_id:<23} {r.status:<10} {_one_line(r.grid)[:16]:<16} {cells:>13} "
+        print(f"{r.run_id:<23} {r.status:<10} {_one_line(r.device or '-')[:7]:<7} "
+              f"{_one_line(r.grid)[:16]:<16} {cells:>13} "
               f"{r.tokens or 0:>10} {r.seconds or 0:>8.0f}  {_one_line(r.model)}")
+        if r.note and r.status == RunStatus.QUEUED:  # what it waits for, under its row
+            print(f"{'':<23} {_one_line(r.note)}")
     return 0
 
 

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from fragility_tui.grid.reference import check_reference
 from fragility_tui.harness.configs import CONFIG_BY_ID, CONFIG_POSITION, REFERENCE
 
 
@@ -17,7 +18,7 @@ class Cube:
     False wherever present[m, i, c] is False (a missing cell). Configs are always kept in
     canonical SPEC order; models and items in the order given. `reference` is the config
     every statistic is measured against (SPEC's o0.letter unless chosen otherwise, see
-    `configs.default_reference`); it must be in view when a statistic needs it.
+    `grid.reference`); it must be in view when a statistic needs it.
     """
 
     models: tuple[str, ...]
@@ -45,8 +46,7 @@ class Cube:
 
     @property
     def reference_index(self) -> int:
-        if self.reference not in self.configs:
-            raise ValueError(f"the reference config {self.reference} must be in view")
+        check_reference(self.reference, self.configs)
         return self.configs.index(self.reference)
 
     def with_reference(self, config: str) -> "Cube":

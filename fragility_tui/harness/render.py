@@ -22,7 +22,8 @@ Whitespace: in the generation configs the question and each option are stripped 
 leading/trailing whitespace (963 MMLU test questions carry a leading space or a trailing
 newline that would leave a stray space or a blank line); inner whitespace and newlines are
 kept verbatim. The cloze configs use the item text exactly as it is in the file, as
-lm-evaluation-harness does (PEERS.md): their log-likelihoods are meant to be lm-eval's.
+lm-evaluation-harness does (docs/prompts.md, "Whitespace and text"): their log-likelihoods
+are meant to be lm-eval's.
 The generation configs of an item start with the same "Question: {q}\\n" stem, and
 cloze_qa does too when the question has no outer whitespace, so the runner can reuse the
 stem's KV cache.

@@ -7,15 +7,13 @@ differs. Rows are also deleted, like the packed cube (cube_cache.py), in the tra
 that adds cells or items to a grid or deletes it (Store.write_cell_table, add_items,
 delete_grid), so old keys do not pile up. (A calibration that was computing while its grid
 changed may still write its row afterwards under its old key; it is never read and goes with
-the grid's next change.)"""
+the grid's next change.) Its table is declared with the others in schema.py (migration 5)."""
 
 from __future__ import annotations
 
 import json
 
-CREATE = """CREATE TABLE IF NOT EXISTS calibration_cache (
-    grid VARCHAR NOT NULL, key VARCHAR NOT NULL, a VARCHAR NOT NULL, b VARCHAR NOT NULL,
-    created_at TIMESTAMP, result VARCHAR, PRIMARY KEY (grid, key, a, b))"""
+from fragility_tui.store.schema import utc_now
 
 
 def invalidate(con, grids) -> None:
@@ -44,8 +42,6 @@ class CalibrationRecords:
         with self.connect(write=True) as con:
             if not con.execute("SELECT 1 FROM grids WHERE name = ?", [grid]).fetchall():
                 return
-            from fragility_tui.store.schema import utc_now  # it imports this module
-
             now = utc_now()
             con.executemany("INSERT OR REPLACE INTO calibration_cache VALUES (?, ?, ?, ?, ?, ?)",
                             [[grid, key, a, b, now, json.dumps(r, allow_nan=False)]

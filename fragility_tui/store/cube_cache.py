@@ -5,18 +5,14 @@ Building the cube from the cells table joins every cell on three strings: ~10 s 
 in well under a second. Every change to a grid's cells or items deletes its entry in the
 same transaction (Store.write_cell_table, add_items, delete_grid), and an entry is written
 only when the grid is provably unchanged since its cells were read (same cell and item
-counts, same creation time), so a cached cube is never stale."""
+counts, same creation time), so a cached cube is never stale.
+Its table is declared with the others in schema.py (migration 4)."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
-
-CREATE = """CREATE TABLE IF NOT EXISTS cube_cache (
-    grid VARCHAR PRIMARY KEY, created_at TIMESTAMP, n_cells BIGINT, n_items BIGINT,
-    models VARCHAR, configs VARCHAR, shape VARCHAR, bits BLOB, present BLOB)"""
-
 
 def grid_stamp(con, grid: str) -> tuple:
     """(creation time, cells, items) of a grid: what a cached cube must match."""

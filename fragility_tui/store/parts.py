@@ -144,6 +144,11 @@ class PartsStore:
     def events_path_for(self, run_id: str) -> Path:
         return self.path / EVENTS / f"{run_id}.jsonl"
 
+    def slots_dir(self) -> None:
+        """No device queue: a worker's GPUs are handed out by Ray or Slurm (CUDA_VISIBLE_
+        DEVICES), and each worker writes its own folder."""
+        return None
+
     def runs(self, grid: str | None = None) -> list[RunRecord]:
         """The folder's runs (of one grid), in file name order."""
         return [RunRecord.from_row(doc) for doc in self._docs()

@@ -63,6 +63,8 @@ class RunRecord:
     tokens: int | None = None
     seconds: float | None = None
     error: str | None = None
+    device: str | None = None  # cpu | cuda:N: the device whose slot it holds or waits for
+    note: str | None = None  # while queued: "waiting for cuda:1, held by run ..."
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
@@ -171,3 +173,10 @@ class RunRecords:
     def events_path_for(self, run_id: str) -> None:
         """A store keeps no events files of its own: the runner's default place serves."""
         return None
+
+    def slots_dir(self):
+        """Where runs into this store take their device slots (fragility_tui/slots.py):
+        `<store>.slots` beside the file."""
+        from fragility_tui.slots import slots_folder
+
+        return slots_folder(self.path)

@@ -1,14 +1,14 @@
-"""The store's schema: tables, migrations, and the records that go in and out."""
+"""The store's schema: tables, migrations, and the records that go in and out.
+
+Every table is declared here, the caches' too: the modules that read and write a table
+(cube_cache.py, calibration_cache.py, runs.py, …) import the schema, never the reverse."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from fragility_tui.store.calibration_cache import CREATE as CALIBRATION_CACHE_TABLE
-from fragility_tui.store.cube_cache import CREATE as CUBE_CACHE_TABLE
-
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -38,6 +38,16 @@ CREATE TABLE IF NOT EXISTS cells (
     run_id VARCHAR);
 """
 
+# A grid's dense cube, packed (cube_cache.py): derived from its cells, deleted when they change.
+CUBE_CACHE_TABLE = """CREATE TABLE IF NOT EXISTS cube_cache (
+    grid VARCHAR PRIMARY KEY, created_at TIMESTAMP, n_cells BIGINT, n_items BIGINT,
+    models VARCHAR, configs VARCHAR, shape VARCHAR, bits BLOB, present BLOB)"""
+
+# Verdict calibrations of a grid's pairs (calibration_cache.py), keyed by a content digest.
+CALIBRATION_CACHE_TABLE = """CREATE TABLE IF NOT EXISTS calibration_cache (
+    grid VARCHAR NOT NULL, key VARCHAR NOT NULL, a VARCHAR NOT NULL, b VARCHAR NOT NULL,
+    created_at TIMESTAMP, result VARCHAR, PRIMARY KEY (grid, key, a, b))"""
+
 # Each entry upgrades the schema from version i+1 to i+2; append, never edit.
 MIGRATIONS: list[str] = [
     # 2: a run's process is identified by pid and start time (a reused pid is not the run)
@@ -50,11 +60,13 @@ MIGRATIONS: list[str] = [
     CUBE_CACHE_TABLE,
     # 5: verdict calibrations of a grid's pairs (store/calibration_cache.py), one row a pair
     CALIBRATION_CACHE_TABLE,
+    # 6: the device a run holds (or waits for) and a note on what it waits for (queued)
+    "ALTER TABLE runs ADD COLUMN device VARCHAR; ALTER TABLE runs ADD COLUMN note VARCHAR",
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
               "provenance", "events_path", "cells_total", "cells_done", "tokens", "seconds",
-              "error")
+              "error", "device", "note")
 JSON_RUN_FIELDS = ("spec", "provenance")
 CELL_COLUMNS = ("model", "item_uid", "config_id", "correct", "pred", "permutation",
                 "raw_output", "scores", "tokens", "ms", "run_id")

@@ -29,6 +29,10 @@ class CellSink(Protocol):
     def events_path_for(self, run_id: str, /) -> str | PathLike | None:
         """Where the run's events go; None: the runner's default place."""
 
+    def slots_dir(self) -> PathLike | None:
+        """Where runs take their device slots (fragility_tui/slots.py); None: no queue
+        (a cluster worker's GPUs are handed out by its scheduler)."""
+
     # -- the grid, its items and models
     def has_grid(self, grid: str, /) -> bool: ...
 

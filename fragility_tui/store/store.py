@@ -25,6 +25,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 
+from fragility_tui import settings
 from fragility_tui.errors import InputError, StoreBusyError
 from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.store import calibration_cache, cube_cache
@@ -36,14 +37,12 @@ from fragility_tui.store.runs import RunRecords
 from fragility_tui.store.schema import (MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION,
                                              CellRow, GridInfo, cell_table, utc_now)
 
-APP_NAME = "fragility-tui"
-LOCK_WAIT_S = float(os.environ.get("FRAGILITY_LOCK_WAIT_S", "120"))
+APP_NAME = settings.APP_NAME
+LOCK_WAIT_S = settings.lock_wait_s()  # read once, at import, as the default of Store()
 
 
 def default_db_path() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir(APP_NAME)) / "fragility.duckdb"
+    return settings.data_dir() / "fragility.duckdb"
 
 
 def _is_lock_error(exc: Exception) -> bool:

@@ -20,6 +20,7 @@ from textual.screen import ModalScreen, Screen
 from textual.lazy import Lazy
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
 
+from fragility_tui import settings
 from fragility_tui.tui.bindings import APP_BINDINGS, binding_ids, help_rows
 from fragility_tui.tui.gateway import StoreGateway
 from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, PaneMounted,
@@ -208,10 +209,11 @@ class FragilityApp(App):
                            f"{shape[2]} configs ({cells:,} cells; bootstrap intervals take "
                            "longest)…")
             truth = meta.get("truth") if meta.get("synthetic") else None
-            if cells >= FIRST_SECTIONS_CELLS:  # bands first, the bootstrap statistics after
-                self.post_message(ViewReady(build_view(*args, first=True, truth=truth),
-                                            time.perf_counter() - started))
-            view = build_view(*args, truth=truth)
+            first = None  # bands first, the bootstrap statistics after, on one basis:
+            if cells >= FIRST_SECTIONS_CELLS:
+                first = build_view(*args, first=True, truth=truth)
+                self.post_message(ViewReady(first, time.perf_counter() - started))
+            view = build_view(*args, truth=truth, basis=first and first.basis)
         except Exception as exc:
             self.post_message(WorkFailed(f"computing grid {grid!r}", _describe(exc)))
             return
@@ -439,7 +441,7 @@ def default_grid(grids: list) -> str:
     """The grid opened at start: $FRAGILITY_TUI_GRID when it names one, else the grid with
     the most cells (the oldest of equals), which on a fresh `make run` store is the
     paper-size synthetic grid rather than a small shipped sample."""
-    wanted = os.environ.get("FRAGILITY_TUI_GRID")
+    wanted = settings.start_grid()
     if wanted and any(g.name == wanted for g in grids):
         return wanted
     return max(grids, key=lambda g: g.cells).name  # max keeps the first of equals

@@ -36,8 +36,11 @@ def binding_sources() -> list[tuple[str, list]]:
     """(where, bindings) for every class that declares bindings."""
     from fragility_tui.tui.screens import DrillScreen, HelpScreen, SelectionScreen
     from fragility_tui.tui.screens.forms import ExportScreen
+    from fragility_tui.tui.virtual_table import VirtualTable
 
+    long_tables = [b for b in VirtualTable.BINDINGS if b not in ReportTable.BINDINGS]
     sources = [("everywhere", APP_BINDINGS), ("tables", ReportTable.BINDINGS),
+               ("Items table", long_tables),
                ("drill-downs", DrillScreen.BINDINGS), ("selection form", SelectionScreen.BINDINGS),
                ("help", HelpScreen.BINDINGS), ("export form", ExportScreen.BINDINGS)]
     sources += [(f"{p.title} pane", p.BINDINGS) for p in PANES if "BINDINGS" in p.__dict__]
@@ -68,5 +71,7 @@ def help_rows(keymap: dict[str, str]) -> list[tuple[str, str, str, str]]:
 
 
 def _key_label(key: str) -> str:
-    names = {"question_mark": "?", "slash": "/", "escape": "Esc"}
+    names = {"question_mark": "?", "slash": "/", "escape": "Esc", "up": "↑", "down": "↓",
+             "pageup": "PgUp", "pagedown": "PgDn", "home": "Home", "end": "End",
+             "enter": "Enter"}
     return ", ".join(names.get(k, k) for k in key.split(","))

@@ -12,7 +12,7 @@ Three ways a terminal goes, each reproduced in tests/tui/test_hangup.py:
 The guard turns each into an exit within about a second: signals and a lost terminal ask the
 app to exit and arm a fallback that ends the process if the event loop cannot, and
 `end_process` ends it without waiting for worker threads. Runs are separate processes in
-their own session (fragility_tui.jobs) and keep going; a store write cut short is rolled back
+their own session (fragility_tui.processes) and keep going; a store write cut short is rolled back
 by DuckDB's write-ahead log, as after a kill.
 """
 

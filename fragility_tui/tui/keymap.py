@@ -11,20 +11,17 @@ key that is not valid, is reported by name and line and the defaults stay.
 
 from __future__ import annotations
 
-import os
-import tomllib
+import sys
 from pathlib import Path
 
+from fragility_tui.settings import config_dir
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10 (Ubuntu 22.04's): the same parser, published as tomli
+    import tomli as tomllib
+
 FILE_NAME = "keymap.toml"
-
-
-def config_dir() -> Path:
-    override = os.environ.get("FRAGILITY_CONFIG_DIR")
-    if override:
-        return Path(override).expanduser()
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("fragility-tui"))
 
 
 def load_keymap(known_ids: set[str], path: Path | None = None) -> tuple[dict[str, str], list[str]]:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from dataclasses import dataclass
 
+from fragility_tui.grid.reference import check_reference
 from fragility_tui.harness.configs import REFERENCE
 
 if TYPE_CHECKING:
@@ -22,13 +23,13 @@ class Selection:
     benchmarks: tuple[str, ...] | None = None
 
     def apply(self, cube: Cube) -> Cube:
-        if self.configs is not None and cube.reference not in self.configs:
-            raise ValueError(f"the reference config {cube.reference} must stay in the selection")
+        if self.configs is not None:
+            check_reference(cube.reference, self.configs)
         return cube.select(configs=self.configs, models=self.models, benchmarks=self.benchmarks)
 
     def describe(self, cube: Cube) -> str:
         """The status line's account of the view; it names the reference when it is not
-        SPEC's o0.letter (a grid without o0.letter cells, see `with_default_reference`)."""
+        SPEC's o0.letter (a grid without o0.letter cells, see `grid.reference.choose_reference`)."""
         note = "" if cube.reference == REFERENCE else f" · reference {cube.reference}"
         if self == Selection():
             return "selection: everything" + note

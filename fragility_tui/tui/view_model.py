@@ -1,8 +1,9 @@
 """What the panes show, computed off the UI thread from a Cube (no textual imports here).
 
 Everything comes from the analysis engine: the headline numbers from
-`analysis.report.build_report`, the drill-downs from its building blocks (classification,
-item fragility and discrimination, pair sets). This module only selects and filters.
+`analysis.report.report_of` (typed records, analysis/report_sections.py), the drill-downs
+from its building blocks (the one classification of analysis/basis.py, item fragility and
+discrimination, pair sets). This module only selects and filters.
 """
 
 from __future__ import annotations
@@ -12,20 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE, classify
+from fragility_tui.analysis.basis import Basis, measure
+from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE
+from fragility_tui.analysis.report_sections import Report
 from fragility_tui.grid.cube import Cube
+from fragility_tui.grid.reference import choose_reference
 from fragility_tui.analysis.itemstats import discrimination, fragility
 from fragility_tui.analysis.pairs import pair_sets
-from fragility_tui.harness.configs import default_reference
 from fragility_tui.items.item import Item
 from fragility_tui.tui.selection import Selection
-
-
-def with_default_reference(cube: Cube) -> Cube:
-    """The grid measured against the reference `report` uses by default: o0.letter when
-    the grid has it, else its first config in canonical order."""
-    reference = default_reference(cube.configs)
-    return cube if reference is None else cube.with_reference(reference)
 
 
 @dataclass
@@ -38,8 +34,8 @@ class GridView:
     full: Cube
     cube: Cube  # the selection applied
     items: dict[str, Item]
-    report: dict
-    classification: object  # analysis.classify.Classification over the view
+    report: Report
+    basis: Basis  # the view's accuracy and classification, measured once
     fragility: np.ndarray  # float [I], NaN where undefined
     discrimination: np.ndarray  # float [I], NaN where undefined
     selection: Selection = field(default_factory=Selection)
@@ -49,7 +45,12 @@ class GridView:
     @property
     def partial(self) -> bool:
         """Only the report's first sections so far (a big grid: the rest is on its way)."""
-        return bool(self.report.get("partial"))
+        return self.report.partial
+
+    @property
+    def classification(self):
+        """analysis.classify.Classification over the view, in the view cube's order."""
+        return self.basis.source_classification
 
     @property
     def classes(self) -> np.ndarray:
@@ -58,17 +59,21 @@ class GridView:
 
 
 def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[str, Item],
-               selection: Selection, *, first: bool = False,
-               truth: dict | None = None) -> GridView:
+               selection: Selection, *, first: bool = False, truth: dict | None = None,
+               basis: Basis | None = None) -> GridView:
     """The slow part of a selection change: runs in a worker thread. `first`: only the
-    report's first sections (bands, configs: no bootstrap), for a big grid's first frame."""
-    from fragility_tui.analysis.report import build_report, first_sections  # heavy: lazily
+    report's first sections (bands, configs: no bootstrap), for a big grid's first frame.
+    basis: the first view's, when this builds the rest of the same view (measured once)."""
+    from fragility_tui.analysis.report import first_sections, report_of  # heavy: lazily
 
-    full = with_default_reference(full)
-    cube = selection.apply(full)
-    report = first_sections(cube, name=grid) if first else build_report(cube, seed=seed, name=grid)
-    cls = classify(cube)
-    view = GridView(grid, synthetic, seed, full, cube, items, report, cls,
+    # the reference `report` uses by default (grid/reference.py): o0.letter when the grid
+    # has it, else its first config in canonical order
+    full = choose_reference(full)
+    basis = basis if basis is not None else measure(selection.apply(full))
+    cube = basis.source
+    report = first_sections(basis, name=grid) if first else report_of(basis, seed=seed, name=grid)
+    cls = basis.source_classification
+    view = GridView(grid, synthetic, seed, full, cube, items, report, basis,
                     fragility(cube, cls), discrimination(cube), selection, truth=truth)
     view.item_table = item_table(view)  # built here so the Items pane only shows rows
     return view

@@ -27,13 +27,18 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
 
     BINDINGS = [
         SORT_BINDING,
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "cursor_to(0)", "First row", show=False),
-        Binding("end", "cursor_to(-1)", "Last row", show=False),
-        Binding("enter", "select_row", "Select", show=False),
+        Binding("up", "cursor(-1)", "Up", show=False, tooltip="Row up", id="table.up"),
+        Binding("down", "cursor(1)", "Down", show=False, tooltip="Row down", id="table.down"),
+        Binding("pageup", "page(-1)", "Page up", show=False, tooltip="A page up",
+                id="table.page-up"),
+        Binding("pagedown", "page(1)", "Page down", show=False, tooltip="A page down",
+                id="table.page-down"),
+        Binding("home", "cursor_to(0)", "First row", show=False, tooltip="The first row",
+                id="table.first-row"),
+        Binding("end", "cursor_to(-1)", "Last row", show=False, tooltip="The last row",
+                id="table.last-row"),
+        Binding("enter", "select_row", "Select", show=False,
+                tooltip="Drill down into the row", id="table.select"),
     ]
     COMPONENT_CLASSES = {"virtual-table--header", "virtual-table--cursor",
                          "virtual-table--even-row"}

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable, Static, Tabs
 
+from fragility_tui.text import md_cell
 from fragility_tui.tui.sanitize import cell, clean
 
 DEFAULT_MAX_WIDTH = 40  # cells wider than this are cut with "…" (copy/export keep them whole)
@@ -243,9 +244,9 @@ def export_table(header: list[str], rows: list[list], path: Path) -> Path:
             columns[_unique(name, columns)] = values
         pq.write_table(pa.table(columns), path)
     elif suffix in (".md", ".markdown"):
-        lines = ["| " + " | ".join(_md(h) for h in header) + " |",
+        lines = ["| " + " | ".join(md_cell(h) for h in header) + " |",
                  "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(_md(v) for v in row) + " |" for row in rows]
+        lines += ["| " + " | ".join(md_cell(v) for v in row) + " |" for row in rows]
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     else:
         raise ValueError(f"{path}: unknown export format {suffix or '(none)'}; "
@@ -258,11 +259,6 @@ def _unique(name: str, taken: dict) -> str:
     while out in taken:
         out, k = f"{name}_{k}", k + 1
     return out
-
-
-def _md(value) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
 def _sort_key(value):

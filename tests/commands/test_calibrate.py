@@ -14,7 +14,7 @@ from helpers import run_cli
 
 from fragility_tui.analysis import calibration
 from fragility_tui.commands import calibrate as command
-from fragility_tui.exports import grid_calibration
+from fragility_tui.services.reports import grid_calibration
 from fragility_tui.store.store import Store
 from fragility_tui.store.schema import CellRow
 

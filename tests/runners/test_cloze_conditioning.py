@@ -1,7 +1,7 @@
-"""Likelihood configs condition exactly as lm-evaluation-harness does (PEERS.md): the model
-reads context_enc + continuation_enc, where continuation_enc = whole_enc[len(context_enc):],
-not whole_enc. The two differ only when the tokenizer merges across the boundary, so these
-tests use a tokenizer that does (tiny_models.make_tokenizer(merge_across_spaces=True))."""
+"""Likelihood configs condition exactly as lm-evaluation-harness does (docs/runner.md,
+"Scoring"): the model reads context_enc + continuation_enc, where continuation_enc =
+whole_enc[len(context_enc):], not whole_enc. The two differ only when the tokenizer merges
+across the boundary, so these tests use a tokenizer that does (tiny_models.make_tokenizer(merge_across_spaces=True))."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def merging():
 
 def lmeval_request(tokenizer, context: str, continuation: str) -> tuple[list[int], int]:
     """lm-eval 0.4.13's `_encode_pair`, then `context_enc + continuation_enc`, written
-    out here from PEERS.md independently of the runner."""
+    out here from lm-eval's source independently of the runner."""
     n_spaces = len(context) - len(context.rstrip())
     if n_spaces > 0:
         continuation = context[-n_spaces:] + continuation

@@ -166,7 +166,7 @@ def test_a_resumed_run_appends_a_session(tiny_folder, tmp_path, monkeypatch):
     assert sessions[1]["status"] == "finished" and sessions[1]["device"] == "cpu"
     for s in sessions:
         assert s["host"] and s["libraries"]["torch"] and s["started_at"] and s["ended_at"]
-    card = provenance_card(row)
+    card = provenance_card(row.to_dict())
     assert "Session 1\n" in card and "Session 2 (resumed)" in card
     assert "2 cells written" in card and "attention sdpa" in card
     shown = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "runs", "show",
@@ -176,7 +176,7 @@ def test_a_resumed_run_appends_a_session(tiny_folder, tmp_path, monkeypatch):
 
 
 def test_exported_provenance_holds_no_machine_path(tiny_folder, tmp_path):
-    from fragility_tui.exports import export
+    from fragility_tui.services.exports import export
 
     store = Store(tmp_path / "s.duckdb")
     items = write_items(tmp_path / "items.jsonl", 1)

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 SAMPLES = (Path(__file__).parents[1] / "store" / "fixtures" / "lmeval"
            / "samples_fragility_starter.jsonl")
-LL_TOLERANCE = 1e-3  # lm-eval's own batch-to-batch noise is ~2e-5 (PEERS.md); measured 6.5e-5
+LL_TOLERANCE = 1e-3  # lm-eval's own batch-to-batch noise is ~2e-5; measured 6.5e-5
 
 
 def test_cloze_qa_reproduces_lmevals_log_likelihoods():

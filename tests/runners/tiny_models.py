@@ -29,7 +29,8 @@ CORPUS = [
 def make_tokenizer(chat: bool = True, merge_across_spaces: bool = False):
     """merge_across_spaces: no whitespace pre-split, so BPE merges span spaces (":Ġ",
     "?Ġ", "HeĠ"): the tokens of context + continuation then differ from the context's own
-    tokens at the boundary, the case where lm-eval's conditioning matters (PEERS.md)."""
+    tokens at the boundary, the case where lm-eval's conditioning matters (docs/runner.md,
+    "Scoring")."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 

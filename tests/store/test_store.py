@@ -104,14 +104,19 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
     con.execute("DROP TABLE cube_cache")
     con.execute("DROP TABLE calibration_cache")
+    con.execute("ALTER TABLE runs DROP COLUMN device")  # schema 6's
+    con.execute("ALTER TABLE runs DROP COLUMN note")
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 5
+    assert store.schema_version() == SCHEMA_VERSION == 6
     run = store.get_run(run_id)
     assert run.pid == 12345 and run.pid_started is None
     store.update_run(run_id, pid_started="987")
     assert store.get_run(run_id).pid_started == "987"
+    assert store.get_run(run_id).device is None  # 5 -> 6: device and note, NULL in old rows
+    store.update_run(run_id, device="cuda:1", note="waiting for cuda:1, held by run r")
+    assert store.get_run(run_id).device == "cuda:1"
 
 
 def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_them(tmp_path):
@@ -129,6 +134,8 @@ def test_a_schema_2_store_gets_fingerprints_in_place_and_the_first_run_fills_the
     con.execute("ALTER TABLE cells DROP COLUMN prompt_sha")
     con.execute("DROP TABLE cube_cache")
     con.execute("DROP TABLE calibration_cache")
+    con.execute("ALTER TABLE runs DROP COLUMN device")  # schema 6's
+    con.execute("ALTER TABLE runs DROP COLUMN note")
     con.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
@@ -156,10 +163,12 @@ def test_a_schema_4_store_gets_the_calibration_cache(tmp_path):
     store.write_cells("g", [CellRow("m", "toy/1", "o0.letter", True, 0)])
     con = duckdb.connect(str(path))  # what schema 4 wrote: no calibration_cache
     con.execute("DROP TABLE calibration_cache")
+    con.execute("ALTER TABLE runs DROP COLUMN device")  # schema 6's
+    con.execute("ALTER TABLE runs DROP COLUMN note")
     con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 5
+    assert store.schema_version() == SCHEMA_VERSION == 6
     assert store.calibration_results("g", "k") == {}
     store.save_calibration("g", "k", {("a", "b"): {"replicates": 3}})
     assert store.calibration_results("g", "k") == {("a", "b"): {"replicates": 3}}

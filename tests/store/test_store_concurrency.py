@@ -1,5 +1,6 @@
 """Three processes share one store: a run writing cells continuously, a reader, an import.
-All finish with no lock error and no lost or duplicated cell (DESIGN.md "Storage")."""
+All finish with no lock error and no lost or duplicated cell (docs/architecture.md, "The
+store and its concurrency design")."""
 
 from __future__ import annotations
 

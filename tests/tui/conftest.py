@@ -40,8 +40,20 @@ async def wait_ready(app, pilot, timeout: float = 30.0) -> None:
             raise AssertionError(f"app not ready after {timeout} s; status: "
                                  f"{app.query_one('#status').render()}")
         await pilot.pause(0.05)
-    await app.workers.wait_for_complete()
+    await wait_workers(app)
     await pilot.pause()
+
+
+async def wait_workers(app) -> None:
+    """Wait for every worker; a cancelled one is normal (an exclusive worker replaced by a
+    newer one, e.g. a calibration when the full view lands), a failed one still raises."""
+    from textual.worker import WorkerCancelled
+
+    for worker in list(app.workers):
+        try:
+            await worker.wait()
+        except WorkerCancelled:
+            pass
 
 
 async def wait_listed(app, pilot, timeout: float = 30.0) -> None:

@@ -44,7 +44,7 @@ async def test_header_badge_and_every_pane(synthetic_store):
         result = str(app.query_one("#compare-result").render())
         assert "observed" in result and "balanced" in result and "McNemar" in result
         assert table(app, "compare").row_count == 4  # one row per benchmark
-        top = [b["model"] for b in app.view.report["bands"][:2]]
+        top = [b.band.model for b in app.view.report.bands[:2]]
         assert [app.query_one(f"#compare-{x}").value for x in "ab"] == top
 
 
@@ -53,7 +53,7 @@ async def test_bands_enter_shows_the_model_configs_and_esc_goes_back(synthetic_s
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
         await show_pane(app, pilot, "2")
-        top_model = app.view.report["bands"][0]["model"]
+        top_model = app.view.report.bands[0].band.model
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, ModelScreen) and app.screen.model == top_model
@@ -61,7 +61,7 @@ async def test_bands_enter_shows_the_model_configs_and_esc_goes_back(synthetic_s
         assert configs.row_count == 26
         first = configs.all_rows[0][1]
         assert first[0] == "o0.letter"
-        assert first[1] == pytest.approx(app.view.report["bands"][0]["reference"])
+        assert first[1] == pytest.approx(app.view.report.bands[0].band.reference)
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ModelScreen)
@@ -73,15 +73,15 @@ async def test_pairs_enter_lists_items_behind_the_gap_then_item_drilldown(synthe
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
         await show_pane(app, pilot, "3")
-        pair = app.view.report["pairs"][0]
+        pair = app.view.report.pairs[0]
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, PairScreen)
-        assert (app.screen.a, app.screen.b) == (pair["a"], pair["b"])
+        assert (app.screen.a, app.screen.b) == (pair.a, pair.b)
         rows = app.screen.query_one(ReportTable).all_rows
         parts = [values[0] for _, values in rows]
-        assert parts.count("stable: A only") == pair["a_only_stable"]
-        assert parts.count("stable: B only") == pair["b_only_stable"]
+        assert parts.count("stable: A only") == pair.a_only_stable
+        assert parts.count("stable: B only") == pair.b_only_stable
         if rows:
             await pilot.press("enter")
             await app.workers.wait_for_complete()
@@ -191,7 +191,7 @@ async def test_selection_is_honoured_by_every_pane(synthetic_store):
         await show_pane(app, pilot, "4")
         assert {str(v[1]) for _, v in table(app, "items").all_rows} == {"mmlu", "arc_challenge"}
         await show_pane(app, pilot, "5")
-        assert app.view.report["axes"]["mean"]["scoring"] is None  # no cloze in view
+        assert app.view.report.axes.mean["scoring"] is None  # no cloze in view
 
 
 async def test_selection_form_refuses_to_drop_the_reference(synthetic_store):
@@ -206,7 +206,7 @@ async def test_selection_form_refuses_to_drop_the_reference(synthetic_store):
         configs.deselect("o0.letter")
         await pilot.press("a")
         await pilot.pause()
-        assert "keep the reference config" in str(app.screen.query_one("#selection-error").render())
+        assert "the reference config o0.letter must be in view" in str(app.screen.query_one("#selection-error").render())
         configs.select("o0.letter")
         configs.deselect("cloze_qa")
         await pilot.press("a")
@@ -261,7 +261,7 @@ async def test_copy_export_and_screenshot(synthetic_store, tmp_path, monkeypatch
         await wait_ready(app, pilot)
         await show_pane(app, pilot, "2")
         await pilot.press("c")  # copy the current row (OSC 52)
-        assert app.clipboard.split("\t")[0] == app.view.report["bands"][0]["model"]
+        assert app.clipboard.split("\t")[0] == app.view.report.bands[0].band.model
         await pilot.press("C")  # copy the whole table
         lines = app.clipboard.strip().split("\n")
         assert lines[0].startswith("model\tref %") and len(lines) == SMALL["n_models"] + 1
@@ -280,12 +280,12 @@ async def test_copy_export_and_screenshot(synthetic_store, tmp_path, monkeypatch
             await pilot.pause()
         assert any("unknown export format" in str(n.message) for n in app._notifications)
     assert not (tmp_path / "pairs.xlsx").exists()
-    pairs = app.view.report["pairs"]
+    pairs = app.view.report.pairs
     rows = list(csv.reader((tmp_path / "pairs.csv").open()))
     assert rows[0][:3] == ["A", "B", "gap Δ"] and len(rows) == len(pairs) + 1
-    assert int(rows[1][2]) == pairs[0]["gap"]
+    assert int(rows[1][2]) == pairs[0].gap
     t = pq.read_table(tmp_path / "pairs.parquet")
-    assert t.num_rows == len(pairs) and t.column("gap Δ").to_pylist()[0] == pairs[0]["gap"]
+    assert t.num_rows == len(pairs) and t.column("gap Δ").to_pylist()[0] == pairs[0].gap
     lines = (tmp_path / "pairs.md").read_text().splitlines()
     assert lines[0].startswith("| A | B | gap Δ") and len(lines) == len(pairs) + 2
 

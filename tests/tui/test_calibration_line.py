@@ -10,7 +10,7 @@ import threading
 import duckdb
 import pytest
 
-from fragility_tui import exports
+from fragility_tui.services import reports
 from fragility_tui.analysis.calibration import summary_line
 from fragility_tui.store.store import Store
 from fragility_tui.tui.app import FragilityApp
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.anyio
 
 
 def expected(store_path, view, a, b) -> dict:
-    return exports.grid_calibration(Store(store_path), view.grid, cube=view.cube,
+    return reports.grid_calibration(Store(store_path), view.grid, cube=view.cube,
                                     pairs=[(a, b)], seed=view.seed)["pairs"][0]
 
 
@@ -43,14 +43,14 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
     async with app.run_test(size=size) as pilot:
         await wait_ready(app, pilot)
         await show_pane(app, pilot, "3")
-        pairs = app.view.report["pairs"]
+        pairs = app.view.report.pairs
         for k, pair in enumerate(pairs[:2]):
             if k:
                 await pilot.press("down")
             await until(pilot, lambda: "reps" in line_text(app, "pairs-calibration")
                         or "replicates" in line_text(app, "pairs-calibration"))
-            result = expected(synthetic_store.path, app.view, pair["a"], pair["b"])
-            outcome = "manufactured" if pair["manufactured"] else pair["verdict"]
+            result = expected(synthetic_store.path, app.view, pair.a, pair.b)
+            outcome = "manufactured" if pair.manufactured else pair.verdict
             width = size[0] - 2
             assert line_text(app, "pairs-calibration") == summary_line(result, outcome,
                                                                          width=width)
@@ -82,13 +82,13 @@ async def test_compare_line_quotes_the_observed_label(synthetic_store):
 
 async def test_the_line_says_calibrating_until_the_worker_is_done(synthetic_store, monkeypatch):
     release = threading.Event()
-    real = exports.grid_calibration
+    real = reports.grid_calibration
 
     def slow(*args, **kwargs):
         release.wait(20)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(exports, "grid_calibration", slow)
+    monkeypatch.setattr(reports, "grid_calibration", slow)
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         while app.view is None or app.computing:
@@ -101,8 +101,8 @@ async def test_the_line_says_calibrating_until_the_worker_is_done(synthetic_stor
         assert app.query_one("#pairs-table").cursor_row == 1
         release.set()
         await until(pilot, lambda: "reps" in line_text(app, "pairs-calibration"))
-        pair = app.view.report["pairs"][1]
-        outcome = "manufactured" if pair["manufactured"] else pair["verdict"]
+        pair = app.view.report.pairs[1]
+        outcome = "manufactured" if pair.manufactured else pair.verdict
         assert f"'{outcome}'" in line_text(app, "pairs-calibration")
 
 
@@ -111,7 +111,7 @@ async def test_a_failed_calibration_says_so_instead_of_calibrating(synthetic_sto
     def broken(*args, **kwargs):
         raise RuntimeError("no room \x1b[31mleft")
 
-    monkeypatch.setattr(exports, "grid_calibration", broken)
+    monkeypatch.setattr(reports, "grid_calibration", broken)
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)

@@ -108,13 +108,13 @@ async def test_a_big_grid_shows_its_bands_before_the_bootstrap_statistics(synthe
 
     monkeypatch.setattr("fragility_tui.tui.app.FIRST_SECTIONS_CELLS", 1)
     release = threading.Event()
-    full_report = report.build_report
+    full_report = report.report_of
 
-    def slow_build_report(*args, **kwargs):
+    def slow_report_of(*args, **kwargs):
         release.wait(30)
         return full_report(*args, **kwargs)
 
-    monkeypatch.setattr(report, "build_report", slow_build_report)
+    monkeypatch.setattr(report, "report_of", slow_report_of)
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         while app.view is None:

@@ -35,7 +35,7 @@ async def test_every_pane_works_against_the_fallback_reference(cloze_store):
     app = FragilityApp(str(cloze_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        assert app.view.report["grid"]["reference"] == "cloze_qa"
+        assert app.view.report.grid.reference == "cloze_qa"
         assert "reference cloze_qa" in str(app.query_one("#status").render())
         for key in "12345678":
             await show_pane(app, pilot, key)

@@ -46,7 +46,7 @@ def test_selection_keeps_the_reference_and_describes_itself(view):
     assert sel.describe(view.full) == "selection: 2/26 configs, 2/5 models"
     assert Selection().describe(view.full) == "selection: everything"
     sub = build_view("g", True, 0, view.full, view.items, sel)
-    assert [b["model"] for b in sub.report["bands"]] and len(sub.report["configs"]) == 2
+    assert [b.band.model for b in sub.report.bands] and len(sub.report.configs) == 2
     assert len(sub.item_table) == 60 and sub.item_table[0][0] == view.full.items[0]
 
 
@@ -56,9 +56,22 @@ def test_a_grid_without_o0_letter_computes_against_its_default_reference(view):
     cloze = view.full.select(configs=["cloze_qa", "cloze_bare"])
     sub = build_view("g", True, 0, cloze, view.items, Selection())
     assert sub.full.reference == sub.cube.reference == "cloze_qa"
-    assert sub.report["grid"]["reference"] == "cloze_qa"
+    assert sub.report.grid.reference == "cloze_qa"
     assert Selection().describe(sub.full) == "selection: everything · reference cloze_qa"
     with pytest.raises(ValueError, match="reference config cloze_qa"):
         Selection(configs=("cloze_bare",)).apply(sub.full)
     only = build_view("g", True, 0, cloze, view.items, Selection(configs=("cloze_qa",)))
-    assert len(only.report["configs"]) == 1
+    assert len(only.report.configs) == 1
+
+
+def test_a_big_grids_two_steps_classify_once(monkeypatch, view):
+    """The app builds a big grid's first sections, then the rest, on one basis."""
+    import fragility_tui.analysis.classify as classify_module
+    from helpers import count_calls
+
+    calls = count_calls(monkeypatch, classify_module, "classify", "config_accuracy")
+    first = build_view("g", True, 0, view.full, view.items, Selection(), first=True)
+    assert first.partial and calls == {"classify": 1, "config_accuracy": 1}
+    rest = build_view("g", True, 0, view.full, view.items, Selection(), basis=first.basis)
+    assert not rest.partial and calls == {"classify": 1, "config_accuracy": 1}
+    assert rest.classification is first.classification

@@ -20,10 +20,8 @@ class AxesPane(Pane, pane_id="axes", title="Axes", below="axes-chart"):
             "(order: o0…o5, format: 4 formats, scoring: reference + 2 cloze, all: every config).")
 
     def render_view(self, view) -> None:
-        axes = view.report.get("axes", {})
-        per_model = axes.get("per_model", {})
+        per_model, mean = view.report.axes.per_model, view.report.axes.mean
         rows = [(m, [m] + [per_model[m].get(a) for a in AXES]) for m in per_model]
-        mean = axes.get("mean", {})
         rows.append((MEAN_KEY, [Text("mean over models", style="bold")] +
                      [mean.get(a) for a in AXES]))
         table = self.query_one(ReportTable)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.widgets import DataTable, Static
 
@@ -9,6 +11,9 @@ from fragility_tui.tui.messages import ShowModel
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable, band_bar
+
+if TYPE_CHECKING:
+    from fragility_tui.analysis.classify import Band
 
 COLUMNS = [Column("model"), Column("ref %", "pct"), Column("min %", "pct"), Column("min config"),
            Column("max %", "pct"), Column("max config"), Column("spread", "pct"),
@@ -23,10 +28,10 @@ class BandsPane(Pane, pane_id="bands", title="Bands", below="band-chart"):
     needs_statistics = False
 
     def render_view(self, view) -> None:
-        bands = view.report.get("bands", [])
-        rows = [(b["model"], [b["model"], b["reference"], b["min"], b["min_config"], b["max"],
-                              b["max_config"], b["spread"], b["mean"], b["robust_accuracy"],
-                              b["fragile_share_of_reference_correct"], b.get("incomplete")])
+        bands = [row.band for row in view.report.bands]
+        rows = [(b.model, [b.model, b.reference, b.min, b.min_config, b.max, b.max_config,
+                           b.spread, b.mean, b.robust_accuracy,
+                           b.fragile_share_of_reference_correct, b.incomplete])
                 for b in bands]
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
@@ -34,22 +39,22 @@ class BandsPane(Pane, pane_id="bands", title="Bands", below="band-chart"):
         self.update_caption()
         self.query_one("#band-chart", Static).update(self.chart(bands))
 
-    def chart(self, bands: list[dict]) -> Text:
-        name_width = min(24, max((len(b["model"]) for b in bands), default=8))
+    def chart(self, bands: list[Band]) -> Text:
+        name_width = min(24, max((len(b.model) for b in bands), default=8))
         width = max(20, self.size.width - name_width - 4) if self.size.width else 60
         text = Text(LEGEND + "\n", style="dim")
         for b in bands:
-            name = clean(b["model"], one_line=True, limit=200)[:name_width].ljust(name_width)
+            name = clean(b.model, one_line=True, limit=200)[:name_width].ljust(name_width)
             text.append(name + " ")
-            text.append_text(band_bar(b["min"], b["max"], b["reference"], b["mean"],
-                                      b["robust_accuracy"], width))
+            text.append_text(band_bar(b.min, b.max, b.reference, b.mean, b.robust_accuracy,
+                                      width))
             text.append("\n")
         return text
 
     def on_resize(self) -> None:
         if self.view is not None and not self.stale:
             self.query_one("#band-chart", Static).update(
-                self.chart(self.view.report.get("bands", [])))
+                self.chart([row.band for row in self.view.report.bands]))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -1,6 +1,6 @@
 """The calibration line of the Pairs and Compare panes: how often the selected pair's verdict
 or label comes out with a real gap of its size and with none (analysis/calibration.py),
-computed in a worker thread and kept in the store (exports.grid_calibration)."""
+computed in a worker thread and kept in the store (services/reports.py: grid_calibration)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def pair_calibration(gateway, view, a: str, b: str, still_wanted) -> dict | None
     with _ONE_AT_A_TIME:
         if not still_wanted():
             return None
-        from fragility_tui.exports import grid_calibration
+        from fragility_tui.services.reports import grid_calibration
 
         return grid_calibration(gateway, view.grid, cube=view.cube, pairs=[(a, b)],
                                 seed=view.seed)["pairs"][0]

@@ -77,7 +77,7 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
         yield ReportTable(table_name="compare", id="compare-table")
 
     def render_view(self, view) -> None:
-        ranked = [b["model"] for b in view.report.get("bands", [])]
+        ranked = [row.band.model for row in view.report.bands]
         models = ranked + [m for m in view.cube.models if m not in ranked]
         options = [(clean(m, one_line=True, limit=80), m) for m in models]
         sel_a, sel_b = self.query_one("#compare-a", Select), self.query_one("#compare-b", Select)

@@ -45,23 +45,22 @@ class CompressionPane(Pane, pane_id="compression", title="Compression", above="c
 
     def render_view(self, view) -> None:
         report = view.report
-        d = report.get("discrimination", {})
-        c = report.get("compression", {})
-        ci = d.get("ci")
+        d, c = report.discrimination, report.compression
+        ci = d.ci
         text = Text()
         text.append("discrimination × fragility: r = ", style="bold")
-        text.append(num(d.get("r")))
+        text.append(num(d.r))
         text.append(f" (95% CI {num(ci[0])}–{num(ci[1])})" if ci else " (CI undefined)")
-        text.append(f" · top-{d.get('top_k', '—')} discriminative items: mean fragility "
-                    f"{num(d.get('top_k_mean_fragility'))} vs {num(d.get('mean_fragility'))} "
+        text.append(f" · top-{d.top_k} discriminative items: mean fragility "
+                    f"{num(d.top_k_mean_fragility)} vs {num(d.mean_fragility)} "
                     "for all items\n")
-        rng = c.get("discriminative_range")
-        text.append(f"compressed to k = {c.get('k', '—')} items: ", style="bold")
-        text.append(f"{num(c.get('random_mean_champions'), 1)} champions over configs (random "
-                    f"subsets, mean) · {num(c.get('discriminative_mean_champions'), 1)} "
+        rng = c.discriminative_range
+        text.append(f"compressed to k = {c.k} items: ", style="bold")
+        text.append(f"{num(c.random_mean_champions, 1)} champions over configs (random "
+                    f"subsets, mean) · {num(c.discriminative_mean_champions, 1)} "
                     "(top-k by discrimination"
                     + (f", range {rng[0]}–{rng[1]})" if rng else ")")
-                    + f" · full grid: {report.get('rankings', {}).get('champion_count', '—')}")
+                    + f" · full grid: {report.rankings.champion_count}")
         self.query_one("#compression-summary", Static).update(text)
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, binned(view.discrimination, view.fragility))

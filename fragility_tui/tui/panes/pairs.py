@@ -3,6 +3,8 @@ fragile parts."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 from rich.text import Text
 from textual import on, work
 from textual.widgets import DataTable, Static
@@ -15,6 +17,9 @@ from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  line_width, verdict_line)
 from fragility_tui.tui.widgets import Column, ReportTable
 
+if TYPE_CHECKING:
+    from fragility_tui.analysis.decisions import Decision
+
 COLUMNS = [Column("A"), Column("B"), Column("gap Δ", "int"), Column("|S|", "int"),
            Column("A only", "int"), Column("B only", "int"), Column("stable gap", "int"),
            Column("fragile gap", "int"), Column("fragile share", "num"), Column("verdict"),
@@ -25,14 +30,12 @@ VERDICT_STYLE = {"identical": "yellow", "one item": "yellow", "cancel": "magenta
                  "ordered": "green"}
 
 
-def decision_label(decisions: list[dict], a: str, b: str, target: str,
+def decision_label(decisions: Sequence[Decision], a: str, b: str, target: str,
                    reference: str) -> Text | None:
     """The pair's decision at the reference config in use (o0.letter, or the grid's stand-in)."""
     for d in decisions:
-        if {d["a"], d["b"]} == {a, b} and d["target"] == target and \
-                d.get("config", reference) == reference:
-            style = "green" if d["label"] == "stable" else "yellow"
-            return Text(d["label"], style=style)
+        if {d.a, d.b} == {a, b} and d.target == target and d.config == reference:
+            return Text(d.label, style="green" if d.label == "stable" else "yellow")
     return None
 
 
@@ -46,31 +49,29 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
 
     def render_view(self, view) -> None:
         report = view.report
-        decisions = report.get("decisions", [])
-        reference = report.get("grid", {}).get("reference", "o0.letter")
+        decisions, reference = report.decisions, report.grid.reference
         rows = []
-        for p in report.get("pairs", []):
-            verdict = Text(p["verdict"], style=VERDICT_STYLE.get(p["verdict"], ""))
-            manufactured = Text("MANUFACTURED", style="bold red") if p["manufactured"] else Text("no")
-            rows.append((f"{p['a']}\x1f{p['b']}",
-                         [p["a"], p["b"], p["gap"], p["stable_items"], p["a_only_stable"],
-                          p["b_only_stable"], p["stable_gap"], p["fragile_gap"],
-                          p["fragile_share"], verdict, manufactured, p.get("reversals"),
-                          decision_label(decisions, p["a"], p["b"], "observed", reference),
-                          decision_label(decisions, p["a"], p["b"], "balanced", reference)]))
+        for p in report.pairs:
+            verdict = Text(p.verdict, style=VERDICT_STYLE.get(p.verdict, ""))
+            manufactured = Text("MANUFACTURED", style="bold red") if p.manufactured else Text("no")
+            rows.append((f"{p.a}\x1f{p.b}",
+                         [p.a, p.b, p.gap, p.stable_items, p.a_only_stable, p.b_only_stable,
+                          p.stable_gap, p.fragile_gap, p.fragile_share, verdict, manufactured,
+                          p.reversals,
+                          decision_label(decisions, p.a, p.b, "observed", reference),
+                          decision_label(decisions, p.a, p.b, "balanced", reference)]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
         table.border_title = "Adjacent pairs"
         self.update_caption()
-        s = report.get("pairs_summary", {})
+        s, rk = report.pairs_summary, report.rankings
         summary = Text()
-        summary.append(f"{s.get('manufactured', 0)} of {s.get('nonzero_gaps', 0)} nonzero gaps "
-                       "manufactured", style="bold")
-        summary.append(f" · fragile share mean {pct(s.get('mean_fragile_share'))} % · pooled "
-                       f"{pct(s.get('pooled_fragile_share'))} %")
-        rk = report.get("rankings", {})
-        summary.append(f" · {rk.get('champion_count', '—')} champions over configs · mean "
-                       f"Kendall τ {num(rk.get('mean_kendall_tau'))}")
+        summary.append(f"{s.manufactured} of {s.nonzero_gaps} nonzero gaps manufactured",
+                       style="bold")
+        summary.append(f" · fragile share mean {pct(s.mean_fragile_share)} % · pooled "
+                       f"{pct(s.pooled_fragile_share)} %")
+        summary.append(f" · {rk.champion_count} champions over configs · mean "
+                       f"Kendall τ {num(rk.mean_kendall_tau)}")
         self.query_one("#pairs-summary", Static).update(summary)
         self._calibrated = {}
         self.call_after_refresh(self._calibrate_current)

@@ -19,6 +19,8 @@ def run_argv(form: dict, db_path: str | None) -> list[str]:
                       ("--quantize", "quantize")):
         if form.get(key):
             argv += [flag, str(form[key])]
+    if form.get("device") and form["device"] != "auto":
+        argv += ["--device", form["device"]]
     argv += shlex.split(form.get("extra") or "")
     return argv + db_args(db_path)
 

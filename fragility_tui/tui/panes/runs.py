@@ -21,6 +21,7 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
+from fragility_tui.devices import ANY_GPU, DeviceReport, query_devices
 from fragility_tui.processes import (RunProgress, db_args, failure_line, launch_detached,
                                      log_dir, run_progress)
 from fragility_tui.store.runs import RunRecord, RunStatus
@@ -30,12 +31,14 @@ from fragility_tui.tui.panes.run_form import check_run_form, run_argv
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable, hbar
 
-COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"),
+COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"), Column("device"),
            Column("done", "int"), Column("total", "int"), Column("progress", "rich"),
            Column("tok/s", "rate"), Column("ETA"), Column("started")]
 QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
             ("int4 (optimum-quanto)", "int4")]
 REFRESH_SECONDS = 1.0
+DEVICE_REFRESH_SECONDS = 5.0  # one nvidia-smi call (or NVML read) in a worker thread
+DEVICE_CHOICES = [("auto", "auto"), ("cpu", "cpu"), ("any free GPU", ANY_GPU)]
 FINAL_STATUSES = RunStatus.final()
 
 
@@ -45,6 +48,13 @@ class RunsUpdated(Message):
 
     runs: list[RunProgress]
     error: str | None = None
+
+
+@dataclass
+class DevicesUpdated(Message):
+    """The CPU and GPUs as last read (devices.py), for the strip and the form's choice."""
+
+    report: DeviceReport
 
 
 def fmt_eta(seconds: float | None) -> str:
@@ -68,6 +78,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
     ]
 
     def compose_body(self) -> ComposeResult:
+        yield Static("devices: reading…", id="devices-strip", markup=False)
         yield ReportTable(table_name="runs", id="runs-table")
         with Grid(id="run-form"):  # label, field, label, field: readable at 80 columns
             yield Label("model", classes="form-label")
@@ -83,6 +94,9 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             yield Input(placeholder="all 26", id="run-configs", compact=True)
             yield Label("quantise", classes="form-label")
             yield Select(QUANTISE, value="", allow_blank=False, id="run-quantize", compact=True)
+            yield Label("device", classes="form-label")
+            yield Select(DEVICE_CHOICES, value="auto", allow_blank=False, id="run-device",
+                         compact=True)
             yield Label("flags", classes="form-label")
             yield Input(placeholder="e.g. --batch-size 8", id="run-extra",
                         compact=True)
@@ -94,6 +108,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         self.runs: list[RunProgress] = []
         self.launched: list[tuple] = []  # (process, log, what) until each has exited
         self.set_interval(REFRESH_SECONDS, self._tick)
+        self.set_interval(DEVICE_REFRESH_SECONDS, self.poll_devices)
+        self.poll_devices()
 
     def render_view(self, view) -> None:
         grid_input = self.query_one("#run-grid", Input)
@@ -128,6 +144,25 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             return
         self.post_message(RunsUpdated(runs))
 
+    @work(thread=True, exclusive=True, group="devices", exit_on_error=False)
+    def poll_devices(self) -> None:
+        self.post_message(DevicesUpdated(query_devices()))  # never raises: a note instead
+
+    @on(DevicesUpdated)
+    def _devices_updated(self, message: DevicesUpdated) -> None:
+        report = message.report
+        lines = [d.summary() for d in report.devices]
+        if report.gpu_note:
+            lines.append(report.gpu_note)
+        self.query_one("#devices-strip", Static).update(
+            clean(" · ".join(lines), one_line=True, limit=600))
+        choice = self.query_one("#run-device", Select)
+        current = choice.value
+        options = DEVICE_CHOICES + [(d.short(), d.name) for d in report.gpus]
+        choice.set_options(options)
+        if current in {value for _, value in options}:
+            choice.value = current  # set_options cleared it
+
     @on(RunsUpdated)
     def _runs_updated(self, message: RunsUpdated) -> None:
         if message.error is not None:
@@ -148,7 +183,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             run = p.run
             bar = hbar(p.done / p.total if p.total else None, 12)
             rows.append((str(run.run_id),
-                         [run.run_id, run.model, run.grid, status_text(p.status, run.error),
+                         [run.run_id, run.model, run.grid,
+                          status_text(p.status, run.error, run.note), run.device or "",
                           p.done, p.total, bar, p.tok_s, fmt_eta(p.eta), run.started_at]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
@@ -166,7 +202,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         form = {"model": value("model"), "items": value("items"), "grid": value("grid"),
                 "per_benchmark": value("sample"), "configs": value("configs"),
                 "extra": value("extra"),
-                "quantize": self.query_one("#run-quantize", Select).value or ""}
+                "quantize": self.query_one("#run-quantize", Select).value or "",
+                "device": self.query_one("#run-device", Select).value or "auto"}
         form, problems = check_run_form(form, Path.cwd())
         if problems:  # nothing launched, no run row: say what to fix
             self.note("; ".join(problems), error=True)
@@ -215,12 +252,16 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             self.post_message(ShowRun(run))
 
 
-def status_text(status, error: str | None = None) -> Text:
-    """The status, and for a failed run its reason (the whole reason: Enter on the row)."""
+def status_text(status, error: str | None = None, note: str | None = None) -> Text:
+    """The status, and for a failed run its reason (the whole reason: Enter on the row),
+    for a queued one what it waits for."""
     styles = {RunStatus.RUNNING: "bold cyan", RunStatus.FINISHED: "green",
+              RunStatus.QUEUED: "yellow",
               RunStatus.CANCELLING: "yellow", RunStatus.CANCELLED: "yellow",
               RunStatus.FAILED: "bold red", RunStatus.DIED: "bold red"}
     text = Text(clean(status, one_line=True, limit=40), style=styles.get(str(status), ""))
     if error and status == RunStatus.FAILED:
         text.append(": " + clean(error, one_line=True, limit=300), style="red")
+    if note and status == RunStatus.QUEUED:
+        text.append(": " + clean(note, one_line=True, limit=300), style="yellow")
     return text

@@ -44,15 +44,14 @@ class ModelScreen(DrillScreen):
         view = self.view
         self.set_title(f"{self.model}: accuracy under each config in view "
                        f"(grid {view.grid})")
-        ref = next((e["accuracy"].get(self.model) for e in view.report.get("configs", [])
-                    if e["config"] == view.cube.reference), None)
+        ref = next((e.accuracy.get(self.model) for e in view.report.configs
+                    if e.config == view.cube.reference), None)
         rows = []
-        for e in view.report.get("configs", []):
-            acc = e["accuracy"].get(self.model)
+        for e in view.report.configs:
+            acc = e.accuracy.get(self.model)
             delta = None if acc is None or ref is None else 100 * (acc - ref)
-            rows.append((e["config"], [e["config"], acc, delta,
-                                       self.model in e.get("champions", []),
-                                       hbar(acc, 30, style="green")]))
+            rows.append((e.config, [e.config, acc, delta, self.model in e.champions,
+                                    hbar(acc, 30, style="green")]))
         table = self.query_one(ReportTable)
         table.set_data([Column("config"), Column("accuracy %", "pct"),
                         Column("Δ vs reference (points)", "pts"), Column("champion", "bool"),

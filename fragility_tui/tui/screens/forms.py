@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, DataTable, Input, SelectionList, Static
 from textual.widgets.selection_list import Selection as ListItem
 
+from fragility_tui.grid.reference import ReferenceNotInView, check_reference
 from fragility_tui.harness.configs import REFERENCE
 from fragility_tui.tui.selection import Selection
 from fragility_tui.text import distinct_labels
@@ -129,8 +130,10 @@ def _list(name: str, values, chosen) -> SelectionList:
 
 
 def _selection_problem(chosen: dict, n_models: int, reference: str = REFERENCE) -> str | None:
-    if reference not in chosen["configs"]:
-        return f"keep the reference config {reference}: every statistic is relative to it"
+    try:
+        check_reference(reference, chosen["configs"])
+    except ReferenceNotInView as exc:
+        return str(exc)
     if len(chosen["models"]) < min(2, n_models):
         return "choose at least two models (pairs and rankings need them)"
     if not chosen["benchmarks"]:

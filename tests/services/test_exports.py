@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from helpers import run_cli
-from fragility_tui.exports import md_escape
+from fragility_tui.services.documents import md_escape
 from fragility_tui.store.store import Store
 
 HOSTILE = "B | not C\nsecond line \\ [bold]x[/]"
@@ -75,7 +75,7 @@ def test_report_json_equals_build_report(db, tmp_path):
 
 
 def test_provenance_round_trips(db, tmp_path):
-    from fragility_tui.exports import provenance_document
+    from fragility_tui.services.provenance_export import provenance_document
 
     doc = json.loads(json.dumps(provenance_document(Store(db), "detail"), default=str))
     assert json.loads(_export(db, tmp_path, "detail", "provenance", "json").read_text()) == doc
@@ -95,7 +95,7 @@ def test_shipped_files_hold_no_machine_path():
     """Shipped provenance names files and their hashes, never where a machine kept them."""
     import json as _json
 
-    from fragility_tui.exports import strip_local_paths
+    from fragility_tui.services.provenance_export import strip_local_paths
     from fragility_tui.store.sample_grids import SAMPLE_GRIDS_DIR
 
     for path in SAMPLE_GRIDS_DIR.glob("*.json"):

@@ -1,0 +1,129 @@
+"""The queue without a daemon (fragility_tui/slots.py, runners/device_queue.py) as a user
+meets it: two CLI runs started at once on the CPU with one CPU slot. The second is `queued`
+in `runs list` (saying for what and behind whom) until the first ends, then runs to
+completion; SIGKILL on the holder lets the waiter start; `--no-wait` refuses with exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from fragility_tui.store.store import Store  # noqa: E402
+from test_run_loop import write_items  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "NO_COLOR": "1", "FRAGILITY_CPU_SLOTS": "1"}
+
+
+def common(tiny_folder, items, db):
+    return ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
+            "--batch-size", "1", "--threads", "1", "--display", "none", "--device", "cpu",
+            "--prompt-mode", "chat", "--db", str(db)]
+
+
+def start(*args):
+    return subprocess.Popen([sys.executable, "-m", "fragility_tui.cli", "run", *args],
+                            cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def runs_json(db) -> dict:
+    out = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "runs", "list", "--json",
+                          "--db", str(db)], cwd=REPO, env=ENV, capture_output=True,
+                         text=True, timeout=120, check=True)
+    return {r["grid"]: r for r in json.loads(out.stdout)}
+
+
+def wait_for(predicate, what: str, procs, timeout=180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        for p in procs:
+            if p.poll() not in (None, 0):
+                raise AssertionError(f"{what}: a run exited {p.returncode}: {p.stderr.read()}")
+        if all(p.poll() is not None for p in procs):
+            raise AssertionError(f"{what}: every run ended first")
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+CONFIGS = "o0.letter,o1.letter,cloze_qa"
+N_ITEMS = 60  # 60 one-item batches: the holder is still running while the others check
+
+
+def holder_and_waiter(db):
+    """(holder, waiter) once one run is running with cells and the other is queued behind
+    it; whichever of two runs started at once takes the slot first is the holder."""
+    runs = list(runs_json(db).values())
+    running = [r for r in runs if r["status"] == "running" and (r["cells_done"] or 0) > 0]
+    queued = [r for r in runs if r["status"] == "queued"]
+    if len(running) == 1 and len(queued) == 1 and \
+            queued[0]["note"] == f"waiting for cpu, held by run {running[0]['run_id']}":
+        return running[0], queued[0]
+    return None
+
+
+def start_two(tiny_folder, tmp_path):
+    items = write_items(tmp_path / "items.jsonl", N_ITEMS)
+    db = tmp_path / "s.duckdb"
+    Store(db)
+    procs = {grid: start(*common(tiny_folder, items, db), "--grid", grid, "--configs", CONFIGS)
+             for grid in ("one", "two")}
+    holder, waiter = wait_for(lambda: holder_and_waiter(db), "one running, one queued",
+                              list(procs.values()))
+    return db, items, procs, holder, waiter
+
+
+def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path):
+    db, items, procs, a, b = start_two(tiny_folder, tmp_path)
+    assert b["device"] == "cpu" and b["pid"] == procs[b["grid"]].pid
+    listing = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "runs", "list",
+                              "--db", str(db)], cwd=REPO, env=ENV, capture_output=True,
+                             text=True, check=True).stdout
+    assert f"waiting for cpu, held by run {a['run_id']}" in listing
+    row = next(line for line in listing.splitlines() if line.startswith(b["run_id"]))
+    assert row.split()[1:3] == ["queued", "cpu"]
+    # --no-wait refuses at once, naming the holder, and leaves no run row
+    refused = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "run",
+                              *common(tiny_folder, items, db), "--grid", "third",
+                              "--no-wait"], cwd=REPO, env=ENV, capture_output=True,
+                             text=True, timeout=300)
+    assert refused.returncode == 2, refused.stderr
+    assert f"cpu is busy, held by run {a['run_id']}; not waiting (--no-wait)" in refused.stderr
+    runs = runs_json(db)
+    assert "third" not in runs
+    # Still queued while the holder runs: the waiter has written nothing.
+    assert runs[a["grid"]]["status"] == "running" and runs[b["grid"]]["status"] == "queued"
+    assert not runs[b["grid"]]["cells_done"]
+    assert procs[a["grid"]].wait(timeout=300) == 0
+    assert procs[b["grid"]].wait(timeout=300) == 0, procs[b["grid"]].stderr.read()
+    done = runs_json(db)
+    assert done[b["grid"]]["status"] == "finished" and done[b["grid"]]["note"] is None
+    assert done[b["grid"]]["cells_done"] == done[b["grid"]]["cells_total"] == N_ITEMS * 3
+    assert done[a["grid"]]["device"] == done[b["grid"]]["device"] == "cpu"
+    events = [json.loads(line)["event"] for line in
+              Path(done[b["grid"]]["events_path"]).read_text().splitlines()]
+    assert events[0] == "queued" and "started" in events and events[-1] == "finished"
+    assert done[b["grid"]]["started_at"] > done[a["grid"]]["ended_at"]
+
+
+def test_killing_the_holder_lets_the_waiter_start(tiny_folder, tmp_path):
+    db, _, procs, a, b = start_two(tiny_folder, tmp_path)
+    procs[a["grid"]].send_signal(signal.SIGKILL)
+    procs[a["grid"]].wait()
+    assert procs[b["grid"]].wait(timeout=300) == 0, procs[b["grid"]].stderr.read()
+    done = runs_json(db)
+    assert done[a["grid"]]["status"] == "died"
+    assert done[b["grid"]]["status"] == "finished"
+    assert done[b["grid"]]["cells_done"] == N_ITEMS * 3
