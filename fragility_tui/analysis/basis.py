@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from fragility_tui.analysis.classify import (Classification, ConfigAccuracy, classify,
                                              config_accuracy)
-from fragility_tui.analysis.decisions import canonical_order, reordered
+from fragility_tui.grid.canonical import canonical_order, reordered
 from fragility_tui.grid.cube import Cube
 
 

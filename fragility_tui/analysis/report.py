@@ -22,7 +22,8 @@ from fragility_tui.analysis.decisions import TARGETS, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
 from fragility_tui.analysis.near_ties import near_tie_fragility
 from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
-                                          pooled_share_ci, reference_ranking)
+                                          reference_ranking)
+from fragility_tui.analysis.pooled_share import pooled_share_ci
 from fragility_tui.analysis.rankings import rankings
 from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
                                                     ConfigRow, Cost, DiscriminationSummary,

@@ -93,13 +93,15 @@ def register(sub) -> None:
                         "brings them into a store (docs/scale.md)")
     p.add_argument("--ray", nargs="?", const="", metavar="ADDRESS",
                    help="run one Ray task per (model, shard) on the cluster at ADDRESS (none: "
-                        "start a local one), into parts under --out-parts (default: the user "
-                        "data dir's parts/GRID), merged into the store as tasks finish; "
+                        "start a local one); each task's parts come back through Ray's "
+                        "object store (or go to --out-parts, a folder every node sees) and "
+                        "are merged into the store as tasks finish; "
                         "needs the optional extra: pip install -e '.[cluster]'")
     p.add_argument("--shards", type=int, default=1, metavar="N",
                    help="with --ray: split each model's items into N shards (default 1)")
     p.add_argument("--gpus-per-task", type=float, metavar="G",
-                   help="with --ray: GPUs each task asks Ray for (default: 1 when the cluster "
+                   help="with --ray: GPUs each task asks Ray for, a share below 1 (its share "
+                        "of the GPU's memory) or a whole number (default: 1 when the cluster "
                         "has GPUs and --device is not cpu, else 0)")
     p.add_argument("--events", metavar="PATH",
                    help="JSON-lines progress file (default: under the user data dir)")

@@ -12,7 +12,8 @@ from fragility_tui.analysis.classify import classify
 from fragility_tui.analysis.itemstats import (STREAM_POOLED_SHARE, STREAM_TWO_WAY, Z_95,
                                               discrimination, fragility, pearson,
                                               resample_counts, rng_for, two_way_pearson_ci)
-from fragility_tui.analysis.pairs import adjacent_pairs, gap_splits, pooled_share_ci
+from fragility_tui.analysis.pairs import adjacent_pairs, gap_splits
+from fragility_tui.analysis.pooled_share import pooled_share_ci
 from fragility_tui.analysis.report import build_report, render_text
 from fragility_tui.grid.cube import Cube
 

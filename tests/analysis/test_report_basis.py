@@ -21,7 +21,7 @@ FAST = dict(n_boot=50, k=10, n_random=20)
 
 def _shuffled(cube, seed=3):
     """The cube with models and items out of canonical order (as a stored grid's items are)."""
-    from fragility_tui.analysis.decisions import reordered
+    from fragility_tui.grid.canonical import reordered
 
     rng = np.random.default_rng(seed)
     return reordered(cube, rng.permutation(len(cube.models)), rng.permutation(len(cube.items)))
