@@ -9,7 +9,7 @@ HAS_CUDA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
 TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.13.0)
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-reference test-fast bench gpu-check synthetic-grid sample-grid clean \
+.PHONY: install run test test-reference test-bf16 test-fast bench gpu-check synthetic-grid sample-grid clean \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3
 
 install: $(STAMP)
@@ -43,6 +43,9 @@ test-reference: install  # the full 40-item real-model reference check (~25 min 
 # DEVICE=cpu` is the dry run (2 items, out-of-memory injected; <= 5 minutes on 2 cores).
 gpu-check: install
 	$(PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda)
+
+test-bf16: install  # bf16 vs batching on SmolLM2, 12 real items x 26 configs (tens of minutes)
+	FRAGILITY_BF16_CHECK=1 $(PY) -m pytest -q -s tests/runners/test_near_ties.py
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)

@@ -20,7 +20,11 @@ import pytest
 
 from helpers import run_cli
 
-pytestmark = pytest.mark.slow
+# Two bf16 runs on a 2-core CPU take tens of minutes: outside the default suite until the
+# bf16 tolerances are measured with it (`make test-bf16`; docs/runner.md, near-ties).
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    os.environ.get("FRAGILITY_BF16_CHECK") != "1",
+    reason="the bf16 near-tie acceptance run: set FRAGILITY_BF16_CHECK=1 (make test-bf16)")]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
 
