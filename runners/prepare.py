@@ -6,7 +6,7 @@ nothing)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fragility_tui.errors import InputError
@@ -18,7 +18,8 @@ from runners.models import (CACHE_FORMAT, ResolvedSpec, cache_root, pick_device,
                             refuse_remote_code, resolve_spec)
 
 ATTN_REQUESTED = "sdpa"  # the tree masks need an implementation that reads custom masks
-BACKENDS = ("transformers", "vllm")  # vllm: runners.vllm_backend (experimental)
+BACKENDS = ("transformers", "vllm")  # vllm: runners.vllm_backend (experimental); openai:
+# runners.openai_backend.prepare_served (a served model has no local weights to prepare)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class PreparedModel:
     weights_sha256: str
     gguf_quant: str | None
     fingerprint: dict
+    refused: dict = field(default_factory=dict)  # config id -> why it is not run (none here)
 
 
 def converted_folder(gguf_sha: str) -> Path:
@@ -114,3 +116,17 @@ def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
     return PreparedModel(spec, grid_name, resolved.name if quantize else None, resolved,
                          device, dtype_name, quantize, chosen, args, tokenizer, weights_sha,
                          quant, fingerprint)
+
+
+def backend_loader(backend: str):
+    """load(prepared, spec) -> (LoadedModel, scorer) for a backend other than transformers,
+    imported only when a run uses it."""
+    if backend == "vllm":  # experimental: runners/vllm_backend.py
+        from runners.vllm_backend import load_vllm
+
+        return load_vllm
+    if backend == "openai":  # a served model: runners/openai_backend.py
+        from runners.openai_backend import load_served
+
+        return load_served
+    raise InputError(f"unknown backend {backend!r}", field="--backend")
