@@ -134,7 +134,8 @@ def check_echo(client, model: str) -> tuple[str | None, list]:
             token = choice["text"]
             generated = (choice.get("logprobs") or {}).get("token_logprobs") or [None]
         except ServerError as exc:
-            return f"its /v1/completions generation failed: {exc}", compared
+            return (f"the server returns no prompt log-probabilities (its /v1/completions "
+                    f"request failed: {exc})"), compared
         except (KeyError, IndexError, TypeError):
             return "its completions answer has no choices[0].text", compared
         if not token or generated[0] is None:

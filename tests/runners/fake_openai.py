@@ -10,7 +10,7 @@ Behaviours a test switches on:
 - `echo="none"`: an echo request is refused (HTTP 400), as chat-first hosted APIs do;
 - `completions=False`: no /v1/completions at all (404; a chat-only server);
 - `fail_first=N` with `fail_status`: the first N POSTs answer that status (429 with
-  Retry-After: 0, or a 5xx); `stall_first=N`: the first N POSTs sleep `stall_s` first
+  Retry-After: 0, or a 5xx); `fail_every=K`: so does every K-th POST; `stall_first=N`: the first N POSTs sleep `stall_s` first
   (a client timeout);
 - `key`: every request must carry `Authorization: Bearer KEY` (else 401).
 Every request is recorded (`requests`: path, headers, body) and the most requests in
@@ -32,11 +32,13 @@ SYSTEM_FINGERPRINT = "fp_fake_tiny"
 class FakeOpenAI:
     def __init__(self, model, tokenizer, *, model_id: str = "tiny-served", echo: str = "ok",
                  completions: bool = True, fail_first: int = 0, fail_status: int = 429,
-                 stall_first: int = 0, stall_s: float = 2.0, key: str | None = None,
+                 fail_every: int = 0, stall_first: int = 0, stall_s: float = 2.0,
+                 key: str | None = None,
                  lifetime_s: float = 600.0, error_says: str | None = None):
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
         self.echo, self.completions, self.key = echo, completions, key
-        self.fail_first, self.fail_status = fail_first, fail_status
+        self.fail_first, self.fail_status, self.fail_every = fail_first, fail_status, fail_every
+        self.failed = 0  # answers that were fail_status
         self.stall_first, self.stall_s = stall_first, stall_s
         self.error_says = error_says  # a 400 body text for every POST (an error path test)
         self.requests: list = []
@@ -189,7 +191,8 @@ def _handler(server: FakeOpenAI):
                 return 400, {"error": {"message": server.error_says}}
             if n <= server.stall_first:
                 time.sleep(server.stall_s)
-            if n <= server.fail_first:
+            if n <= server.fail_first or server.fail_every and n % server.fail_every == 0:
+                server.failed += 1
                 return (server.fail_status, {"error": {"message": "busy"}},
                         {"Retry-After": "0"} if server.fail_status == 429 else None)
             path = self.path.rstrip("/")
