@@ -170,6 +170,10 @@ def _scoring_text(backend: str) -> dict:
         from runners.vllm_backend import SCORING_TEXT
 
         return dict(SCORING_TEXT)
+    if backend == "openai":
+        from runners.openai_backend import SCORING_TEXT as SERVED_TEXT
+
+        return dict(SERVED_TEXT)
     return {"padding": "prefill: a row per prefix-tree fragment, its prefix gathered and "
                        "left-padded, its tokens right-padded, masked; decoding: a row per "
                        "group of prompts, left-padded, masked (batching.*.layout)",

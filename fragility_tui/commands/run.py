@@ -263,6 +263,9 @@ def _launch_on_ray(args: argparse.Namespace) -> int:
         raise InputError("--ray does not take --resume: run the same command again (it skips "
                          "the cells the parts hold)", field="--resume")
     spec = spec_from_args(args)
+    if spec.backend == "openai":  # its tasks would be per --model spec; not built yet
+        raise InputError("--ray does not take --backend openai yet: run shards with --shard "
+                         "I/N against the server instead", field="--ray")
     launch = Launch(spec, open_store(args.db), address=args.ray or None, shards=args.shards,
                     folder=args.out_parts, gpus_per_task=args.gpus_per_task,
                     display=choose_display(args.display))

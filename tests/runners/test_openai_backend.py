@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 from fake_openai import SYSTEM_FINGERPRINT, FakeOpenAI  # noqa: E402
 from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.harness.configs import parse_config_list  # noqa: E402
+from fragility_tui.provenance import provenance_card  # noqa: E402
 from fragility_tui.store.models import FingerprintMismatch  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from helpers import run_cli  # noqa: E402
@@ -126,6 +127,9 @@ def test_cloze_configs_are_refused_by_name_and_the_other_24_run(weights, tmp_pat
     assert "cloze_bare, cloze_qa refused" in event["reason"] and reason in event["reason"]
     refused = record.provenance["models"]["tiny-served"]["refused_configs"]
     assert set(refused) == CLOZE and reason in refused["cloze_qa"]
+    card = provenance_card(record.to_dict())  # what `runs show` prints
+    assert f"served           tiny-served at {server.url.split('/')[2]}, /v1/completions" in card
+    assert "refused          cloze_qa: " in card and "from /v1/completions echo log-probabilities" in card
 
 
 def test_a_chat_only_server_runs_the_generation_configs(weights, tmp_path):
@@ -236,6 +240,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_grid_and_the_key_is_nowhere(
                                         tmp_path / "failed.jsonl"), env=env, timeout=120)
     finally:
         os.environ.pop("PLANTED_TEST_KEY", None)
+    assert all(p.returncode == 0 for p in exports), [p.stderr for p in exports]
     assert cells_of(Store(tmp_path / "killed.duckdb"), "g") == \
         cells_of(Store(tmp_path / "whole.duckdb"), "g")
     assert failed.returncode != 0 and "[api key]" in failed.stderr
