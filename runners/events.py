@@ -126,6 +126,8 @@ def _other_line(r: dict) -> str:
     if kind in ("finished", "cancelled"):
         return (f"run {r['run_id']} {kind}: {r['cells_done']}/{r['cells_total']} cells, "
                 f"{r['tokens']} tokens in {r['seconds']:.1f} s")
+    if kind == "configs_refused":  # the reason line names the configs and why
+        return r["reason"]
     if kind == "failed":
         return f"run {r['run_id']} failed: {r['reason']}"
     if kind == "probe_failed":

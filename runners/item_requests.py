@@ -125,22 +125,35 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
         if isinstance(prompt, GenerationPrompt):
             out = result.generations[(uid, config_id)]
             pred = prompt.native_index(parse_answer(out.text, prompt.labels, prompt.options))
-            tokens = plan.prompt_tokens[config_id] + out.new_tokens
+            tokens, ms = _cost(result, [(uid, config_id)], plan.prompt_tokens[config_id],
+                               ms_per_token, out.new_tokens)
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred,
                                 perm_to_str(prompt.permutation), out.text, None, tokens,
-                                tokens * ms_per_token, run_id, plan.prompt_shas.get(config_id),
-                                out.margin,
+                                ms, run_id, plan.prompt_shas.get(config_id), out.margin,
                                 numerics.near_tie(out.margin, tolerance["generate"])))
         else:
-            scores = [result.loglikelihoods[(uid, config_id, i)][0] for i in range(4)]
+            keys = [(uid, config_id, i) for i in range(4)]
+            scores = [result.loglikelihoods[key][0] for key in keys]
             pred = normalised_choice(scores, prompt)
             margin = numerics.likelihood_margin(normalised_scores(scores, prompt))
-            tokens = plan.prompt_tokens[config_id]
+            tokens, ms = _cost(result, keys, plan.prompt_tokens[config_id], ms_per_token)
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred, None,
-                                None, scores, tokens, tokens * ms_per_token, run_id,
+                                None, scores, tokens, ms, run_id,
                                 plan.prompt_shas.get(config_id), margin,
                                 numerics.near_tie(margin, tolerance["likelihood"])))
     return rows
+
+
+def _cost(result: BatchResult, keys: list, prompt_tokens: int, ms_per_token: float,
+          new_tokens: int = 0) -> tuple[int, float]:
+    """(tokens, ms) of a cell: a served backend's own counts (usage, request seconds)
+    where it reported them for every request of the cell, else our token count and the
+    batch's time per token."""
+    served = [result.prompt_tokens.get(key) for key in keys]
+    if all(n is not None for n in served):
+        return sum(served) + new_tokens, 1000.0 * sum(result.seconds.get(k, 0.0) for k in keys)
+    tokens = prompt_tokens + new_tokens
+    return tokens, tokens * ms_per_token
 
 
 @dataclass
@@ -157,10 +170,11 @@ class ItemPlanner:
     """Items turned into scorer requests as batches need them (tokenising a whole large
     item set up front would hold every token list in memory at once)."""
 
-    def __init__(self, loaded, todo: list, seed: int):
+    def __init__(self, loaded, todo: list, seed: int, encoder=None):
         self.todo, self.seed, self.next = todo, seed, 0
-        self.encoder = Encoder(loaded.tokenizer, loaded.is_instruct,
-                               getattr(loaded, "template_args", None) or {})
+        # A served backend brings its own encoder (runners.openai_backend.ServedEncoder).
+        self.encoder = encoder or Encoder(loaded.tokenizer, loaded.is_instruct,
+                                          getattr(loaded, "template_args", None) or {})
         self.ready: list[PlannedItem] = []
 
     def __bool__(self) -> bool:

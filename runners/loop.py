@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from runners.item_requests import PlannedItem
 
 
-
 @dataclass
 class RunSpec:
     """Everything that defines a run; stored in the run row so --resume can replay it."""
@@ -59,7 +58,8 @@ class RunSpec:
     name: str | None = None  # record the (one) model under this grid name
     prompt_mode: str = "auto"  # auto | chat | raw (runners.fingerprint.prompt_mode)
     shard: list[int] | None = None  # [i, n]: only the items of shard i of n (grid.items.shard_of)
-    backend: str = "transformers"  # or vllm (runners.vllm_backend, experimental)
+    backend: str = "transformers"  # or vllm (runners.vllm_backend, experimental), or openai
+    server: dict | None = None  # openai: base_url, served_model, api_key_env (never the key),...
     add_items: bool = False  # may add items to a grid that holds another item set
 
     def to_dict(self) -> dict:
@@ -77,15 +77,20 @@ def prepare_models(spec: RunSpec, store: CellSink) -> list:
     with other settings is refused here (FingerprintMismatch, exit 2)."""
     from runners.prepare import prepare_model
 
-    if spec.name and len(spec.models) != 1:
+    if spec.name and len(spec.models) > 1:
         raise InputError("--name names one model; give a single --model with it",
                          field="--name")
-    prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype,
-                              device=device_queue.load_device(spec.device),
-                              quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
-                              mode=spec.prompt_mode, trust_remote_code=spec.trust_remote_code,
-                              backend=spec.backend)
-                for m in spec.models]
+    if spec.backend == "openai":  # a served model: its identity is asked of the server
+        from runners.openai_backend import prepare_served
+        prepared = [prepare_served(spec)]
+    else:
+        prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype,
+                                  device=device_queue.load_device(spec.device),
+                                  quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
+                                  mode=spec.prompt_mode,
+                                  trust_remote_code=spec.trust_remote_code,
+                                  backend=spec.backend)
+                    for m in spec.models]
     names = [p.name for p in prepared]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -182,7 +187,8 @@ class Run:
                 self.store.update_run(self.run_id, status=RunStatus.RUNNING, pid=os.getpid(),
                                       pid_started=process_start(os.getpid()),
                                       started_at=utc_now(), ended_at=None, error=None,
-                                      events_path=self.events_path, device=self.slot.device,
+                                      events_path=self.events_path,
+                                      device=self.slot.device if self.slot else None,
                                       note=None)
                 status = self._execute(stopper)
         except BaseException as exc:
@@ -209,6 +215,8 @@ class Run:
     def _hold_slot(self, stopper: Stopper) -> bool:
         """Take the device's slot (fragility_tui/slots.py), waiting as `queued` while the
         device is busy; False when cancelled while waiting. Held until the run ends."""
+        if self.spec.backend == "openai":  # the server's devices are the server's to share
+            return True
         if self.slot is None:
             self.slot = device_queue.wait_for(
                 self.store, self.run_id, self.spec.device, self.prepared[0].device,
@@ -250,9 +258,10 @@ class Run:
         self._prepare_grid(items, set_hash, positions)
         names = [p.name for p in self.prepared]
         done = {name: self.store.done_keys(spec.grid, name) for name in names}
-        wanted = {(it.item_uid, c) for it in items for c in spec.configs}
-        self.cells_total = len(names) * len(wanted)
-        self.cells_done = sum(len(done[n] & wanted) for n in names)
+        wanted = {p.name: {(it.item_uid, c) for it in items for c in spec.configs
+                           if c not in p.refused} for p in self.prepared}
+        self.cells_total = sum(map(len, wanted.values()))
+        self.cells_done = sum(len(done[n] & wanted[n]) for n in names)
         self.provenance.update(self._run_provenance(items, set_hash, report),
                                cuda_allocator=self.allocator)
         # The grid's model names (NAME+int4 for a quantised build), not the specs typed.
@@ -262,6 +271,8 @@ class Run:
                   configs=spec.configs, cells_total=self.cells_total,
                   cells_done=self.cells_done, events_path=self.events_path,
                   resumed=self.resuming)
+        for p in (p for p in self.prepared if p.refused):  # one line says which and why
+            self.emit("configs_refused", model=p.name, configs=sorted(p.refused), reason=p.refusal)
         for prepared in self.prepared:
             if self._evaluate_model(prepared, items, done[prepared.name], stopper) == \
                     RunStatus.CANCELLED:
@@ -292,7 +303,8 @@ class Run:
         from runners.scoring import ScoreStats
 
         spec = self.spec
-        todo = [(it, [c for c in spec.configs if (it.item_uid, c) not in done]) for it in items]
+        todo = [(it, [c for c in spec.configs if (it.item_uid, c) not in done
+                      and c not in prepared.refused]) for it in items]
         todo = [(it, configs) for it, configs in todo if configs]
         if not todo:
             return RunStatus.FINISHED
@@ -301,14 +313,15 @@ class Run:
         # Longest items first: the biggest batches run first, so an out-of-memory shows up
         # at once; neighbours in length share batches (little padding).
         todo.sort(key=lambda pair: -(len(pair[0].question) + sum(map(len, pair[0].choices))))
-        if spec.backend == "vllm":  # the engine schedules its own memory
+        if spec.backend in ("vllm", "openai"):  # the engine (or server) schedules its memory
             budget = scorer.token_budget(spec.batch_tokens, spec.batch_size)
         else:
             budget = initial_budget(scorer.kv_bytes_per_token, loaded.device,
                                     loaded.model.config, _dtype_bytes(loaded.dtype),
                                     tokens=spec.batch_tokens, item_cap=spec.batch_size)
         batching = self.provenance.setdefault("batching", {})
-        planned = ItemPlanner(loaded, todo, spec.seed)
+        planned = ItemPlanner(loaded, todo, spec.seed,
+                              scorer.encoder if spec.backend == "openai" else None)
         totals, item_trees = ScoreStats(), 0
         while planned:
             if stopper.should_stop():  # also catches a cancel that came during loading
@@ -352,9 +365,9 @@ class Run:
 
         t0 = time.monotonic()
         name = prepared.name
-        if self.spec.backend == "vllm":  # experimental: runners/vllm_backend.py
-            from runners.vllm_backend import load_vllm
-            loaded, scorer = load_vllm(prepared, self.spec)
+        if self.spec.backend != "transformers":  # vllm (experimental), openai
+            from runners.backends import backend_loader
+            loaded, scorer = backend_loader(self.spec.backend)(prepared, self.spec)
         else:
             loaded, scorer = load_model(prepared.spec, quantize=self.spec.quantize,
                                         trust_remote_code=self.spec.trust_remote_code,

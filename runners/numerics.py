@@ -15,7 +15,7 @@ near-tie bound (tests/runners/test_smollm2.py: batched vs plain loop agree to ~1
 bf16's are PROVISIONAL: a bound reasoned from bf16's 8-bit mantissa (a hidden state
 rounded at 2^-9 relative moves logits of 10-30 by a few tenths: 0.5 for a token's
 log-probability gap; an option's log-likelihood sums several such tokens and acc_norm
-divides it by the option's length in characters: 0.05). tests/runners/test_near_ties.py
+divides it by the option's length in characters: 0.05). tests/runners/test_bf16_near_ties.py
 (slow) measures the largest changes between two batchings of the same SmolLM2 cells and
 prints them; it had not completed on this 2-core CPU when these were written, so replace
 them with 2x its figures once it has. fp16 keeps 3 more mantissa bits than bf16 (/8).
@@ -32,7 +32,7 @@ NEAR_TIE_TOLERANCE = {
 }
 MEASURED = ("fp32: the reference check's near-tie bound; bf16/fp16: provisional, reasoned "
             "from the mantissa width, to be replaced by 2x the changes "
-            "tests/runners/test_near_ties.py measures (runners/numerics.py)")
+            "tests/runners/test_bf16_near_ties.py measures (runners/numerics.py)")
 
 
 def tolerance(dtype: str) -> dict:

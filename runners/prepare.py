@@ -6,7 +6,7 @@ nothing)."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from fragility_tui.errors import InputError
@@ -17,7 +17,8 @@ from runners.fingerprint import (file_sha256, gguf_quant_type, prompt_mode, temp
 from runners.models import (CACHE_FORMAT, ResolvedSpec, attention_implementation, cache_root,
                             pick_device, pick_dtype, refuse_remote_code, resolve_spec)
 
-BACKENDS = ("transformers", "vllm")  # vllm: runners.vllm_backend (experimental)
+BACKENDS = ("transformers", "vllm")  # vllm: runners.vllm_backend (experimental); openai:
+# runners.openai_backend.prepare_served (a served model has no local weights to prepare)
 
 
 @dataclass
@@ -35,6 +36,7 @@ class PreparedModel:
     weights_sha256: str
     gguf_quant: str | None
     fingerprint: dict
+    refused: dict = field(default_factory=dict)  # config id -> why it is not run (none here)
 
 
 def converted_folder(gguf_sha: str) -> Path | None:

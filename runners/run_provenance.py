@@ -26,6 +26,16 @@ def library_versions() -> dict:
 
 
 # How the vLLM backend (runners.vllm_backend) pads, decodes and scores, for the card.
+SERVED_SCORING_TEXT = {
+    "padding": "none on our side: one HTTP request per prompt (the server batches)",
+    "decoding": "greedy (temperature 0, max_tokens = max_new_tokens) on the server; the "
+                "answer text is cut where the parse is decided (runners.openai_protocol.cut)",
+    "likelihood": "lm-eval loglikelihood from /v1/completions echo log-probabilities of "
+                  "context + continuation, continuation tokens found by text offset; "
+                  "acc_norm = ll / option length in characters",
+}
+
+
 VLLM_SCORING_TEXT = {
     "padding": "vLLM engine (paged attention, its own scheduling): no padding; one "
                "LLM.generate call per batch (batching.*.layout)",
@@ -186,6 +196,8 @@ def _scoring_text(backend: str) -> dict:
     """How the run's backend pads, decodes and scores, in words, for the card."""
     if backend == "vllm":
         return dict(VLLM_SCORING_TEXT)
+    if backend == "openai":
+        return dict(SERVED_SCORING_TEXT)
     return {"padding": "prefill: a row per prefix-tree fragment, its prefix gathered and "
                        "left-padded, its tokens right-padded, masked; decoding: a row per "
                        "group of prompts, left-padded, masked (batching.*.layout)",

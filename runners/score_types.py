@@ -75,3 +75,7 @@ class BatchResult:
     generations: dict = field(default_factory=dict)  # key -> GenResult
     loglikelihoods: dict = field(default_factory=dict)  # key -> (sum logprob, n tokens)
     stats: ScoreStats = field(default_factory=ScoreStats)
+    # A served backend's own counts (runners.openai_backend): key -> prompt tokens the
+    # server reported, key -> seconds of its request. Empty for local backends.
+    prompt_tokens: dict = field(default_factory=dict)
+    seconds: dict = field(default_factory=dict)

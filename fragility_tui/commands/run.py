@@ -7,6 +7,8 @@ the command runs, so `fragility-tui --help` and the TUI never load it.
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 
 from fragility_tui import settings
@@ -59,11 +61,28 @@ def register(sub) -> None:
     p.add_argument("--quantize", choices=("int8", "int4"),
                    help="quantise weights with optimum-quanto; recorded as its own model "
                         "(e.g. NAME+int4) linked to its base")
-    p.add_argument("--backend", default="transformers", choices=("transformers", "vllm"),
+    p.add_argument("--backend", default="transformers",
+                   choices=("transformers", "vllm", "openai"),
                    help="what computes the cells (recorded in the model's fingerprint): "
-                        "transformers (default; batched prefix-tree scoring) or vllm, an "
+                        "transformers (default; batched prefix-tree scoring), vllm, an "
                         "offline vLLM engine with prefix caching on a CUDA GPU "
-                        "(experimental: not yet run on a GPU; pip install -e '.[vllm]')")
+                        "(experimental: not yet run on a GPU; pip install -e '.[vllm]'), or "
+                        "openai, a model an OpenAI-compatible server serves (--base-url, "
+                        "--served-model; --model then optionally names its local tokenizer)")
+    p.add_argument("--base-url", metavar="URL",
+                   help="with --backend openai: the server, e.g. http://127.0.0.1:8000/v1")
+    p.add_argument("--served-model", metavar="NAME",
+                   help="with --backend openai: the model id as the server's /v1/models "
+                        "lists it (the grid's model name unless --name or --model)")
+    p.add_argument("--api-key-env", metavar="VAR",
+                   help="with --backend openai: the environment variable holding the API key "
+                        "(sent only in the Authorization header, never recorded)")
+    p.add_argument("--concurrency", type=int, default=4, metavar="N",
+                   help="with --backend openai: requests in flight at once (default 4)")
+    p.add_argument("--endpoint", default="completions", choices=("completions", "chat"),
+                   help="with --backend openai: generation prompts as text to "
+                        "/v1/completions (default) or as messages to /v1/chat/completions "
+                        "(the server's chat template); cloze configs always use completions")
     p.add_argument("--dtype", default="auto", choices=("auto", "bf16", "fp16", "fp32"))
     p.add_argument("--device", default="auto", metavar="DEV",
                    help="auto, cpu, cuda:N, or any (the first GPU with a free slot). A run "
@@ -132,7 +151,9 @@ def spec_from_args(args: argparse.Namespace):
         from fragility_tui.store.sample_grids import SAMPLE_GRIDS_DIR
 
         args.items = [str(SAMPLE_GRIDS_DIR / "starter_items.jsonl")]
-    missing = [f"--{flag}" for flag in SPEC_FLAGS if not getattr(args, flag)]
+    served = args.backend == "openai"  # --model optional: the served model's tokenizer
+    missing = [f"--{flag}" for flag in SPEC_FLAGS
+               if not getattr(args, flag) and not (served and flag == "model")]
     if missing:
         raise InputError(f"missing {', '.join(missing)} (or give --resume RUN_ID)")
     try:
@@ -145,7 +166,13 @@ def spec_from_args(args: argparse.Namespace):
         raise InputError("--threads must be at least 1", field="--threads")
     if args.name is not None and not args.name.strip():
         raise InputError("--name must not be empty", field="--name")
-    if args.name and len(args.model) != 1:
+    args.model = args.model or []
+    if served:
+        server = _server_options(args)
+    elif args.base_url or args.served_model or args.api_key_env:
+        raise InputError("--base-url, --served-model and --api-key-env go with --backend "
+                         "openai", field="--backend")
+    if args.name and len(args.model) > 1:
         raise InputError("--name names one model; give a single --model with it",
                          field="--name")
     if args.backend == "vllm" and len(args.model) > 1:  # one engine holds the GPU per process
@@ -177,7 +204,24 @@ def spec_from_args(args: argparse.Namespace):
                    max_new_tokens=args.max_new_tokens,
                    trust_remote_code=args.trust_remote_code, threads=args.threads,
                    prefix_reuse=not args.no_prefix_reuse, name=args.name or None,
-                   prompt_mode=args.prompt_mode, shard=shard, backend=args.backend)
+                   prompt_mode=args.prompt_mode, shard=shard, backend=args.backend,
+                   server=server if served else None)
+
+
+def _server_options(args: argparse.Namespace) -> dict:
+    """RunSpec.server for --backend openai: the variable's name, never the key itself."""
+    for flag in ("base_url", "served_model"):
+        if not getattr(args, flag):
+            raise InputError(f"--backend openai needs --{flag.replace('_', '-')}",
+                             field=f"--{flag.replace('_', '-')}")
+    if args.concurrency < 1:
+        raise InputError("--concurrency must be at least 1", field="--concurrency")
+    if args.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", args.api_key_env):
+        raise InputError("--api-key-env takes the name of an environment variable (letters, "
+                         "digits, _), not the key itself", field="--api-key-env")
+    return {"base_url": args.base_url, "served_model": args.served_model,
+            "api_key_env": args.api_key_env, "concurrency": args.concurrency,
+            "endpoint": args.endpoint}
 
 
 def _resumed_spec(store, run_id: str, args):
@@ -249,6 +293,9 @@ def _launch_on_ray(args: argparse.Namespace) -> int:
         raise InputError("--ray does not take --resume: run the same command again (it skips "
                          "the cells the parts hold)", field="--resume")
     spec = spec_from_args(args)
+    if spec.backend == "openai":  # its tasks would be per --model spec; not built yet
+        raise InputError("--ray does not take --backend openai yet: run shards with --shard "
+                         "I/N against the server instead", field="--ray")
     launch = Launch(spec, open_store(args.db), address=args.ray or None, shards=args.shards,
                     folder=args.out_parts, gpus_per_task=args.gpus_per_task,
                     display=choose_display(args.display))
