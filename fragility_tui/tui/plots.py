@@ -14,13 +14,18 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from rich.segment import Segment
+from rich.style import Style
 from textual import on
+from textual.strip import Strip
+from textual_hires_canvas import Canvas
 from textual.events import Resize
 from textual.reactive import reactive
 from textual_plot import AxisFormatter, HiResMode, NumericAxisFormatter, PlotWidget
 
 from fragility_tui.tui.sanitize import clean
 
+NULL_STYLE = Style()
 MARKERS = "●◆▲■✚✖○◇△□"  # one per model; the legend shows the glyph with the name
 STYLES = ["green", "magenta", "cyan", "yellow", "red", "blue", "white", "bright_green",
           "bright_magenta", "bright_cyan"]
@@ -60,12 +65,27 @@ class FigurePlot(PlotWidget):
     margin_top = reactive(1)
     redraw = None  # the last draw, repeated when the plot's size changes
 
+    def on_mount(self) -> None:
+        for canvas in self.query(Canvas):
+            canvas.render_line = _never_unstyled(canvas.render_line)
+
     @on(Resize)
     def _resized(self) -> None:
         # Error bars and hi-res lines are laid out for the size the plot had when drawn
         # (zero while hidden, e.g. before `g` shows it): draw again at the new size.
         if self.redraw is not None:
             self.call_after_refresh(self.redraw)
+
+
+def _never_unstyled(render_line):
+    """textual-hires-canvas leaves some segments with no style at all, and Textual's
+    monochrome filter (NO_COLOR) reads `.color` of every segment's style: give each a
+    null Style instead of None (tests/tui/test_snapshots.py: the NO_COLOR snapshot)."""
+    def render(y: int) -> Strip:
+        strip = render_line(y)
+        return Strip([seg if seg.style is not None else Segment(seg.text, NULL_STYLE, seg.control)
+                      for seg in strip], strip.cell_length)
+    return render
 
 
 def new_plot(widget_id: str) -> PlotWidget:

@@ -129,3 +129,11 @@ def test_compare_plot(snap_compare, snapshot_db, size):
     assert snap_compare(FragilityApp(snapshot_db), terminal_size=size,
                         run_before=plot_steps("8", toggle=size == SMALL_TERM))
 
+
+
+def test_compare_plot_no_color_80x24(snap_compare, snapshot_db, monkeypatch):
+    """NO_COLOR: the plot still reads (markers, bars and axes carry the meaning), and
+    Textual's monochrome filter does not trip over the plot's unstyled segments."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
+                        run_before=plot_steps("8", toggle=True))
