@@ -19,6 +19,7 @@ Tokenisation rules (SPEC §2, docs/runner.md, "Scoring"):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+import hashlib
 from functools import partial
 
 from fragility_tui.harness.configs import perm_to_str
@@ -164,6 +165,17 @@ class PlannedItem:
     gen: list
     lik: list
     unique_tokens: int
+
+
+def seeded_order(todo: list, seed: int) -> list:
+    """(item, configs) pairs in a seeded random order that depends only on the seed and
+    each item's uid: a resumed run (fewer items left) and every shard keep the relative
+    order of the first session, and any prefix is a uniform sample of the items. (It
+    replaces longest-first: an out-of-memory batch now shows up later, and the batch
+    budget's shrink-and-retry handles it there too.)"""
+    def key(pair) -> bytes:
+        return hashlib.sha256(f"{seed}\x00{pair[0].item_uid}".encode()).digest()
+    return sorted(todo, key=key)
 
 
 class ItemPlanner:

@@ -61,6 +61,7 @@ class RunSpec:
     backend: str = "transformers"  # or vllm (runners.vllm_backend, experimental), or openai
     server: dict | None = None  # openai: base_url, served_model, api_key_env (never the key),...
     add_items: bool = False  # may add items to a grid that holds another item set
+    order_seed: int | None = None  # the item order's seed; None (older runs): `seed`
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -134,6 +135,7 @@ class Run:
         self.slot = (device_queue.take_now(store, self.run_id, spec.device,
                                            self.prepared[0].device) if not wait else None)
         if not self.resuming:
+            spec.order_seed = spec.seed if spec.order_seed is None else spec.order_seed
             store.create_run({"run_id": self.run_id, "grid": spec.grid,
                               "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
                               "spec": spec.to_dict()})
@@ -299,7 +301,7 @@ class Run:
     def _evaluate_model(self, prepared, items: list[Item], done: set,
                         stopper: Stopper) -> str:
         from runners.batching import attempt, initial_budget
-        from runners.item_requests import ItemPlanner
+        from runners.item_requests import ItemPlanner, seeded_order
         from runners.scoring import ScoreStats
 
         spec = self.spec
@@ -310,9 +312,9 @@ class Run:
             return RunStatus.FINISHED
         name = prepared.name
         loaded, scorer = self._load(prepared)
-        # Longest items first: the biggest batches run first, so an out-of-memory shows up
-        # at once; neighbours in length share batches (little padding).
-        todo.sort(key=lambda pair: -(len(pair[0].question) + sum(map(len, pair[0].choices))))
+        # A seeded random order (spec.order_seed): any prefix of the run is a uniform sample
+        # of its items, so a half-written grid gives unbiased provisional figures.
+        todo = seeded_order(todo, spec.order_seed if spec.order_seed is not None else spec.seed)
         if spec.backend in ("vllm", "openai"):  # the engine (or server) schedules its memory
             budget = scorer.token_budget(spec.batch_tokens, spec.batch_size)
         else:

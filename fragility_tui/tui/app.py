@@ -23,6 +23,7 @@ from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
 from fragility_tui import settings
 from fragility_tui.tui.bindings import APP_BINDINGS, binding_ids, help_rows
 from fragility_tui.tui.gateway import StoreGateway
+from fragility_tui.tui.live import GridWritten, LiveGrid, header_note
 from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, PaneMounted,
                                         RunsWrote, ShowItem, ShowModel, ShowPair, ShowRun,
                                         ViewReady, WorkFailed)
@@ -92,6 +93,8 @@ class FragilityApp(App):
 
             HangupGuard(self).install()
 
+        self.live = LiveGrid(self)  # re-reads the open grid while a run writes into it
+        self.live.start()
         self.keymap, problems = load_keymap(binding_ids())
         self.set_keymap(self.keymap)
         for problem in problems:
@@ -231,8 +234,9 @@ class FragilityApp(App):
         if self.first_view_seconds is None:
             self.first_view_seconds = time.perf_counter() - self.started_at
         cube = message.view.cube
-        detail = (f"{len(cube.models)} models × {len(cube.items):,} items × "
-                  f"{len(cube.configs)} configs")
+        detail = " · ".join(filter(None, [f"{len(cube.models)} models × {len(cube.items):,} "
+                                          f"items × {len(cube.configs)} configs",
+                                          header_note(cube)]))
         self.main_screen.query_one(GridHeader).show(self.view.grid, self.view.synthetic, detail)
         self.last_compute_seconds = message.seconds  # measured by the bench, not shown:
         # a clock on screen would make every snapshot differ
@@ -408,32 +412,15 @@ class FragilityApp(App):
 
     # ---------------------------------------------------------------- command palette
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from fragility_tui.tui.palette import app_commands
+
         yield from super().get_system_commands(screen)
-        for k, p in enumerate(PANES):
-            yield SystemCommand(f"Pane: {p.title} ({k + 1})", p.help,
-                                lambda pid=p.pane_id: self.action_pane(pid))
-        yield SystemCommand("Selection: choose configs, models, benchmarks",
-                            "Every pane recomputes for the selection", self.action_selection)
-        yield SystemCommand("Selection: reset to everything", "All configs, models, benchmarks",
-                            lambda: self._selection_done(Selection()))
-        yield SystemCommand("Selection: generation configs only",
-                            "Drop the two cloze likelihood configs",
-                            lambda: self._select_configs("generate"))
-        yield SystemCommand("Selection: reference neighbourhood of order",
-                            "o0…o5 × letter × generate", lambda: self._select_configs("letter"))
-        yield SystemCommand("Copy table", "Copy the current table (OSC 52)", self.action_copy_table)
-        yield SystemCommand("Export table", "CSV, Parquet or Markdown", self.action_export)
-        yield SystemCommand("SVG screenshot", "Save the screen as SVG", self.action_svg_screenshot)
-        yield SystemCommand("Help: every binding", "F1 or ?", self.action_help)
+        yield from app_commands(self)
 
-    def _select_configs(self, group: str) -> None:
-        if self.view is None:
-            return
-        from fragility_tui.harness.configs import parse_config_list
-
-        wanted = [c for c in parse_config_list(group) if c in self.view.full.configs]
-        self._selection_done(Selection(tuple(wanted), self.selection.models,
-                                       self.selection.benchmarks))
+    # ---------------------------------------------------------------- live grids
+    @on(GridWritten)
+    def _grid_written(self, message: GridWritten) -> None:
+        self.live.written(message.grid)  # reloads now, or once the debounce gap has passed
 
 
 def default_grid(grids: list) -> str:

@@ -309,8 +309,8 @@ def mark_text(marks: str) -> Text:
     return text
 
 
-def band_bar(lo: float, hi: float, ref: float, mean: float, robust: float,
-             width: int) -> Text:
+def band_bar(lo: float | None, hi: float | None, ref: float | None, mean: float | None,
+             robust: float | None, width: int) -> Text:
     """One model's band on a 0–100 % scale: robust ▓, range ─, mean ◆, reference ●.
 
     Glyphs carry the meaning on their own (NO_COLOR, monochrome); colour only helps.
@@ -322,14 +322,21 @@ def band_bar(lo: float, hi: float, ref: float, mean: float, robust: float,
     def pos(x: float) -> int:
         return min(width - 1, max(0, int(round(x * (width - 1)))))
 
-    for k in range(0, pos(robust) + 1 if robust > 0 else 0):
-        cells[k], styles[k] = "▓", "blue"
-    for k in range(pos(lo), pos(hi) + 1):
-        cells[k], styles[k] = "─", "yellow"
-    cells[pos(lo)], cells[pos(hi)] = "├", "┤"
-    styles[pos(lo)] = styles[pos(hi)] = "yellow"
-    cells[pos(mean)], styles[pos(mean)] = "◆", "magenta"
-    cells[pos(ref)], styles[pos(ref)] = "●", "bold green"
+    def known(x) -> bool:  # undefined (None/NaN) for a model with cells still to come
+        return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+    if known(robust) and robust > 0:
+        for k in range(0, pos(robust) + 1):
+            cells[k], styles[k] = "▓", "blue"
+    if known(lo) and known(hi):
+        for k in range(pos(lo), pos(hi) + 1):
+            cells[k], styles[k] = "─", "yellow"
+        cells[pos(lo)], cells[pos(hi)] = "├", "┤"
+        styles[pos(lo)] = styles[pos(hi)] = "yellow"
+    if known(mean):
+        cells[pos(mean)], styles[pos(mean)] = "◆", "magenta"
+    if known(ref):
+        cells[pos(ref)], styles[pos(ref)] = "●", "bold green"
     text = Text()
     for ch, st in zip(cells, styles):
         text.append(ch, style=st)

@@ -93,3 +93,47 @@ def test_axes_80x24(snap_compare, snapshot_db):
 def test_help_80x24(snap_compare, snapshot_db):
     assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
                         run_before=steps("f1"))
+
+
+# ---------------------------------------------------------------- plots (textual-plot)
+# At 80×24 a plot and its table are shown one at a time: g swaps them.
+def plot_steps(*keys: str, toggle: bool):
+    """steps(*keys), then (toggle) g with the focus in the pane, as a user's would be."""
+    before = steps(*keys)
+
+    async def run(pilot):
+        await before(pilot)
+        if toggle:
+            pilot.app.screen.focus_next()  # the pane's first focusable: its table or picker
+            pilot.app.active_pane().focus_main() if len(pilot.app.screen_stack) == 1 else None
+            await pilot.press("g")
+            await settle(pilot)
+            await pilot.pause()
+    return run
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL_TERM], ids=["120x40", "80x24"])
+def test_compression_plot(snap_compare, snapshot_db, size):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=size,
+                        run_before=plot_steps("6", toggle=size == SMALL_TERM))
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL_TERM], ids=["120x40", "80x24"])
+def test_model_configs_plot(snap_compare, snapshot_db, size):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=size,
+                        run_before=plot_steps("2", "enter", toggle=size == SMALL_TERM))
+
+
+@pytest.mark.parametrize("size", [WIDE, SMALL_TERM], ids=["120x40", "80x24"])
+def test_compare_plot(snap_compare, snapshot_db, size):
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=size,
+                        run_before=plot_steps("8", toggle=size == SMALL_TERM))
+
+
+
+def test_compare_plot_no_color_80x24(snap_compare, snapshot_db, monkeypatch):
+    """NO_COLOR: the plot still reads (markers, bars and axes carry the meaning), and
+    Textual's monochrome filter does not trip over the plot's unstyled segments."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
+                        run_before=plot_steps("8", toggle=True))

@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.widgets import DataTable, Static
 
 from fragility_tui.text import distinct_labels
+from fragility_tui.tui.live import coverage
 from fragility_tui.tui.messages import ShowModel
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
@@ -23,7 +24,19 @@ COLUMNS = [Column("model"), Column("ref %", "pct"), Column("min %", "pct"), Colu
 LEGEND = "● reference  ◆ mean  ├─┤ min…max over configs  ▓ robust accuracy   (scale 0–100 %)"
 
 
-class BandsPane(Pane, pane_id="bands", title="Bands", below="band-chart"):
+def provisional_text(cube) -> Text:
+    """One line per model with items still to come (a run writing, or stopped early):
+    its figures rest on the items it has so far (a seeded random sample of its run)."""
+    text = Text()
+    for c in coverage(cube):
+        if c.provisional:
+            text.append(clean(c.model, one_line=True, limit=60), style="bold yellow")
+            text.append(f" {c.label()}\n", style="yellow")
+    return text
+
+
+class BandsPane(Pane, pane_id="bands", title="Bands", above="bands-provisional",
+                below="band-chart"):
     help = ("Accuracy band per model over the configs in view. Enter: the model's configs and "
             "items; o sorts.")
     needs_statistics = False
@@ -39,6 +52,10 @@ class BandsPane(Pane, pane_id="bands", title="Bands", below="band-chart"):
         table.border_title = "Bands (models in reference order)"
         self.update_caption()
         self.query_one("#band-chart", Static).update(self.chart(bands))
+        note = provisional_text(view.cube)
+        provisional = self.query_one("#bands-provisional", Static)
+        provisional.update(note)
+        provisional.display = bool(note.plain)  # no blank line above a complete grid's table
 
     def chart(self, bands: list[Band]) -> Text:
         name_width = min(24, max((len(b.model) for b in bands), default=8))

@@ -3,21 +3,25 @@ per-benchmark breakdown and cost."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
+from textual_plot import PlotWidget
 
 from fragility_tui.tui.formats import decision_reason, num
+from fragility_tui.tui.live import pair_coverage
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  calibrate_in_worker, failed_line,
                                                  label_line, line_width)
+from fragility_tui.tui.plots import PlotToggle, draw_pair_deltas, new_plot
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable
 
@@ -31,6 +35,9 @@ class CompareResult(Message):
     b: str
     decisions: list
     cost: dict
+    deltas: list = field(default_factory=list)  # analysis.config_deltas.ConfigDelta
+    configs: list = field(default_factory=list)
+    provisional: str = ""  # "provisional: 120 of 265 items" while items are still to come
 
 
 def decisions_for(view, a: str, b: str) -> list[dict]:
@@ -69,8 +76,13 @@ class Pickers(FormKeys, Horizontal):
     """The two model pickers: keys stay in them (tui/widgets.FormKeys)."""
 
 
-class ComparePane(Pane, pane_id="compare", title="Compare"):
-    help = "Pick two models: decision under both targets, robust-set test, benchmarks, cost."
+class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
+    help = ("Pick two models: decision under both targets, robust-set test, Δ̂ per config "
+            "(g: plot or table), benchmarks, cost.")
+    BINDINGS = [Binding("g", "toggle_plot", "Plot/table", tooltip="Show the plot or the table",
+                        id="compare.plot")]
+    plot_id, table_id = "compare-plot", "compare-table"
+    small_hides = ("compare-result", "compare-calibration")
 
     def compose_body(self) -> ComposeResult:
         with Pickers(id="compare-pickers"):
@@ -78,6 +90,7 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
             yield Select([], prompt="model B", id="compare-b", allow_blank=True)
         yield Static("", id="compare-result")
         yield Static("", id="compare-calibration")
+        yield new_plot("compare-plot")
         yield ReportTable(table_name="compare", id="compare-table")
 
     def render_view(self, view) -> None:
@@ -144,7 +157,12 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
             decisions = decisions_for(view, a, b)
             costs = self.gateway.model_costs(view.grid)
             cost = {a: cost_text(costs, a), b: cost_text(costs, b)}
-            result = CompareResult(a, b, decisions, cost)
+            from fragility_tui.analysis.config_deltas import config_deltas
+
+            deltas = config_deltas(view.cube, a, b, seed=view.seed)
+            partial = pair_coverage(view.cube, a, b)
+            result = CompareResult(a, b, decisions, cost, deltas, [d.config for d in deltas],
+                                   partial.label() if partial else "")
         except Exception as exc:
             self.post_message(WorkFailed(f"comparing {a} and {b}", f"{type(exc).__name__}: {exc}"))
             return
@@ -153,10 +171,14 @@ class ComparePane(Pane, pane_id="compare", title="Compare"):
     @on(CompareResult)
     def _show(self, result: CompareResult) -> None:
         self.query_one("#compare-result", Static).update(summary_text(result))
+        plot = self.query_one("#compare-plot", PlotWidget)
+        draw_pair_deltas(plot, result.configs, result.deltas)
+        plot.border_title = "● Δ̂ (A − B) per config  │ 95% interval"
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, breakdown(result.decisions))
         table.border_title = "Per benchmark Δ̂ (A − B), reference config, paired items"
         self.update_caption()
+        self.apply_plot_layout()
 
 
 def summary_text(r: CompareResult) -> Text:
@@ -164,7 +186,10 @@ def summary_text(r: CompareResult) -> Text:
     text.append("A ", style="bold")
     text.append(clean(r.a, one_line=True, limit=120))
     text.append("  vs  B ", style="bold")
-    text.append(clean(r.b, one_line=True, limit=120) + "\n")
+    text.append(clean(r.b, one_line=True, limit=120))
+    if r.provisional:
+        text.append("  " + r.provisional, style="bold yellow")
+    text.append("\n")
     if not r.decisions:
         text.append("no decision available for this pair\n", style="yellow")
     for d in r.decisions:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.widgets import Static
+from textual_plot import PlotWidget
 
 from fragility_tui.tui.formats import num
 from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.plots import PlotToggle, draw_item_scatter, new_plot
 from fragility_tui.tui.widgets import Column, ReportTable, hbar
 
 if TYPE_CHECKING:
@@ -39,9 +43,18 @@ def binned(discrimination: np.ndarray, fragility: np.ndarray) -> list[tuple[str,
     return rows
 
 
-class CompressionPane(Pane, pane_id="compression", title="Compression", above="compression-summary"):
-    help = ("Do the most discriminative items survive a harness change? Bins of item "
-            "discrimination (reference config) against item fragility.")
+class CompressionPane(PlotToggle, Pane, pane_id="compression", title="Compression",
+                      above="compression-summary"):
+    help = ("Do the most discriminative items survive a harness change? Discrimination "
+            "(reference config) against fragility, per item (g: plot) and in bins.")
+    BINDINGS = [Binding("g", "toggle_plot", "Plot/table", tooltip="Show the plot or the table",
+                        id="compression.plot")]
+    plot_id, table_id = "compression-plot", "compression-table"
+
+    def compose_body(self) -> ComposeResult:
+        yield Static("", id="compression-summary")
+        yield new_plot("compression-plot")
+        yield ReportTable(table_name=self.pane_id, id=f"{self.pane_id}-table")
 
     def render_view(self, view) -> None:
         report = view.report
@@ -62,7 +75,11 @@ class CompressionPane(Pane, pane_id="compression", title="Compression", above="c
                     + (f", range {rng[0]}–{rng[1]})" if rng else ")")
                     + f" · full grid: {report.rankings.champion_count}")
         self.query_one("#compression-summary", Static).update(text)
+        plot = self.query_one("#compression-plot", PlotWidget)
+        drawn = draw_item_scatter(plot, view.discrimination, view.fragility)
+        plot.border_title = f"fragility against discrimination: {drawn:,} items"
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, binned(view.discrimination, view.fragility))
         table.border_title = "Mean fragility by discrimination bin (equal-count bins)"
         self.update_caption()
+        self.apply_plot_layout()

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.widgets import DataTable, Static
+from textual_plot import PlotWidget
 
 from fragility_tui.tui.config_matrix import compact_rows, config_letters, group_header, matrix_layout
 from fragility_tui.tui.item_table import ITEM_COLUMNS, item_rows
 from fragility_tui.tui.formats import verdict_reason
 from fragility_tui.tui.messages import ShowItem
+from fragility_tui.tui.plots import PlotToggle, draw_config_accuracy, new_plot
 from fragility_tui.tui.screens.base import DrillScreen
 from fragility_tui.tui.view_model import pair_item_groups
 from fragility_tui.tui.virtual_table import VirtualTable
@@ -26,7 +29,7 @@ def keep_end(text: str, width: int) -> Text:
     """Cut from the front: an item id's end (its number) tells items apart."""
     return Text(text if len(text) <= width else "…" + text[-(width - 1):])
 
-class ModelScreen(DrillScreen):
+class ModelScreen(PlotToggle, DrillScreen):
     """A model's accuracy under every config in view, and its answers to every item in one
     compact row of the configs (Bands → Enter; Enter on an item: the item drill-down)."""
 
@@ -34,9 +37,14 @@ class ModelScreen(DrillScreen):
         super().__init__()
         self.view, self.model = view, model
 
+    BINDINGS = [Binding("g", "toggle_plot", "Plot/items", tooltip="Show the plot or the items",
+                        id="model.plot")]
+    plot_id, table_id = "model-plot", "model-items"
+
     def compose(self) -> ComposeResult:
         yield from self.compose_header()
         yield ReportTable(table_name="model-configs", id="model-table")
+        yield new_plot("model-plot")
         yield VirtualTable(table_name="model-items", id="model-items")
         yield from self.compose_footer()
 
@@ -60,7 +68,19 @@ class ModelScreen(DrillScreen):
         table.border_title = safe_title(f"{self.model} × {len(rows)} configs")
         table.border_subtitle = Text(table.caption_text)
         table.focus()
+        self._plot()
         self._fill_items()
+        self.apply_plot_layout()
+
+    def _plot(self) -> None:
+        """Every model in view over the configs in view, this one marked (this)."""
+        view = self.view
+        accuracy = {m: [e.accuracy.get(m) for e in view.report.configs]
+                    for m in [row.band.model for row in view.report.bands]}
+        plot = self.query_one("#model-plot", PlotWidget)
+        draw_config_accuracy(plot, [e.config for e in view.report.configs], accuracy,
+                             highlight=self.model)
+        plot.border_title = "accuracy per config, every model in view"
 
     def _fill_items(self) -> None:
         view = self.view

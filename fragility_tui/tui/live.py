@@ -1,0 +1,147 @@
+"""Live grids: while a run writes into the open grid, the app re-reads it after the run's
+batches commit — at most once every MIN_GAP_SECONDS, never on the UI thread.
+
+A watcher reads the runs of the open grid every POLL_SECONDS in a worker thread (one small
+query, plus the tail of each active run's events file) and compares each run's committed
+cell count with the last one seen. A change posts `GridWritten`; the app then reloads the
+grid in its own worker, unless it reloaded less than MIN_GAP_SECONDS ago, in which case one
+reload is scheduled for when the gap has passed (debounce: a run committing a batch every
+100 ms costs one reload every few seconds, not ten a second).
+
+Which models are provisional (items still to come) is read from the cube itself
+(`coverage`): a model with cells for some of the grid's items but not all."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+from fragility_tui.processes import run_progress
+from fragility_tui.store.runs import RunStatus
+
+if TYPE_CHECKING:
+    from textual.app import App
+
+    from fragility_tui.grid.cube import Cube
+
+POLL_SECONDS = 1.0
+MIN_GAP_SECONDS = 3.0
+
+
+@dataclass
+class GridWritten(Message):
+    """Runs committed new cells into this grid (a watcher's poll saw their counts move)."""
+
+    grid: str
+
+
+class LiveGrid:
+    """The open grid's watcher; `app` needs `gateway`, `grid_name`, `computing` and
+    `reload_grid()`."""
+
+    def __init__(self, app: App):
+        self.app = app
+        self.seen: dict[str, int] = {}  # run_id -> cells done, for runs of `grid`
+        self.grid: str | None = None
+        self.last_reload = 0.0
+        self.pending = None  # the scheduled reload's timer, while one waits
+        self.checking = False  # a poll's worker is reading the runs
+
+    def start(self) -> None:
+        self.app.set_interval(POLL_SECONDS, self.poll)
+
+    def poll(self) -> None:
+        grid = self.app.grid_name
+        if grid is None or self.checking:  # a slow store: skip a tick, never pile up
+            return
+        self.checking = True
+        self.app.run_worker(lambda: self._check(grid), thread=True, group="live",
+                            exit_on_error=False)
+
+    def _check(self, grid: str) -> None:
+        """Worker thread: a GridWritten when a run of the grid committed cells since the
+        last poll (the first poll of a grid only learns the counts)."""
+        try:
+            self._compare_counts(grid)
+        finally:
+            self.checking = False
+
+    def _compare_counts(self, grid: str) -> None:
+        counts = {}
+        for run in self.app.gateway.runs():
+            if run.grid != grid:
+                continue
+            if run.status in RunStatus.active() or run.run_id in self.seen:
+                counts[run.run_id] = run_progress(run).done
+        first, before = grid != self.grid, self.seen
+        self.grid, self.seen = grid, counts
+        if not first and any(counts[r] != before.get(r, 0) for r in counts):
+            self.app.post_message(GridWritten(grid))
+
+    def written(self, grid: str) -> None:
+        """On the UI thread: reload now, or once when the gap since the last reload ends."""
+        if grid != self.app.grid_name or self.pending is not None:
+            return
+        wait = self.last_reload + MIN_GAP_SECONDS - time.monotonic()
+        if wait > 0:
+            self.pending = self.app.set_timer(wait, self._reload_later)
+            return
+        self._reload()
+
+    def _reload_later(self) -> None:
+        self.pending = None
+        self._reload()
+
+    def _reload(self) -> None:
+        if self.app.computing:  # a computation is on its way: come back after the gap
+            self.pending = self.app.set_timer(MIN_GAP_SECONDS, self._reload_later)
+            return
+        self.last_reload = time.monotonic()
+        self.app.reload_grid()
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A model's items with at least one cell in view, of the grid's items."""
+
+    model: str
+    evaluated: int
+    total: int
+
+    @property
+    def provisional(self) -> bool:
+        return 0 < self.evaluated < self.total
+
+    def label(self) -> str:
+        return f"provisional: {self.evaluated:,} of {self.total:,} items"
+
+
+def coverage(cube: Cube, models=None) -> list[Coverage]:
+    """Per model (all, or those named), in the cube's order."""
+    evaluated = cube.present.any(axis=2).sum(axis=1).tolist()
+    wanted = set(cube.models if models is None else models)
+    return [Coverage(m, int(evaluated[k]), len(cube.items))
+            for k, m in enumerate(cube.models) if m in wanted]
+
+
+def pair_coverage(cube: Cube, a: str, b: str) -> Coverage | None:
+    """The items both models have cells for, when either still has items to come."""
+    both = coverage(cube, (a, b))
+    if not any(c.provisional for c in both):
+        return None
+    ia, ib = cube.models.index(a), cube.models.index(b)
+    paired = (cube.present[ia].any(axis=1) & cube.present[ib].any(axis=1)).sum()
+    return Coverage(f"{a} vs {b}", int(paired), len(cube.items))
+
+
+def header_note(cube: Cube) -> str:
+    """The header's word on provisional models: '' when none."""
+    parts = [f"{c.model} {c.evaluated:,} of {c.total:,}" for c in coverage(cube)
+             if c.provisional]
+    if not parts:
+        return ""
+    shown = "; ".join(parts[:2]) + (f"; +{len(parts) - 2} more" if len(parts) > 2 else "")
+    return f"provisional: {shown} items"

@@ -1,0 +1,213 @@
+"""The three plots (textual-plot's PlotWidget: real axes, ticks, a legend), each beside the
+text figure it draws, which stays for copying and export:
+
+- discrimination against fragility, one point per item (Compression);
+- each model in view's accuracy over the configs in view (Bands → a model);
+- a pair's Δ̂ per config with its 95% interval (Compare).
+
+Readable without colour (NO_COLOR, monochrome terminals): each series has its own marker
+glyph, and the legend names the glyph; colour only helps. Configs sit on the x axis by
+their canonical position, labelled by order (o0…o5) and `cl` for the two cloze configs.
+Panning and zooming are off: the arrow keys keep moving through the tables."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import on
+from textual.strip import Strip
+from textual_hires_canvas import Canvas
+from textual.events import Resize
+from textual.reactive import reactive
+from textual_plot import AxisFormatter, HiResMode, NumericAxisFormatter, PlotWidget
+
+from fragility_tui.tui.sanitize import clean
+
+NULL_STYLE = Style()
+MARKERS = "●◆▲■✚✖○◇△□"  # one per model; the legend shows the glyph with the name
+STYLES = ["green", "magenta", "cyan", "yellow", "red", "blue", "white", "bright_green",
+          "bright_magenta", "bright_cyan"]
+LEGEND_ROOM = 1.5  # x range stretched by this: the legend's columns hold no config
+MAX_SERIES = len(MARKERS)  # beyond that the plot names the first ten (the table has all)
+
+
+class ConfigAxis(AxisFormatter):
+    """x = a config's position in view; a tick at the first config of each order and at
+    the cloze configs, labelled o0…o5 / cl (the table beside the plot names every config)."""
+
+    def __init__(self, configs: Sequence[str]):
+        self.configs = list(configs)
+
+    def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
+        ticks, last = [], None
+        for k, config in enumerate(self.configs):
+            group = config.split(".")[0] if "." in config else "cl"
+            if group != last and min_ - 0.5 <= k <= max_ + 0.5:
+                ticks.append(float(k))
+            last = group
+        return ticks
+
+    def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
+        out = []
+        for t in ticks:
+            config = self.configs[int(round(t))]
+            out.append(config.split(".")[0] if "." in config else "cl")
+        return out
+
+
+class FigurePlot(PlotWidget):
+    """A PlotWidget with one row above the axes (the y label's), not two: at 80×24 that row
+    is a row of data. It takes the focus when it replaces its table (80×24), so the pane's
+    keys (g back to the table) stay active; panning and zooming are off."""
+
+    margin_top = reactive(1)
+    redraw = None  # the last draw, repeated when the plot's size changes
+
+    def on_mount(self) -> None:
+        for canvas in self.query(Canvas):
+            canvas.render_line = _never_unstyled(canvas.render_line)
+
+    @on(Resize)
+    def _resized(self) -> None:
+        # Error bars and hi-res lines are laid out for the size the plot had when drawn
+        # (zero while hidden, e.g. before `g` shows it): draw again at the new size.
+        if self.redraw is not None:
+            self.call_after_refresh(self.redraw)
+
+
+def _never_unstyled(render_line):
+    """textual-hires-canvas leaves some segments with no style at all, and Textual's
+    monochrome filter (NO_COLOR) reads `.color` of every segment's style: give each a
+    null Style instead of None (tests/tui/test_snapshots.py: the NO_COLOR snapshot)."""
+    def render(y: int) -> Strip:
+        strip = render_line(y)
+        return Strip([seg if seg.style is not None else Segment(seg.text, NULL_STYLE, seg.control)
+                      for seg in strip], strip.cell_length)
+    return render
+
+
+def new_plot(widget_id: str) -> PlotWidget:
+    return FigurePlot(id=widget_id, allow_pan_and_zoom=False)
+
+
+def draw_item_scatter(plot: PlotWidget, discrimination, fragility) -> int:
+    """Discrimination (x) against fragility (y) per item with both defined; returns how
+    many items are drawn."""
+    plot.redraw = lambda: draw_item_scatter(plot, discrimination, fragility)
+    import numpy as np
+
+    d, f = np.asarray(discrimination, dtype=float), np.asarray(fragility, dtype=float)
+    ok = np.isfinite(d) & np.isfinite(f)
+    plot.clear()
+    plot.set_x_formatter(NumericAxisFormatter())
+    plot.set_xlabel("discrimination (reference config)")
+    plot.set_ylabel("fragility")
+    plot.scatter(d[ok], f[ok], marker="•", marker_style="cyan")
+    plot.set_ylimits(-0.02, 1.02)
+    lo, hi = (float(d[ok].min()), float(d[ok].max())) if ok.any() else (-1.0, 1.0)
+    pad = max(0.02, (hi - lo) * 0.03)
+    plot.set_xlimits(lo - pad, hi + pad)
+    return int(ok.sum())
+
+
+def draw_config_accuracy(plot: PlotWidget, configs: Sequence[str],
+                         accuracy: dict[str, list], highlight: str | None = None) -> None:
+    """accuracy: model -> accuracy (0..1 or None) per config, in `configs` order; each
+    model's points joined by a line, the highlighted model's in bold."""
+    plot.redraw = lambda: draw_config_accuracy(plot, configs, accuracy, highlight)
+    plot.clear()
+    plot.set_x_formatter(ConfigAxis(configs))
+    plot.set_xlabel("config (o0…o5: orders · cl: cloze)")
+    plot.set_ylabel("accuracy %")
+    for k, (model, values) in enumerate(list(accuracy.items())[:MAX_SERIES]):
+        xs = [j for j, v in enumerate(values) if v is not None]
+        ys = [100 * values[j] for j in xs]
+        style = STYLES[k] + (" bold" if model == highlight else "")
+        name = clean(model, one_line=True, limit=18)  # the legend sits over the plot
+        if len(xs) > 1:
+            plot.plot(xs, ys, line_style=STYLES[k] + " dim", hires_mode=HiResMode.BRAILLE)
+        plot.scatter(xs, ys, marker=MARKERS[k], marker_style=style,
+                     label=name + (" (this)" if model == highlight else ""))  # glyph: drawn
+    # room on the right for the legend (it is drawn over the plot area), so no point hides
+    plot.set_xlimits(-0.5, (len(configs) - 0.5) * LEGEND_ROOM)
+    plot.set_ylimits(0, 100)
+    plot.show_legend()
+
+
+def draw_pair_deltas(plot: PlotWidget, configs: Sequence[str], deltas: list) -> None:
+    """deltas: analysis.config_deltas.ConfigDelta per config (Δ̂ and interval as fractions):
+    a vertical bar per interval, ● at Δ̂, a dotted zero line."""
+    plot.redraw = lambda: draw_pair_deltas(plot, configs, deltas)
+    plot.clear()
+    plot.set_x_formatter(ConfigAxis(configs))
+    plot.set_xlabel("config (o0…o5: orders · cl: cloze)")
+    plot.set_ylabel("Δ̂ A−B, points")
+    n = len(configs)
+    plot.plot([-0.5, n - 0.5], [0, 0], line_style="dim", hires_mode=HiResMode.BRAILLE)
+    xs, ys, ends = [], [], []
+    bar_x, mid, half = [], [], []
+    for k, d in enumerate(deltas):
+        if d.delta is None:
+            continue
+        xs.append(k)
+        ys.append(100 * d.delta)
+        if d.ci is not None:  # a percentile interval need not be symmetric about Δ̂:
+            lo, hi = 100 * d.ci[0], 100 * d.ci[1]  # drawn as a bar about its own middle
+            bar_x.append(k)
+            mid.append((lo + hi) / 2)
+            half.append((hi - lo) / 2)
+            ends += [lo, hi]
+    if bar_x:  # each interval as a column of │ dense enough to join at any plot height
+        # (error bars and hi-res lines laid out while the plot is hidden do not show)
+        import numpy as np
+
+        t = np.linspace(-1.0, 1.0, 81)
+        plot.scatter(np.repeat(bar_x, t.size), (np.asarray(mid)[:, None] +
+                                                np.asarray(half)[:, None] * t).ravel(),
+                     marker="│", marker_style="yellow")
+    plot.scatter(xs, ys, marker="●", marker_style="bold green")  # the title says ● and │
+    span = [abs(v) for v in ys + ends] or [1.0]
+    top = max(1.0, max(span)) * 1.1
+    plot.set_xlimits(-0.5, n - 0.5)
+    plot.set_ylimits(-top, top)
+
+
+# ---------------------------------------------------------------- plot or table
+TALL_ENOUGH = 30  # terminal rows from which a plot and its table are shown together
+
+
+class PlotToggle:
+    """For a pane or screen holding a plot (`plot_id`) beside a table (`table_id`): below
+    TALL_ENOUGH rows (80×24) one of the two is shown at a time, the table first, and `g`
+    swaps them (the plot then also takes the place of `small_hides`, e.g. a long summary);
+    from TALL_ENOUGH rows both are shown and `g` hides or shows the plot."""
+
+    plot_id = ""
+    table_id = ""
+    small_hides: tuple[str, ...] = ()
+    plot_wanted: bool | None = None  # None until the user presses g
+
+    def action_toggle_plot(self) -> None:
+        self.plot_wanted = not self._plot_shown()
+        self.apply_plot_layout()
+
+    def _tall(self) -> bool:
+        return self.app.size.height >= TALL_ENOUGH
+
+    def _plot_shown(self) -> bool:
+        return self._tall() if self.plot_wanted is None else self.plot_wanted
+
+    def apply_plot_layout(self) -> None:
+        shown = self._plot_shown()
+        plot, table = self.query_one(f"#{self.plot_id}"), self.query_one(f"#{self.table_id}")
+        had_focus = self.app.focused in (plot, table)
+        plot.display = shown
+        table.display = self._tall() or not shown
+        if shown and plot.redraw is not None:
+            plot.call_after_refresh(plot.redraw)  # laid out at its new size
+        if had_focus:
+            (table if table.display else plot).focus()
+        for other in self.small_hides:
+            self.query_one(f"#{other}").display = self._tall() or not shown

@@ -1,0 +1,106 @@
+"""Live grids: a CLI run writing into the grid the app has open changes the header's item
+count and the Bands figures while the run is still running (a `fragility-tui run`
+subprocess of a tiny random Llama, tests/runners/tiny_models.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from fragility_tui.grid.cube import Cube  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
+from fragility_tui.tui.app import FragilityApp  # noqa: E402
+from fragility_tui.tui.live import coverage, header_note, pair_coverage  # noqa: E402
+from helpers import REPO, run_cli  # noqa: E402
+
+from .conftest import show_pane  # noqa: E402
+from .test_runs_pane import tiny_model_folder, write_items  # noqa: E402,F401
+
+pytestmark = pytest.mark.anyio
+CONFIGS = "o0.letter,cloze_qa"
+
+
+def test_coverage_marks_models_with_items_to_come():
+    present = np.ones((2, 4, 3), dtype=bool)
+    present[1, 2:] = False  # B has cells for 2 of 4 items
+    cube = Cube(models=("A", "B"), items=tuple("wxyz"), configs=("o0.letter", "o1.letter",
+                                                                  "cloze_qa"),
+                bits=np.zeros((2, 4, 3), dtype=bool), present=present,
+                benchmarks=np.array(["t"] * 4, dtype=object))
+    a, b = coverage(cube)
+    assert not a.provisional and b.provisional and b.label() == "provisional: 2 of 4 items"
+    assert header_note(cube) == "provisional: B 2 of 4 items"
+    assert pair_coverage(cube, "A", "B").label() == "provisional: 2 of 4 items"
+    present[1] = True
+    assert header_note(cube) == "" and pair_coverage(cube, "A", "B") is None
+
+
+def header(app) -> str:
+    return str(app.main_screen.query_one("#grid-header").render())
+
+
+async def test_a_cli_run_fills_the_open_grid_while_it_runs(tmp_path, tiny_model_folder):
+    db = tmp_path / "live.duckdb"
+    items = write_items(tmp_path / "items.jsonl")  # 40 items
+    base = ["run", "--model", str(tiny_model_folder), "--items", str(items), "--grid", "live",
+            "--threads", "1", "--display", "none", "--per-benchmark", "40"]
+    # A: every item under one config (complete, so not provisional); B: two configs
+    run_cli(*base, "--configs", "o0.letter", "--name", "tiny-a", db=db, check=True,
+            timeout=300)
+    app = FragilityApp(str(db))
+    async with app.run_test(size=(120, 40)) as pilot:
+        while app.view is None or app.computing:
+            await pilot.pause(0.1)
+        await show_pane(app, pilot, "2")
+        assert "provisional" not in header(app)
+        before = app.view.report.bands
+        assert [b.band.model for b in before] == ["tiny-a"]
+        log = open(tmp_path / "b.log", "wb")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fragility_tui.cli", *base, "--configs", CONFIGS,
+             "--name", "tiny-b", "--batch-size", "1", "--db", str(db)],
+            stdout=log, stderr=log, cwd=REPO, env={**os.environ, "NO_COLOR": "1"})
+        try:
+            seen: list[str] = []
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 240
+            while len(set(seen)) < 2:  # two different provisional counts, both mid-run
+                await pilot.pause(0.25)
+                text = header(app)
+                found = re.search(r"provisional: tiny-b ([\d,]+ of [\d,]+) items", text)
+                if found and proc.poll() is None:
+                    seen.append(found.group(1))
+                assert proc.poll() is None, \
+                    f"the run ended before two live refreshes were seen: {seen}; " \
+                    f"{(tmp_path / 'b.log').read_text()[-800:]}"
+                assert loop.time() < deadline, f"no live refresh seen: {header(app)}"
+            counts = [int(s.split(" of ")[0].replace(",", "")) for s in dict.fromkeys(seen)]
+            assert counts[0] < counts[1] < 40 and seen[-1].endswith(" of 40")
+            models = [b.band.model for b in app.view.report.bands]
+            assert set(models) == {"tiny-a", "tiny-b"}  # the Bands figures moved mid-run
+            bands = app.pane("bands")
+            assert "tiny-b provisional:" in str(bands.query_one("#bands-provisional").render())
+            assert "tiny-b" in bands.query_one("#band-chart").render().plain
+        finally:
+            proc.kill()
+            proc.wait()
+            log.close()
+
+
+def test_a_band_with_undefined_figures_draws_what_it_has():
+    """A model with cells still to come has no robust accuracy yet (None): its bar shows the
+    range and markers it has instead of crashing the Bands pane."""
+    from fragility_tui.tui.widgets import band_bar
+
+    bar = band_bar(0.2, 0.6, 0.4, 0.5, None, 20).plain
+    assert "▓" not in bar and "├" in bar and "●" in bar and "◆" in bar
+    assert band_bar(None, None, None, None, None, 20).plain == " " * 20
