@@ -61,6 +61,14 @@ class StoreGateway:
     def item_cells(self, grid: str, item_uid: str) -> list[dict]:
         return self._call(lambda store: store.item_cells(grid, item_uid))
 
+    def chat_templates(self, grid: str) -> dict:
+        """{model: harness.chat.ChatTemplate}: each model's prompt mode and chat template as
+        its provenance records them (what the item drill-down renders a prompt through)."""
+        from fragility_tui.harness.chat import ChatTemplate
+
+        return {row["model"]: ChatTemplate.from_provenance(row.get("provenance"))
+                for row in self._call(lambda store: store.list_models(grid))}
+
     def runs(self) -> list[RunRecord]:
         """Every recorded run, newest first."""
         return self._call(lambda store: store.runs())

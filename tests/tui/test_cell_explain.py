@@ -21,3 +21,36 @@ def test_cell_details_show_the_prompt_hash():
     cell = {"correct": True, "pred": 0, "scores": None, "prompt_sha": "ab" * 32}
     assert "prompt tokens sha256 abababababababab…" in cell_detail(None, "m", "cloze_qa", cell,
                                                                      0).plain
+
+
+def _smollm2_chat():
+    import json
+    from pathlib import Path
+
+    from fragility_tui.harness.chat import ChatTemplate
+
+    doc = json.loads((Path(__file__).resolve().parents[2] / "sample_grids" /
+                      "starter-real.provenance.json").read_text())
+    return ChatTemplate.from_provenance(next(m["provenance"] for m in doc["models"]
+                                             if m["model"] == "smollm2-135m-instruct"))
+
+
+def test_an_instruct_model_s_prompt_is_the_chat_template_s_rendering():
+    """Issue 24 (8): not the raw prompt with 'Answer:', the text the model was given."""
+    from dataclasses import replace
+
+    from fragility_tui.harness.chat import ChatTemplate
+
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"correct": True, "pred": 0, "permutation": "0123", "raw_output": "A"}
+    chat = _smollm2_chat()
+    text = cell_detail(item, "m", "o0.letter", cell, 0, chat).plain
+    assert "prompt as the model saw it (the chat template's rendering" in text
+    assert "<|im_start|>user\nQuestion: What?" in text and "<|im_start|>assistant" in text
+    assert "Answer:" not in text
+    raw = cell_detail(item, "m", "o0.letter", cell, 0, ChatTemplate("raw")).plain
+    assert "prompt as the model saw it (raw prompt" in raw and "Answer:" in raw
+    # only the hash recorded (a run from before the text was kept): no claim of exactness
+    legacy = cell_detail(item, "m", "o0.letter", cell, 0, replace(chat, template=None)).plain
+    assert "prompt as the model saw it" not in legacy and "recorded only its chat template's hash" in legacy
+    assert "Question: What?" in legacy and "Answer:" not in legacy
