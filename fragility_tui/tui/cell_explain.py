@@ -115,7 +115,8 @@ def _append_prompt(text: Text, prompt, chat=None) -> None:
     shown, note = _as_seen(prompt, chat)
     text.append("prompt as the model saw it" if shown is not None else "prompt", style="bold")
     text.append(f" ({note})\n", style="dim")
-    body = shown if shown is not None else prompt.messages[0]["content"]
+    body = shown if shown is not None else prompt.text if chat is None else \
+        prompt.messages[0]["content"]
     text.append_text(block(body, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
     text.append("\n")
 
@@ -123,7 +124,8 @@ def _append_prompt(text: Text, prompt, chat=None) -> None:
 def _as_seen(prompt, chat) -> tuple[str | None, str]:
     """(the exact text the model was given, or None when it cannot be rebuilt; why)."""
     if chat is None:
-        return prompt.text, "as a raw prompt: the grid records no prompt mode for this model"
+        return None, ("rendered as a raw prompt: this grid records no prompt mode for the "
+                      "model (an imported or synthetic grid)")
     if chat.mode != "chat":
         return prompt.text, "raw prompt: this model read the text, no chat template"
     sha = (chat.sha256 or "?")[:16]

@@ -66,8 +66,11 @@ class StoreGateway:
         its provenance records them (what the item drill-down renders a prompt through)."""
         from fragility_tui.harness.chat import ChatTemplate
 
-        return {row["model"]: ChatTemplate.from_provenance(row.get("provenance"))
-                for row in self._call(lambda store: store.list_models(grid))}
+        # a model without a recorded prompt mode (synthetic, imported) is left out: nothing
+        # is known of how it was prompted, and the drill-down says so
+        return {row["model"]: ChatTemplate.from_provenance(row["provenance"])
+                for row in self._call(lambda store: store.list_models(grid))
+                if (row.get("provenance") or {}).get("prompt_mode")}
 
     def runs(self) -> list[RunRecord]:
         """Every recorded run, newest first."""

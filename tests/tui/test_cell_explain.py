@@ -54,3 +54,11 @@ def test_an_instruct_model_s_prompt_is_the_chat_template_s_rendering():
     legacy = cell_detail(item, "m", "o0.letter", cell, 0, replace(chat, template=None)).plain
     assert "prompt as the model saw it" not in legacy and "recorded only its chat template's hash" in legacy
     assert "Question: What?" in legacy and "Answer:" not in legacy
+
+
+def test_a_model_with_no_prompt_mode_recorded_claims_nothing():
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"correct": True, "pred": 0, "permutation": "0123", "raw_output": "A"}
+    text = cell_detail(item, "m", "o0.letter", cell, 0, None).plain
+    assert "prompt as the model saw it" not in text
+    assert "records no prompt mode for the model" in text and "Answer:" in text
