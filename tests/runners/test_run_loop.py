@@ -87,6 +87,15 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     assert len((prov["fragility_tui"]["git"] or "x" * 40).split("-")[0]) == 40  # sha, or no git
     model = prov["models"]["tiny-llama"]
     assert len(model["weights_sha256"]) == 64 and model["chat_template_sha256"]
+    import hashlib  # the template's text too, so the app renders what the model saw
+
+    assert hashlib.sha256(model["chat_template"].encode()).hexdigest() == \
+        model["chat_template_sha256"]
+    assert isinstance(model["chat_template_tokens"], dict)
+    from fragility_tui.harness.chat import ChatTemplate  # what the item drill-down reads
+
+    row_chat = ChatTemplate.from_provenance(store.list_models("g")[0]["provenance"])
+    assert row_chat.mode == "chat" and row_chat.verified
     assert model["add_bos"] is False and model["prompt_mode"] == "chat template"
     assert model["attn_implementation"] == "sdpa" and model["device_map"] is None
     batching = prov["batching"]["tiny-llama"]  # the effective batch sizes
