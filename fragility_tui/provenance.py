@@ -34,6 +34,12 @@ def provenance_card(row) -> str:
     lines.append(f"  spec version     {p.get('spec_version', '?')}")
     lines += ["", "Items"]
     lines.append(f"  {p.get('items', '?')} items from {', '.join(map(_one_line, p.get('item_sources') or spec.get('items') or []))}")
+    load = p.get("load_report") or {}
+    if load.get("files"):  # a folder: which files, and what split each name says
+        lines.append("  files            " + clean(", ".join(map(str, load["files"])),
+                                                 limit=2000, one_line=True))
+    lines += [f"  warning: {clean(w, limit=2000, one_line=True)}"
+              for w in load.get("warnings") or []]
     lines.append(f"  per benchmark {p.get('per_benchmark')}, seed {p.get('seed')}, "
                  f"item-set sha256 {p.get('item_set_hash')}")
     for name, m in models.items():

@@ -129,6 +129,8 @@ class Run:
         # items, a grid that cannot take the cells, a refused setting (or a busy device with
         # --no-wait) leave the store as it was (runners/admission.py).
         self.inputs = load_run_items(spec)
+        for warning in self.inputs.report.warnings:  # a folder mixing splits or versions
+            print(f"warning: {warning}", file=sys.stderr, flush=True)
         note = check_grid(store, spec, self.inputs.set_hash)
         self.prepared = prepare_models(spec, store)
         self.run_id = run_id or new_run_id()

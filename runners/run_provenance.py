@@ -96,6 +96,10 @@ def model_provenance(prepared, loaded, scheme: dict | None) -> dict:
         "tokenizer_sha256": _tokenizer_sha(loaded.tokenizer),
         "chat_template_sha256": hashlib.sha256(template.encode()).hexdigest()
         if isinstance(template, str) else None,
+        # the text and special tokens too, so the app can show the exact rendering a cell's
+        # model saw without transformers (fragility_tui/harness/chat.py)
+        "chat_template": template if isinstance(template, str) else None,
+        "chat_template_tokens": _special_tokens(loaded.tokenizer),
         "prompt_mode": "chat template" if prepared.prompt_mode == "chat" else "raw prompt",
         "template_args": prepared.template_args,
         "add_bos": loaded.add_bos,
@@ -109,6 +113,12 @@ def model_provenance(prepared, loaded, scheme: dict | None) -> dict:
         "libraries": library_versions(),
         "fingerprint": prepared.fingerprint,
     }
+
+
+def _special_tokens(tokenizer) -> dict:
+    """What apply_chat_template passes a template besides the messages (bos_token, ...)."""
+    tokens = getattr(tokenizer, "special_tokens_map", None) or {}
+    return {k: (v if isinstance(v, (str, list)) else str(v)) for k, v in tokens.items()}
 
 
 def _tokenizer_sha(tokenizer) -> str:

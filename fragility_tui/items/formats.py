@@ -404,8 +404,39 @@ def read_folder(folder: Path, *, fmt: str | None = None,
         raise InputError(f"no item files ({', '.join(ITEM_SUFFIXES)}) in this folder; "
                          "subfolders are not searched", path=str(folder))
     raws: list[RawItem] = []
+    sources: dict[str, list[str]] = {}  # benchmark -> the files it was read from
     for file in files:
         file_raws, _ = read_file(file, fmt=fmt, benchmark=benchmark)
         raws += file_raws
+        for name in dict.fromkeys(r.benchmark for r in file_raws):
+            sources.setdefault(name, []).append(_with_split(file.name))
     check_unique(raws)
-    return raws, LoadReport(str(folder), read=len(raws))
+    report = LoadReport(str(folder), read=len(raws), files=[_with_split(f.name) for f in files])
+    report.warnings = [_mixed_files_warning(folder, name, names)
+                       for name, names in sources.items() if len(names) > 1]
+    return raws, report
+
+
+_SPLIT = re.compile(r"(?:^|[_.\-])(test|validation|val|dev|train)(?=$|[_.\-])", re.IGNORECASE)
+
+
+def split_of(file_name: str) -> str | None:
+    """The split a benchmark file's name says it holds (`arc_challenge_validation.jsonl`:
+    validation), or None when the name does not say."""
+    found = _SPLIT.findall(Path(file_name).stem)
+    return {"val": "validation"}.get(found[-1].lower(), found[-1].lower()) if found else None
+
+
+def _with_split(file_name: str) -> str:
+    return f"{file_name} ({split_of(file_name) or 'split not named'})"
+
+
+def _mixed_files_warning(folder: Path, benchmark: str, files: list[str]) -> str:
+    """A folder that holds one benchmark in several files mixes splits (test and validation
+    items scored as one set) or versions (two TruthfulQA files): say which, naming them."""
+    splits = {split_of(f.rsplit(" (", 1)[0]) for f in files}
+    kind = ("mixes splits" if len(splits) > 1 and None not in splits
+            else "holds several versions or copies")
+    return (f"{folder.name}: {benchmark} is read from {len(files)} files, which {kind}: "
+            f"{', '.join(files)}; their items are scored as one benchmark (pass one file "
+            "with --items to keep them apart)")

@@ -60,6 +60,8 @@ class LoadReport:
     per_benchmark: Counter = field(default_factory=Counter)
     trimmed: int = 0  # kept items that had more than 4 choices (cut to gold + 3 distractors)
     selected: int | None = None  # items left after seeded sampling; None = no sampling
+    files: list[str] = field(default_factory=list)  # a folder's files, "name (split)"
+    warnings: list[str] = field(default_factory=list)  # said on stderr, kept in the run card
 
     def exclude(self, reason: str) -> None:
         self.excluded[reason] += 1
@@ -72,13 +74,17 @@ class LoadReport:
         merged.trimmed = self.trimmed + other.trimmed
         if self.selected is not None and other.selected is not None:
             merged.selected = self.selected + other.selected
+        merged.files = self.files + other.files
+        merged.warnings = self.warnings + other.warnings
         return merged
 
     def to_dict(self) -> dict:
         return {"source": self.source, "read": self.read, "kept": self.kept,
                 "excluded": dict(sorted(self.excluded.items())),
                 "per_benchmark": dict(sorted(self.per_benchmark.items())),
-                "trimmed": self.trimmed, "selected": self.selected}
+                "trimmed": self.trimmed, "selected": self.selected,
+                **({"files": list(self.files)} if self.files else {}),
+                **({"warnings": list(self.warnings)} if self.warnings else {})}
 
     def summary(self) -> str:
         parts = [f"{self.kept} kept of {self.read} read"]

@@ -36,13 +36,15 @@ def binding_sources() -> list[tuple[str, list]]:
     """(where, bindings) for every class that declares bindings."""
     from fragility_tui.tui.screens import DrillScreen, HelpScreen, SelectionScreen
     from fragility_tui.tui.screens.forms import ExportScreen
+    from fragility_tui.tui.confirm import ConfirmScreen
     from fragility_tui.tui.virtual_table import VirtualTable
 
     long_tables = [b for b in VirtualTable.BINDINGS if b not in ReportTable.BINDINGS]
     sources = [("everywhere", APP_BINDINGS), ("tables", ReportTable.BINDINGS),
                ("Items table", long_tables),
                ("drill-downs", DrillScreen.BINDINGS), ("selection form", SelectionScreen.BINDINGS),
-               ("help", HelpScreen.BINDINGS), ("export form", ExportScreen.BINDINGS)]
+               ("help", HelpScreen.BINDINGS), ("export form", ExportScreen.BINDINGS),
+               ("confirm question", ConfirmScreen.BINDINGS)]
     sources += [(f"{p.title} pane", p.BINDINGS) for p in PANES if "BINDINGS" in p.__dict__]
     return sources
 

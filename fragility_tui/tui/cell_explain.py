@@ -62,8 +62,10 @@ def truth_text(truth: dict | None, item_uid: str, models) -> Text | None:
     return text
 
 
-def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) -> Text:
-    """Everything that explains one correctness bit, all untrusted text sanitised."""
+def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
+                chat=None) -> Text:
+    """Everything that explains one correctness bit, all untrusted text sanitised. chat: the
+    model's harness.chat.ChatTemplate (None: nothing recorded, e.g. an imported grid)."""
     text = Text()
     text.append(f"\n{clean(model, one_line=True, limit=200)} × {config_id}\n", style="bold underline")
     if cell is None:
@@ -84,7 +86,7 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) 
         text.append(f"permutation {clean(cell['permutation'], one_line=True, limit=20)} "
                     "(display position j shows native choice p[j])\n")
     if prompt is not None:
-        _append_prompt(text, prompt)
+        _append_prompt(text, prompt, chat)
     _append_output(text, cell, prompt)
     scores = cell.get("scores")
     if scores:
@@ -102,7 +104,7 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int) 
     return text
 
 
-def _append_prompt(text: Text, prompt) -> None:
+def _append_prompt(text: Text, prompt, chat=None) -> None:
     from fragility_tui.harness.render import ClozePrompt
 
     if isinstance(prompt, ClozePrompt):
@@ -114,11 +116,38 @@ def _append_prompt(text: Text, prompt) -> None:
             text.append_text(block(cont, limit=ITEM_TEXT_LIMIT))
             text.append("\n")
         return
-    text.append("prompt as the model saw it", style="bold")
-    text.append(" (instruct models: the same body as one user chat message, no "
-                "'Answer:' line, through their chat template)\n", style="dim")
-    text.append_text(block(prompt.text, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
+    shown, note = _as_seen(prompt, chat)
+    text.append("prompt as the model saw it" if shown is not None else "prompt", style="bold")
+    text.append(f" ({note})\n", style="dim")
+    body = shown if shown is not None else prompt.text if chat is None else \
+        prompt.messages[0]["content"]
+    text.append_text(block(body, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
     text.append("\n")
+
+
+def _as_seen(prompt, chat) -> tuple[str | None, str]:
+    """(the exact text the model was given, or None when it cannot be rebuilt; why)."""
+    if chat is None:
+        return None, ("rendered as a raw prompt: this grid records no prompt mode for the "
+                      "model (an imported or synthetic grid)")
+    if chat.mode != "chat":
+        return prompt.text, "raw prompt: this model read the text, no chat template"
+    sha = (chat.sha256 or "?")[:16]
+    if chat.template is None:
+        return None, (f"the run recorded only its chat template's hash ({sha}…), not its "
+                      "text: below is the user message the template wrapped, without "
+                      "the template's own tokens")
+    if not chat.verified:
+        return None, (f"the recorded chat template does not match its hash ({sha}…): below "
+                      "is the user message it wrapped")
+    from fragility_tui.harness.chat import render_chat
+
+    try:
+        rendered = render_chat(chat, prompt.messages)
+    except Exception as exc:  # a template this sandbox cannot run: say so, show the body
+        return None, f"the chat template could not be rendered here ({clean(exc, limit=200)})"
+    return rendered, (f"the chat template's rendering, template sha256 {sha}…; the question "
+                      "and options are one user message, the template adds the rest")
 
 
 def _append_output(text: Text, cell: dict, prompt) -> None:

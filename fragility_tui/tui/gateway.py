@@ -61,6 +61,17 @@ class StoreGateway:
     def item_cells(self, grid: str, item_uid: str) -> list[dict]:
         return self._call(lambda store: store.item_cells(grid, item_uid))
 
+    def chat_templates(self, grid: str) -> dict:
+        """{model: harness.chat.ChatTemplate}: each model's prompt mode and chat template as
+        its provenance records them (what the item drill-down renders a prompt through)."""
+        from fragility_tui.harness.chat import ChatTemplate
+
+        # a model without a recorded prompt mode (synthetic, imported) is left out: nothing
+        # is known of how it was prompted, and the drill-down says so
+        return {row["model"]: ChatTemplate.from_provenance(row["provenance"])
+                for row in self._call(lambda store: store.list_models(grid))
+                if (row.get("provenance") or {}).get("prompt_mode")}
+
     def runs(self) -> list[RunRecord]:
         """Every recorded run, newest first."""
         return self._call(lambda store: store.runs())

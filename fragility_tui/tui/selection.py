@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from fragility_tui.grid.reference import check_reference
+from fragility_tui.grid.reference import check_reference, choose_reference
 from fragility_tui.harness.configs import REFERENCE
 
 if TYPE_CHECKING:
@@ -16,11 +16,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Selection:
-    """What every pane honours: None means everything."""
+    """What every pane honours: None means everything; reference None means the grid's
+    default reference (o0.letter, `grid.reference.choose_reference`), a config id measures
+    every statistic against that config instead (`report --reference`)."""
 
     configs: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
     benchmarks: tuple[str, ...] | None = None
+    reference: str | None = None
+
+    def measured(self, cube: Cube) -> Cube:
+        """The whole grid measured against this selection's reference (the one choice and
+        check of `grid.reference`: an unknown id or one without cells is an InputError)."""
+        return choose_reference(cube, self.reference)
 
     def apply(self, cube: Cube) -> Cube:
         if self.configs is not None:
@@ -31,7 +39,7 @@ class Selection:
         """The status line's account of the view; it names the reference when it is not
         SPEC's o0.letter (a grid without o0.letter cells, see `grid.reference.choose_reference`)."""
         note = "" if cube.reference == REFERENCE else f" · reference {cube.reference}"
-        if self == Selection():
+        if replace(self, reference=None) == Selection():
             return "selection: everything" + note
         parts = []
         for name, chosen, total in (("configs", self.configs, len(cube.configs)),

@@ -17,7 +17,6 @@ from fragility_tui.analysis.basis import Basis, measure
 from fragility_tui.analysis.classify import FRAGILE, INCOMPLETE
 from fragility_tui.analysis.report_sections import Report
 from fragility_tui.grid.cube import Cube
-from fragility_tui.grid.reference import choose_reference
 from fragility_tui.analysis.itemstats import discrimination, fragility
 from fragility_tui.analysis.pairs import pair_sets
 from fragility_tui.items.item import Item
@@ -66,9 +65,9 @@ def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[st
     basis: the first view's, when this builds the rest of the same view (measured once)."""
     from fragility_tui.analysis.report import first_sections, report_of  # heavy: lazily
 
-    # the reference `report` uses by default (grid/reference.py): o0.letter when the grid
-    # has it, else its first config in canonical order
-    full = choose_reference(full)
+    # the selection's reference, else the one `report` uses by default (grid/reference.py):
+    # o0.letter when the grid has it, else its first config in canonical order
+    full = selection.measured(full)
     basis = basis if basis is not None else measure(selection.apply(full))
     cube = basis.source
     report = first_sections(basis, name=grid) if first else report_of(basis, seed=seed, name=grid)

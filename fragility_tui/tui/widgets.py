@@ -150,6 +150,10 @@ class TableRows:
         else:
             self.sort_column, self.sort_reverse = column, False
         self._render_rows()
+        # A sort is read from its top: the cursor goes to the first row. Kept on its item,
+        # it left the view scrolled to wherever that item landed, where rows look unsorted.
+        if self.shown_rows:
+            self.select_key(self.shown_rows[0][0])
 
     # ---------------------------------------------------------------- copy and export
     def header(self) -> list[str]:

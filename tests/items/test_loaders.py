@@ -415,3 +415,57 @@ def test_real_items_written_natively_load_like_the_normalized_files(shared_bench
         assert (got_report.read, got_report.kept, got_report.trimmed, got_report.excluded) == (
             expected_report.read, expected_report.kept, expected_report.trimmed,
             expected_report.excluded)
+
+
+def _toy_file(path, prefix, benchmark="arc_challenge", n=2):
+    import json
+
+    rows = [{"id": f"{prefix}{i}", "benchmark": benchmark, "question": f"q {prefix} {i}",
+             "choices": ["a", "b", "c", "d"], "gold": 1} for i in range(n)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_a_folder_mixing_splits_or_versions_says_so(tmp_path):
+    """Issue 24 (11): a folder with test and validation files of one benchmark, or two
+    versions of one, is loaded, but the report names the files and splits and warns."""
+    from fragility_tui.items.formats import split_of
+
+    _toy_file(tmp_path / "arc_challenge_test.jsonl", "t")
+    _toy_file(tmp_path / "arc_challenge_validation.jsonl", "v")
+    _toy_file(tmp_path / "truthfulqa_mc1.jsonl", "x", "truthfulqa")
+    _toy_file(tmp_path / "truthfulqa_mc1_v1.jsonl", "y", "truthfulqa")
+    _toy_file(tmp_path / "hellaswag_val.jsonl", "h", "hellaswag")
+    items, report = load_items(tmp_path)
+    assert len(items) == 10
+    assert report.files == ["arc_challenge_test.jsonl (test)",
+                            "arc_challenge_validation.jsonl (validation)",
+                            "hellaswag_val.jsonl (validation)",
+                            "truthfulqa_mc1.jsonl (split not named)",
+                            "truthfulqa_mc1_v1.jsonl (split not named)"]
+    arc, tqa = report.warnings
+    assert "arc_challenge is read from 2 files, which mixes splits: " in arc
+    assert "arc_challenge_test.jsonl (test), arc_challenge_validation.jsonl (validation)" in arc
+    assert "truthfulqa is read from 2 files, which holds several versions or copies" in tqa
+    assert "truthfulqa_mc1.jsonl" in tqa and "truthfulqa_mc1_v1.jsonl" in tqa
+    assert report.to_dict()["warnings"] == report.warnings
+    assert split_of("mmlu_dev.jsonl") == "dev" and split_of("toy.jsonl") is None
+    # one file per benchmark: no warning, the files still listed
+    clean_folder = tmp_path / "one"
+    clean_folder.mkdir()
+    _toy_file(clean_folder / "arc_challenge_test.jsonl", "t")
+    _, report = load_items(clean_folder)
+    assert report.warnings == [] and "warnings" not in report.to_dict()
+
+
+def test_the_run_card_lists_a_folders_files_and_warnings():
+    from fragility_tui.provenance import provenance_card
+
+    card = provenance_card({"run_id": "r", "status": "finished", "grid": "g", "provenance": {
+        "items": 4, "item_sources": ["benchmarks"], "load_report": {
+            "files": ["arc_challenge_test.jsonl (test)", "arc_challenge_validation.jsonl "
+                      "(validation)"],
+            "warnings": ["benchmarks: arc_challenge is read from 2 files, which mixes splits"]}}})
+    assert "4 items from benchmarks" in card
+    assert ("files            arc_challenge_test.jsonl (test), arc_challenge_validation.jsonl "
+            "(validation)") in card
+    assert "warning: benchmarks: arc_challenge is read from 2 files, which mixes splits" in card

@@ -87,6 +87,15 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     assert len((prov["fragility_tui"]["git"] or "x" * 40).split("-")[0]) == 40  # sha, or no git
     model = prov["models"]["tiny-llama"]
     assert len(model["weights_sha256"]) == 64 and model["chat_template_sha256"]
+    import hashlib  # the template's text too, so the app renders what the model saw
+
+    assert hashlib.sha256(model["chat_template"].encode()).hexdigest() == \
+        model["chat_template_sha256"]
+    assert isinstance(model["chat_template_tokens"], dict)
+    from fragility_tui.harness.chat import ChatTemplate  # what the item drill-down reads
+
+    row_chat = ChatTemplate.from_provenance(store.list_models("g")[0]["provenance"])
+    assert row_chat.mode == "chat" and row_chat.verified
     assert model["add_bos"] is False and model["prompt_mode"] == "chat template"
     assert model["attn_implementation"] == "sdpa" and model["device_map"] is None
     batching = prov["batching"]["tiny-llama"]  # the effective batch sizes
@@ -427,3 +436,27 @@ def test_a_bad_shard_is_refused_by_the_cli(tmp_path):
     proc = run_cli("run", "--model", "smollm2-135m-instruct", "--shard", "4/4", "--grid", "g",
                    db=tmp_path / "s.duckdb")
     assert proc.returncode == 2 and "--shard" in proc.stderr and "0 <= I < N" in proc.stderr
+
+
+def test_a_folder_mixing_splits_is_said_and_recorded(tiny_folder, tmp_path):
+    """Issue 24 (11): `--items FOLDER` whose files hold one benchmark's test and validation
+    splits warns on stderr naming them, and the run card lists the files."""
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    for split, first in (("test", 0), ("validation", 10)):
+        rows = [{"id": f"q{first + i}", "benchmark": "arc_easy", "question": q,
+                 "choices": c, "gold": g} for i, (q, c, g) in enumerate(QUESTIONS[:2])]
+        (folder / f"arc_easy_{split}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows))
+    db = tmp_path / "s.duckdb"
+    out = cli("run", "--model", str(tiny_folder), "--items", str(folder), "--grid", "g",
+              "--configs", "cloze_qa", "--prompt-mode", "chat", "--db", str(db),
+              "--display", "none")
+    assert out.returncode == 0, out.stderr
+    assert ("warning: benchmarks: arc_easy is read from 2 files, which mixes splits: "
+            "arc_easy_test.jsonl (test), arc_easy_validation.jsonl (validation)") in out.stderr
+    run_id = Store(db).runs()[0].run_id
+    card = cli("runs", "show", run_id, "--db", str(db)).stdout
+    assert "4 items from benchmarks" in card
+    assert "files            arc_easy_test.jsonl (test), arc_easy_validation.jsonl" in card
+    assert "warning: benchmarks: arc_easy is read from 2 files, which mixes splits" in card

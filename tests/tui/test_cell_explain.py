@@ -30,3 +30,44 @@ def test_a_near_tie_cell_says_so_with_its_margin():
     far = dict(near, margin=4.5, near_tie=False)
     text = cell_detail(None, "m", "o0.letter", far, 0).plain
     assert "near-tie" not in text and "margin 4.5" in text
+
+
+def _smollm2_chat():
+    import json
+    from pathlib import Path
+
+    from fragility_tui.harness.chat import ChatTemplate
+
+    doc = json.loads((Path(__file__).resolve().parents[2] / "sample_grids" /
+                      "starter-real.provenance.json").read_text())
+    return ChatTemplate.from_provenance(next(m["provenance"] for m in doc["models"]
+                                             if m["model"] == "smollm2-135m-instruct"))
+
+
+def test_an_instruct_model_s_prompt_is_the_chat_template_s_rendering():
+    """Issue 24 (8): not the raw prompt with 'Answer:', the text the model was given."""
+    from dataclasses import replace
+
+    from fragility_tui.harness.chat import ChatTemplate
+
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"correct": True, "pred": 0, "permutation": "0123", "raw_output": "A"}
+    chat = _smollm2_chat()
+    text = cell_detail(item, "m", "o0.letter", cell, 0, chat).plain
+    assert "prompt as the model saw it (the chat template's rendering" in text
+    assert "<|im_start|>user\nQuestion: What?" in text and "<|im_start|>assistant" in text
+    assert "Answer:" not in text
+    raw = cell_detail(item, "m", "o0.letter", cell, 0, ChatTemplate("raw")).plain
+    assert "prompt as the model saw it (raw prompt" in raw and "Answer:" in raw
+    # only the hash recorded (a run from before the text was kept): no claim of exactness
+    legacy = cell_detail(item, "m", "o0.letter", cell, 0, replace(chat, template=None)).plain
+    assert "prompt as the model saw it" not in legacy and "recorded only its chat template's hash" in legacy
+    assert "Question: What?" in legacy and "Answer:" not in legacy
+
+
+def test_a_model_with_no_prompt_mode_recorded_claims_nothing():
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"correct": True, "pred": 0, "permutation": "0123", "raw_output": "A"}
+    text = cell_detail(item, "m", "o0.letter", cell, 0, None).plain
+    assert "prompt as the model saw it" not in text
+    assert "records no prompt mode for the model" in text and "Answer:" in text

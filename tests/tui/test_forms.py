@@ -51,3 +51,40 @@ async def test_selection_lists_never_cut_two_models_alike(shipped_store, monkeyp
         assert len(set(labels)) == 4 and any("…" in label for label in labels)
         shown = screen_text(app)
         assert all(label in shown for label in labels)
+
+
+async def test_the_selection_form_changes_the_reference(synthetic_store):
+    """Issue 24 (9): the app measures against another reference, as `report --reference`
+    does, and the reference must stay among the configs in view."""
+    from textual.widgets import Select
+
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        app.screen.query_one("#sel-reference", Select).value = "cloze_qa"
+        configs = app.screen.query_one("#sel-configs", SelectionList)
+        configs.deselect("cloze_qa")
+        await pilot.press("a")
+        await pilot.pause()
+        assert ("the reference config cloze_qa must be in view"
+                in str(app.screen.query_one("#selection-error").render()))
+        configs.select("cloze_qa")
+        await pilot.press("a")
+        await wait_ready(app, pilot)
+        assert app.selection.reference == "cloze_qa"
+        assert app.view.cube.reference == "cloze_qa"
+        assert "selection: everything · reference cloze_qa" in screen_text(app)
+        cube = app.view.cube
+        k = cube.configs.index("cloze_qa")
+        expected = cube.bits[:, :, k].mean(axis=1)
+        shown = {b.band.model: b.band.reference for b in app.view.report.bands}
+        assert [shown[m] for m in cube.models] == pytest.approx(expected.tolist())
+        # the form opens on the reference in force; r goes back to the grid's default
+        await pilot.press("s")
+        await pilot.pause()
+        assert app.screen.query_one("#sel-reference", Select).value == "cloze_qa"
+        await pilot.press("r", "a")
+        await wait_ready(app, pilot)
+        assert app.selection.reference is None and app.view.cube.reference == "o0.letter"

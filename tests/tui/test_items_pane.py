@@ -173,3 +173,23 @@ async def test_the_item_drilldown_underlines_near_tie_cells(synthetic_store):
         assert "underline" not in styles["o0.letter"]
         legend = str(screen.query_one("#matrix-legend", Static).render())
         assert "2 near-tie cell(s) underlined" in legend
+
+
+async def test_a_sort_takes_the_cursor_to_the_top(synthetic_store):
+    """Issue 24 (13): after `o` the view shows the sorted order from its first row; the
+    cursor stayed on its item before, so the rows around it looked unsorted."""
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "4")
+        table = items_table(app)
+        await pilot.click(table)
+        await pilot.press("end")
+        await pilot.pause()
+        assert table.cursor_row == table.row_count - 1 and table.scroll_offset.y > 0
+        await pilot.press("o")  # sort by the first column (item id)
+        await pilot.pause()
+        ids = [key for key, _ in table.shown_rows]
+        assert ids == sorted(ids)
+        assert table.cursor_row == 0 and table.current_key() == ids[0]
+        assert table.scroll_offset.y == 0 and ids[0] in screen_text(app)

@@ -16,6 +16,7 @@ pytest.importorskip("transformers")
 
 from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.tui.app import FragilityApp  # noqa: E402
+from fragility_tui.tui.panes.runs import COLUMNS  # noqa: E402
 
 from .conftest import show_pane  # noqa: E402
 
@@ -84,8 +85,9 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
         assert run.total == total and run.run.model.endswith("tiny-llama")
         table = pane.main_table()
         shown = table.current_values()
-        assert table.row_count == 1 and shown[3].plain == "running"
-        assert shown[4] == "cpu" and shown[5] == run.done and shown[6] == total
+        named = dict(zip((c.label for c in COLUMNS), shown))
+        assert table.row_count == 1 and named["status"].plain == "running"
+        assert named["device"] == "cpu" and named["done"] == run.done and named["total"] == total
 
         await pilot.press("k", "y")  # cancel the selected run, confirmed
         run = await until(pilot, lambda: pane.runs[0].status == "cancelled" and pane.runs[0],

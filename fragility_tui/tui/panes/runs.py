@@ -32,9 +32,11 @@ from fragility_tui.tui.panes.run_form import check_run_form, run_argv
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
-COLUMNS = [Column("run"), Column("model"), Column("grid"), Column("status"), Column("device"),
-           Column("done", "int"), Column("total", "int"), Column("progress", "rich"),
-           Column("tok/s", "rate"), Column("ETA"), Column("started")]
+# progress and ETA come right after the run id: at 80 columns the columns after the model
+# name are off-screen, and how far a run is matters most while watching it
+COLUMNS = [Column("run"), Column("progress", "rich"), Column("ETA"), Column("status"),
+           Column("model"), Column("grid"), Column("device"), Column("done", "int"),
+           Column("total", "int"), Column("tok/s", "rate"), Column("started")]
 QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
             ("int4 (optimum-quanto)", "int4")]
 REFRESH_SECONDS = 1.0
@@ -197,9 +199,9 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             run = p.run
             bar = hbar(p.done / p.total if p.total else None, 12)
             rows.append((str(run.run_id),
-                         [run.run_id, run.model, run.grid,
-                          status_text(p.status, run.error, run.note), run.device or "",
-                          p.done, p.total, bar, p.tok_s, fmt_eta(p.eta), run.started_at]))
+                         [run.run_id, bar, fmt_eta(p.eta),
+                          status_text(p.status, run.error, run.note), run.model, run.grid,
+                          run.device or "", p.done, p.total, p.tok_s, run.started_at]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
         table.border_title = "Runs (refreshed every second)"

@@ -129,8 +129,9 @@ class PairScreen(DrillScreen):
         self.set_title(f"A = {self.a}   B = {self.b}: the items behind the gap")
         groups = pair_item_groups(view, self.a, self.b)
         summary = Text()
-        pair = next((p for p in view.report.get("pairs", [])
-                     if (p["a"], p["b"]) == (self.a, self.b)), None)
+        # the report is typed (analysis.report_sections.Report); verdict_reason reads JSON
+        pair = next((p.to_json() for p in view.report.pairs
+                     if (p.a, p.b) == (self.a, self.b)), None)
         if pair is not None:  # the verdict and why (it is about the stable set)
             summary.append(f"verdict {pair['verdict']}: ", style="bold")
             summary.append(verdict_reason(pair) + "\n")

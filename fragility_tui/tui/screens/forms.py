@@ -9,11 +9,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Input, SelectionList, Static
+from textual.widgets import Button, DataTable, Input, Select, SelectionList, Static
 from textual.widgets.selection_list import Selection as ListItem
 
 from fragility_tui.grid.reference import ReferenceNotInView, check_reference
-from fragility_tui.harness.configs import REFERENCE
+from fragility_tui.harness.configs import REFERENCE, default_reference
 from fragility_tui.tui.selection import Selection
 from fragility_tui.text import distinct_labels
 from fragility_tui.tui.sanitize import clean
@@ -71,13 +71,17 @@ class SelectionScreen(ModalScreen[Selection | None]):
         benchmarks = sorted(set(cube.benchmarks.tolist()))
         with Vertical(id="selection-box"):
             yield Static(Text("Space toggles · a applies · r resets · Esc cancels. The "
-                              f"reference config {cube.reference} always stays in view.", style="bold"))
+                              "reference config (every statistic is measured against it; "
+                              "report --reference) always stays in view.", style="bold"))
             with Horizontal(id="selection-lists"):
                 yield _list("configs", cube.configs, cur.configs)
                 yield _list("models", cube.models, cur.models)
                 yield _list("benchmarks", benchmarks, cur.benchmarks)
             yield Static("", id="selection-error")
             with Horizontal(id="selection-buttons"):
+                yield Static("reference", id="sel-reference-label")
+                yield Select([(clean(c, one_line=True, limit=40), c) for c in cube.configs],
+                             value=cube.reference, allow_blank=False, id="sel-reference")
                 yield Button("Apply (a)", id="apply", variant="primary")
                 yield Button("Cancel (Esc)", id="cancel")
 
@@ -98,7 +102,8 @@ class SelectionScreen(ModalScreen[Selection | None]):
     def action_apply(self) -> None:
         chosen = {name: tuple(self.query_one(f"#sel-{name}", SelectionList).selected)
                   for name in ("configs", "models", "benchmarks")}
-        problem = _selection_problem(chosen, len(self.cube.models), self.cube.reference)
+        reference = self.query_one("#sel-reference", Select).value
+        problem = _selection_problem(chosen, len(self.cube.models), reference)
         if problem:
             self.query_one("#selection-error", Static).update(Text(problem, style="bold red"))
             return
@@ -107,11 +112,14 @@ class SelectionScreen(ModalScreen[Selection | None]):
         fields = {name: None if set(values) == set(every[name]) else
                   tuple(v for v in every[name] if v in values)
                   for name, values in chosen.items()}
-        self.dismiss(Selection(**fields))
+        # None while it is the grid's default, so a grid without o0.letter keeps its own
+        default = default_reference(self.cube.configs)
+        self.dismiss(Selection(**fields, reference=None if reference == default else reference))
 
     def action_reset(self) -> None:
         for name in ("configs", "models", "benchmarks"):
             self.query_one(f"#sel-{name}", SelectionList).select_all()
+        self.query_one("#sel-reference", Select).value = default_reference(self.cube.configs)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

@@ -26,6 +26,7 @@ from fragility_tui.tui.config_matrix import (MODEL_WIDTH, group_header, matrix_l
 @dataclass
 class CellsLoaded(Message):
     cells: dict  # (model, config_id) -> cell dict
+    chats: dict  # model -> harness.chat.ChatTemplate (how its prompts were rendered)
 
 
 class ItemScreen(DrillScreen):
@@ -36,6 +37,7 @@ class ItemScreen(DrillScreen):
         super().__init__()
         self.view, self.gateway, self.item_uid = view, gateway, item_uid
         self.cells: dict = {}
+        self.chats: dict = {}
 
     def compose(self) -> ComposeResult:
         yield from self.compose_header()
@@ -100,16 +102,17 @@ class ItemScreen(DrillScreen):
     def load_cells(self) -> None:
         try:
             rows = self.gateway.item_cells(self.view.grid, self.item_uid)
+            chats = self.gateway.chat_templates(self.view.grid)
         except Exception as exc:  # the matrix stays useful without the cell details
-            rows = []
+            rows, chats = [], {}
             self.app.call_from_thread(self.app.notify, clean(exc, limit=300),
                                       title="could not load cells", severity="error",
                                       markup=False)
-        self.post_message(CellsLoaded({(r["model"], r["config_id"]): r for r in rows}))
+        self.post_message(CellsLoaded({(r["model"], r["config_id"]): r for r in rows}, chats))
 
     @on(CellsLoaded)
     def _cells_loaded(self, message: CellsLoaded) -> None:
-        self.cells = message.cells
+        self.cells, self.chats = message.cells, message.chats
         self._mark_near_ties()
         self._show_cell()
 
@@ -147,4 +150,4 @@ class ItemScreen(DrillScreen):
                                style="dim"))
             return
         detail.update(cell_detail(self.item, model, config_id, self.cells.get((model, config_id)),
-                                  self.view.seed))
+                                  self.view.seed, self.chats.get(model)))

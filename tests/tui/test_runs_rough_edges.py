@@ -1,0 +1,69 @@
+"""Issue 24 (15): the Runs pane at the sizes people use — a long form error is shown whole,
+and at 80×24 a run's progress and ETA are on screen."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fragility_tui.tui.app import FragilityApp
+
+from .conftest import screen_text, wait_ready
+
+pytestmark = pytest.mark.anyio
+
+
+async def open_runs(app, pilot):
+    await wait_ready(app, pilot)
+    await pilot.press("7")
+    for _ in range(100):  # the pane's first poll (not show_pane: see test_form_keys)
+        await pilot.pause(0.05)
+        if app.pane("runs").main_table().row_count or app.pane("runs").runs == []:
+            break
+    await pilot.pause()
+    return app.pane("runs")
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+async def test_the_alias_error_is_shown_whole(synthetic_store, size):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=size) as pilot:
+        pane = await open_runs(app, pilot)
+        pane.query_one("#run-model").value = "smollm2"  # not an alias, a file or a hub id
+        pane.query_one("#run-grid").value = "mine"
+        await pilot.pause()
+        pane.query_one("#run-start").press()
+        await pilot.pause()
+        note = str(pane.query_one("#run-note").render())
+        assert "is not an alias" in note and note.rstrip().endswith("org/name[@revision]")
+        shown = " ".join(line.strip(" │") for line in screen_text(app).splitlines())
+        assert "org/name[@revision]" in shown  # the end of the message, on screen
+
+
+async def test_progress_and_eta_are_on_screen_at_80x24(synthetic_store, tmp_path):
+    import os
+
+    from fragility_tui.processes import process_start
+
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps({"cells_done": 520, "cells_total": 1040,
+                                  "tokens_per_s": 812.5, "eta_s": 3725}) + "\n")
+    run_id = synthetic_store.create_run({
+        "grid": "synthetic-small", "model": "smollm2-135m-instruct+int4", "status": "running",
+        "cells_done": 500, "cells_total": 1040,
+        "spec": {"models": ["smollm2-135m-instruct+int4"], "items": ["x.jsonl"], "grid": "g"}})
+    # a live process (this test's own), so the run shows as running, not died
+    synthetic_store.update_run(run_id, pid=os.getpid(), pid_started=process_start(os.getpid()),
+                               events_path=str(events))
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await open_runs(app, pilot)
+        for _ in range(100):
+            if pane.runs:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        row = next(line for line in screen_text(app).splitlines() if run_id in line)
+        assert "██████" in row, row  # half of a 12-cell bar
+        assert "1h02m" in row, row  # fmt_eta(3725)
