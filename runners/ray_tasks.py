@@ -143,7 +143,7 @@ def pack(folder: Path) -> dict[str, bytes]:
 
 def unpack(files: dict[str, bytes], folder: Path) -> None:
     """Write a task's shipped files under the driver's folder, each whole or not at all."""
-    from fragility_tui.store.parts import write_atomic
+    from fragility_tui.files import write_atomic
 
     for rel, data in files.items():
         target = (folder / rel).resolve()

@@ -27,6 +27,7 @@ import os
 from pathlib import Path
 
 from fragility_tui.errors import InputError
+from fragility_tui.files import write_atomic
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import FingerprintMismatch, fingerprint_diff
 from fragility_tui.store.runs import RunRecord, RunStatus, new_run_id
@@ -57,18 +58,6 @@ def item_schema():
         ("subject", pa.string()), ("question", pa.string()), ("choices", pa.list_(pa.string())),
         ("gold", pa.int32()),
     ])
-
-
-def write_atomic(path: Path, write) -> None:
-    """write(tmp_path), then rename into place: readers never see a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 def _write_json(path: Path, doc: dict) -> None:
