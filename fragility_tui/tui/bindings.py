@@ -34,7 +34,7 @@ APP_BINDINGS = [
 
 def binding_sources() -> list[tuple[str, list]]:
     """(where, bindings) for every class that declares bindings."""
-    from fragility_tui.tui.screens import DrillScreen, HelpScreen, SelectionScreen
+    from fragility_tui.tui.screens import DrillScreen, HelpScreen, ModelScreen, SelectionScreen
     from fragility_tui.tui.screens.forms import ExportScreen
     from fragility_tui.tui.confirm import ConfirmScreen
     from fragility_tui.tui.virtual_table import VirtualTable
@@ -44,7 +44,8 @@ def binding_sources() -> list[tuple[str, list]]:
                ("Items table", long_tables),
                ("drill-downs", DrillScreen.BINDINGS), ("selection form", SelectionScreen.BINDINGS),
                ("help", HelpScreen.BINDINGS), ("export form", ExportScreen.BINDINGS),
-               ("confirm question", ConfirmScreen.BINDINGS)]
+               ("confirm question", ConfirmScreen.BINDINGS),
+               ("model drill-down", ModelScreen.BINDINGS)]
     sources += [(f"{p.title} pane", p.BINDINGS) for p in PANES if "BINDINGS" in p.__dict__]
     return sources
 
