@@ -30,7 +30,7 @@ run: install
 	$(VENV)/bin/fragility-tui
 
 test: install
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
 
 # DEVICE / DTYPE: where the reference check runs (`make test-reference DEVICE=cuda DTYPE=bf16`
 # on a GPU box); by default the CPU in fp32.

@@ -77,7 +77,7 @@ def fragility_run(db: Path, grid: str, items: list[str], configs: str, threads: 
 def last_run(db: Path) -> dict:
     from fragility_tui.store.store import Store
 
-    return Store(db).list_runs()[0]
+    return Store(db).runs()[0].to_dict()
 
 
 # -- (a) lm-evaluation-harness ------------------------------------------------------------

@@ -103,6 +103,20 @@ class TokenBudget:
         }
 
 
+class SchedulesOwnMemory:
+    """A backend whose engine or server schedules its own memory (vLLM, a served model): its
+    batch is only a store transaction's size, the user's --batch-tokens or a fixed default."""
+
+    budget_flag = "--batch-tokens"
+    budget_default: int
+    budget_source: str  # why the default, for provenance
+
+    def token_budget(self, tokens: int | None, item_cap: int | None) -> TokenBudget:
+        if tokens:
+            return TokenBudget(tokens, self.budget_flag, item_cap)
+        return TokenBudget(self.budget_default, self.budget_source, item_cap)
+
+
 def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_bytes: int = 4,
                    *, tokens: int | None = None, item_cap: int | None = None) -> TokenBudget:
     """The starting budget: `tokens` when given (--batch-tokens), else from memory: on a

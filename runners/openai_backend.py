@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fragility_tui.errors import InputError
 from fragility_tui.harness.parser import PARSER_VERSION
 from fragility_tui.harness.render import PROMPT_VERSION
-from runners.batching import TokenBudget
+from runners.batching import SchedulesOwnMemory
 from runners.openai_client import DEFAULT_TIMEOUT_S, OpenAIClient, ServerError, read_api_key
 from runners.openai_protocol import (CLOZE_CONFIGS, check_echo, continuation_loglikelihood,
                                      cut, echo_body, generated_text, generation_body)
@@ -233,9 +233,13 @@ def load_served(served: ServedModel, spec):
     return loaded, scorer
 
 
-class OpenAIScorer:
+class OpenAIScorer(SchedulesOwnMemory):
     """Scores a batch of requests against the server; runners.scoring.Scorer's interface."""
 
+    budget_flag = "--batch-tokens (prompt bytes)"
+    budget_default = DEFAULT_BATCH_BYTES
+    budget_source = ("openai backend default: prompt bytes per batch (a batch is one store "
+                     "transaction)")
     kv_bytes_per_token = None
 
     def __init__(self, client: OpenAIClient, model: str, endpoint: str, max_new_tokens: int,
@@ -248,12 +252,6 @@ class OpenAIScorer:
     def layout(self) -> str:
         return (f"one HTTP request per prompt to {self.client.host}, at most "
                 f"{self.client.concurrency} in flight; the server batches and caches")
-
-    def token_budget(self, tokens: int | None, item_cap: int | None) -> TokenBudget:
-        if tokens:
-            return TokenBudget(tokens, "--batch-tokens (prompt bytes)", item_cap)
-        return TokenBudget(DEFAULT_BATCH_BYTES, "openai backend default: prompt bytes per "
-                           "batch (a batch is one store transaction)", item_cap)
 
     def score(self, gen: list, lik: list, *, max_slots: int | None = None) -> BatchResult:
         started = time.perf_counter()

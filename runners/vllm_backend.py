@@ -31,7 +31,7 @@ import time
 from functools import partial
 
 from fragility_tui.errors import InputError
-from runners.batching import TokenBudget
+from runners.batching import SchedulesOwnMemory
 from runners.prefix_tree import build_tree, count_tokens
 from runners.run_provenance import model_provenance
 from runners.score_types import BatchResult, GenResult, ScoreStats, stop_reason
@@ -220,10 +220,14 @@ def _provenance(prepared, loaded, settings: dict, sizing: dict, invariance: dict
 
 # -- scoring ----------------------------------------------------------------------------------
 
-class VLLMScorer:
+class VLLMScorer(SchedulesOwnMemory):
     """Scores a batch of the planner's requests with a vLLM engine; the same interface and
     result as runners.scoring.Scorer."""
 
+    budget_flag = "--batch-tokens"
+    budget_default = DEFAULT_BATCH_TOKENS
+    budget_source = ("vLLM backend default (the engine schedules its own memory; a batch is one "
+                     "store transaction)")
     kv_bytes_per_token = None  # vLLM sizes its own (paged) KV cache
 
     def __init__(self, engine, tokenizer, eos_ids, *, max_new_tokens: int, sampling_params,
@@ -246,13 +250,6 @@ class VLLMScorer:
                    if self.prefix_caching else "off")
         return ("vLLM engine: a batch's prompts as token ids in one LLM.generate call, paged "
                 f"attention, prefix caching {caching}")
-
-    def token_budget(self, tokens: int | None, item_cap: int | None) -> TokenBudget:
-        """A batch is a store transaction and one engine call; vLLM schedules its memory."""
-        if tokens:
-            return TokenBudget(tokens, "--batch-tokens", item_cap)
-        return TokenBudget(DEFAULT_BATCH_TOKENS, "vLLM backend default (the engine schedules "
-                           "its own memory; a batch is one store transaction)", item_cap)
 
     def score(self, gen: list, lik: list, *, max_slots: int | None = None) -> BatchResult:
         """Score a batch in one engine call (`max_slots` is the transformers scorer's bound

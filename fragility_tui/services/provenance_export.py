@@ -29,7 +29,7 @@ def strip_local_paths(value):
 
 def provenance_document(store, grid: str) -> dict:
     meta = store.grid_meta(grid)
-    runs = [r for r in store.list_runs(grid)]
+    runs = [r.to_dict() for r in store.runs(grid)]
     return strip_local_paths({
         "grid": grid, "synthetic": meta["synthetic"], "description": meta["description"],
         "item_set_hash": meta.get("item_set_hash"), "models": store.list_models(grid),

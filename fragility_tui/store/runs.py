@@ -162,11 +162,6 @@ class RunRecords:
             return self._select_runs("", [])
         return self._select_runs("WHERE grid = ?", [grid])
 
-    def list_runs(self, grid: str | None = None) -> list[dict]:
-        """`runs(grid)` as plain rows (RunRecord.to_dict): what JSON output and the
-        provenance export write."""
-        return [r.to_dict() for r in self.runs(grid)]
-
     def _select_runs(self, where: str, args: list) -> list[RunRecord]:
         with self.connect() as con:
             cur = con.execute(f"SELECT run_id, {', '.join(RUN_FIELDS)} FROM runs {where} "

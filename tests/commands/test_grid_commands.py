@@ -123,7 +123,7 @@ def test_shipped_sample_grid_loads(tmp_path):
     assert (real["models"], real["items"], real["configs"], real["complete"],
             real["synthetic"]) == (4, 265, 26, True, False)
     store = Store(db)
-    assert {r["status"] for r in store.list_runs("starter-real")} == {"finished"}
+    assert {r.status for r in store.runs("starter-real")} == {"finished"}
     models = {m["model"]: m for m in store.list_models("starter-real")}
     assert set(models) == {"smollm2-135m-instruct", "smollm2-135m-instruct+int8",
                            "smollm2-135m-instruct+int4", "gemma3-270m"}

@@ -48,7 +48,7 @@ def cli_in(cwd: Path, *args: str, db: Path):
 
 def snapshot(db: Path) -> tuple:
     store = Store(db)
-    runs = json.dumps(store.list_runs(), default=str, sort_keys=True)
+    runs = json.dumps([r.to_dict() for r in store.runs()], default=str, sort_keys=True)
     grids = [g.to_json() for g in store.list_grids()]
     return runs, grids, store.count_cells()
 
@@ -175,4 +175,4 @@ def test_a_typo_in_items_leaves_no_run_row(tmp_path):
                   "--grid", "new", "--display", "none", db=db)
     assert out.returncode == 2 and "no-such-items.jsonl" in out.stderr, out.stderr
     store = Store(db)
-    assert store.list_runs() == [] and not store.has_grid("new")
+    assert store.runs() == [] and not store.has_grid("new")

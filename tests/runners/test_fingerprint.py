@@ -182,7 +182,7 @@ def test_exported_provenance_holds_no_machine_path(tiny_folder, tmp_path):
     items = write_items(tmp_path / "items.jsonl", 1)
     Run(spec_for(tiny_folder, items), store, display="none",
         events_path=str(tmp_path / "ev.jsonl")).execute()
-    prov = store.get_run(store.list_runs()[0]["run_id"]).provenance
+    prov = store.runs()[0].provenance
     model = prov["models"]["tiny-llama"]
     assert model["source"] == "folder:tiny-llama" and "path" not in model
     assert prov["item_sources"] == ["items.jsonl"]
@@ -352,4 +352,4 @@ def test_two_specs_under_one_name_are_refused_before_the_run_row(tiny_folder, tm
     with pytest.raises(InputError, match="--name"):
         Run(RunSpec(models=[str(tiny_folder)] * 2, items=[str(items)], grid="g", name="x"),
             store, display="none")
-    assert store.list_runs() == []
+    assert store.runs() == []

@@ -57,9 +57,9 @@ def test_two_shards_merged_equal_one_whole_run(whole_and_parts, tmp_path):
     assert (cube.models, cube.configs) == (tuple(models), tuple(configs))
     assert (cube.bits == bits).all() and (cube.present == present).all() and present.all()
     # each worker's run keeps its own provenance and sessions
-    runs = store.list_runs("g")
-    assert sorted(r["spec"]["shard"][0] for r in runs) == [0, 1]
-    assert all(r["status"] == "finished" and r["provenance"]["sessions"] for r in runs)
+    runs = store.runs("g")
+    assert sorted(r.spec["shard"][0] for r in runs) == [0, 1]
+    assert all(r.status == "finished" and r.provenance["sessions"] for r in runs)
     (model,) = store.list_models("g")
     assert model["fingerprint"] == whole.list_models("g")[0]["fingerprint"]
     # idempotent: again, and with a copy of every part beside the originals
@@ -212,7 +212,7 @@ def test_a_worker_killed_mid_run_then_rerun_completes_the_whole_grid(tiny_folder
     db = tmp_path / "merged.duckdb"
     run_cli("merge", str(folder), "--grid", "g", db=db, check=True)
     assert_same_cells(cells_of(Store(db), "g"), cells_of(Store(whole_db), "g"))
-    assert len(Store(db).list_runs("g")) == 2  # the killed run and its rerun, both recorded
+    assert len(Store(db).runs("g")) == 2  # the killed run and its rerun, both recorded
 
 
 def test_a_part_written_while_merging_waits_for_the_next_merge(whole_and_parts, tmp_path,

@@ -51,12 +51,12 @@ def test_ray_shards_on_a_local_cluster_give_the_single_process_grid(tiny_folder,
     assert proc.returncode == 0, proc.stderr[-3000:]
     store = Store(db)
     assert_same_cells(cells_of(store, "g"), reference)
-    runs = store.list_runs("g")
-    launch = [r for r in runs if r["spec"].get("launcher")]
-    assert len(launch) == 1 and launch[0]["status"] == "finished"
-    assert launch[0]["provenance"]["launcher"] == "ray" and launch[0]["cells_done"] == 24
-    assert sorted(r["spec"]["shard"][0] for r in runs if not r["spec"].get("launcher")) == [0, 1]
-    events = [json.loads(line) for line in open(launch[0]["events_path"])]
+    runs = store.runs("g")
+    launch = [r for r in runs if r.spec.get("launcher")]
+    assert len(launch) == 1 and launch[0].status == "finished"
+    assert launch[0].provenance["launcher"] == "ray" and launch[0].cells_done == 24
+    assert sorted(r.spec["shard"][0] for r in runs if not r.spec.get("launcher")) == [0, 1]
+    events = [json.loads(line) for line in open(launch[0].events_path)]
     assert events[0]["event"] == "started" and events[-1]["event"] == "finished"
     assert "g" in proc.stdout  # the plain display printed progress
 
@@ -78,9 +78,9 @@ def test_a_killed_ray_worker_is_retried_and_the_grid_is_still_whole(tiny_folder,
     assert driver.returncode == 0, err[-3000:]
     store = Store(db)
     assert_same_cells(cells_of(store, "g"), reference)
-    workers = [r for r in store.list_runs("g") if not r["spec"].get("launcher")]
+    workers = [r for r in store.runs("g") if not r.spec.get("launcher")]
     assert len(workers) == 2  # the killed attempt and Ray's retry, both recorded
-    assert victim in {r["pid"] for r in workers}
+    assert victim in {r.pid for r in workers}
 
 
 def _wait_for_a_worker_with_parts(parts, driver, timeout=300) -> int:

@@ -135,13 +135,13 @@ def test_two_nodes_relative_items_give_the_single_process_grid(cluster, tiny_fol
     assert proc.returncode == 0, proc.stderr[-3000:]
     store = Store(db)
     assert_same_cells(cells_of(store, "g"), reference)
-    runs = store.list_runs("g")
-    launch = [r for r in runs if r["spec"].get("launcher")][0]
-    assert launch["status"] == "finished" and launch["cells_done"] == 24
-    assert launch["provenance"]["transfer"] == "ray object store"
-    assert launch["spec"]["items"] == [str(tmp_path / "items.jsonl")]
-    workers = [r for r in runs if not r["spec"].get("launcher")]
-    assert sorted(r["spec"]["shard"][0] for r in workers) == [0, 1]
+    runs = store.runs("g")
+    launch = [r for r in runs if r.spec.get("launcher")][0]
+    assert launch.status == "finished" and launch.cells_done == 24
+    assert launch.provenance["transfer"] == "ray object store"
+    assert launch.spec["items"] == [str(tmp_path / "items.jsonl")]
+    workers = [r for r in runs if not r.spec.get("launcher")]
+    assert sorted(r.spec["shard"][0] for r in workers) == [0, 1]
     # Nothing went through a shared folder: the parts sit in the driver's own data folder,
     # and neither node's scratch kept any.
     assert list((root / "driver" / "data").rglob("cells/*.parquet"))
@@ -198,4 +198,4 @@ def test_a_task_no_node_can_hold_is_refused_within_a_minute(cluster, tiny_folder
     assert proc.returncode == 2, proc.stderr[-3000:]
     assert "each asks for 2 CPU, 0 GPU" in proc.stderr
     assert proc.stderr.count(": 1 CPU, 0 GPU") == 2  # both nodes, with what they have
-    assert not Store(db).list_runs()  # refused before anything was recorded
+    assert not Store(db).runs()  # refused before anything was recorded

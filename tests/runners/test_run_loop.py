@@ -206,7 +206,7 @@ def test_seed_mismatch_with_an_existing_grid_is_refused(tiny_folder, tmp_path):
     with pytest.raises(InputError, match="seed 0"):  # before the run row is written
         Run(spec_for(tiny_folder, items, configs=["cloze_qa"], seed=5), store,
             display="none", events_path=str(tmp_path / "b.jsonl"))
-    assert len(store.list_runs()) == 1
+    assert len(store.runs()) == 1
 
 
 # -- the CLI as a user runs it ----------------------------------------------------------------
@@ -265,7 +265,7 @@ def test_sigkill_at_three_random_moments_then_resume(tiny_folder, tmp_path):
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         store = Store(db)
-        run_id = run_id or store.list_runs()[0]["run_id"]
+        run_id = run_id or store.runs()[0].run_id
         assert effective_status(store.get_run(run_id)) == "died"
         assert len(cells_of(store, "g")) < n_items * 26
         proc = start_cli("run", "--resume", run_id, "--db", str(db), "--display", "none",
@@ -277,7 +277,7 @@ def test_sigkill_at_three_random_moments_then_resume(tiny_folder, tmp_path):
         assert con.execute("SELECT count(*), count(DISTINCT (model, item_uid, config_id)) "
                            "FROM cells").fetchall()[0] == (n_items * 26, n_items * 26)
     assert store.get_run(run_id).status == "finished"
-    assert len(store.list_runs()) == 1  # resumes continue the same run
+    assert len(store.runs()) == 1  # resumes continue the same run
 
 
 def test_cancel_stops_after_the_current_batch(tiny_folder, tmp_path):
@@ -287,7 +287,7 @@ def test_cancel_stops_after_the_current_batch(tiny_folder, tmp_path):
                      "--per-benchmark", "0", "--batch-size", "1", "--threads", "1",
                      "--display", "none", "--db", str(db), "--events", str(events))
     assert wait_for_batches(events, 1, proc)
-    run_id = Store(db).list_runs()[0]["run_id"]
+    run_id = Store(db).runs()[0].run_id
     out = cli("runs", "cancel", run_id, "--db", str(db))
     assert out.returncode == 0 and "cancelling" in out.stdout
     assert proc.wait(timeout=120) == 130
@@ -327,7 +327,7 @@ def test_unreadable_items_are_refused_before_a_run_row(tiny_folder, tmp_path):
     out = cli("run", "--model", str(tiny_folder), "--items", str(bad), "--grid", "g",
               "--db", str(db), "--display", "none")
     assert out.returncode == 2 and out.stderr.startswith("error: ") and "bad.jsonl" in out.stderr
-    assert Store(db).list_runs() == []  # issue 24: no failed row for a grid never made
+    assert Store(db).runs() == []  # issue 24: no failed row for a grid never made
 
 
 def test_model_needing_remote_code_is_refused(tmp_path, tiny_folder):

@@ -48,7 +48,7 @@ def test_the_job_array_and_merge_give_the_single_process_grid(tiny_folder, tmp_p
     assert merged.returncode == 0, merged.stderr
     assert "merged" in merged.stdout
     assert_same_cells(cells_of(Store(db), "g"), cells_of(Store(whole), "g"))
-    shards = sorted(r["spec"]["shard"] for r in Store(db).list_runs("g"))
+    shards = sorted(r.spec["shard"] for r in Store(db).runs("g"))
     assert shards == [[0, 3], [1, 3], [2, 3]]
 
 

@@ -186,13 +186,13 @@ def test_a_vllm_run_equals_the_transformers_grid_and_is_another_setting(tiny_fol
     assert row.provenance["batching"]["tiny-llama"]["layout"].startswith("vLLM engine")
     card = provenance_card(row)
     assert "backend          vllm 0.0.fake (experimental: not yet run on a GPU)" in card
-    assert "backend          transformers" in provenance_card(plain.list_runs()[0])
+    assert "backend          transformers" in provenance_card(plain.runs()[0])
     [recorded] = store.list_models("g")
     assert recorded["fingerprint"]["backend"] == "vllm"
     # Into the transformers grid: another setting, refused before any run row is written.
     with pytest.raises(FingerprintMismatch, match="backend transformers → vllm"):
         Run(spec_for(tiny_folder, items, backend="vllm"), plain, display="none")
-    assert len(plain.list_runs()) == 1
+    assert len(plain.runs()) == 1
     assert RunSpec.from_dict({"models": ["m"], "items": ["i"], "grid": "g"}).backend == \
         "transformers"  # a run recorded before --backend replays on transformers
 
@@ -208,11 +208,11 @@ def test_the_cli_without_vllm_fails_at_once_and_writes_nothing(tiny_folder, tmp_
     assert "pip install -e '.[vllm]'" in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     store = Store(db)
-    assert store.list_runs() == [] and not store.has_grid("g")
+    assert store.runs() == [] and not store.has_grid("g")
     two = run_cli("run", "--backend", "vllm", "--model", str(tiny_folder), "--model",
                   str(tiny_folder), "--items", str(items), "--grid", "g", db=db)
     assert two.returncode == 2 and "one --model per run" in two.stderr
-    assert store.list_runs() == []
+    assert store.runs() == []
     help_text = " ".join(run_cli("run", "--help").stdout.split())
     assert "(experimental: not yet run on a GPU; pip install -e '.[vllm]')" in help_text
 

@@ -78,4 +78,5 @@ def test_runs_json_prints_the_same_rows(tmp_path, capsys):
     assert cmd_show(store, argparse.Namespace(run_id=first, json=True)) == 0
     row = next(r for r in expected if r["run_id"] == first)
     assert capsys.readouterr().out == json.dumps(row, default=str, indent=1) + "\n"
-    assert store.list_runs() == expected  # the plain rows the provenance export writes
+    # the plain rows the provenance export writes
+    assert [r.to_dict() for r in store.runs()] == expected

@@ -50,7 +50,7 @@ def test_a_newer_shipped_version_replaces_the_older_one(shipped, tmp_path):
     assert ensure_sample_grids(store) == ["demo"]
     assert models_of(store) == ["a", "b"]
     assert store.grid_meta("demo")["description"] == "demo with 2 models"
-    assert sorted(r["run_id"] for r in store.list_runs("demo")) == ["run-a", "run-b"]
+    assert sorted(r.run_id for r in store.runs("demo")) == ["run-a", "run-b"]
 
 
 def test_a_release_that_only_corrects_the_provenance_reaches_the_store(shipped, tmp_path):

@@ -80,7 +80,7 @@ def test_runs_round_trip(tmp_path):
     run = store.get_run(run_id)
     assert run.status == "running" and run.cells_done == 5
     assert run.spec == {"items": ["x"]} and run.provenance == {"dtype": "fp32"}
-    assert [r["run_id"] for r in store.list_runs("g")] == [run_id]
+    assert [r.run_id for r in store.runs("g")] == [run_id]
     with pytest.raises(ValueError):
         store.update_run(run_id, nonsense=1)
 

@@ -127,7 +127,7 @@ async def test_a_doomed_run_is_not_launched(tmp_path):
         await pilot.pause()
         note = str(pane.query_one("#run-note").render())
         assert "is not an alias" in note and "no such file or folder" in note
-    assert Store(db).list_runs() == []
+    assert Store(db).runs() == []
 
 
 async def test_a_run_refused_at_its_start_says_why_in_the_pane(tmp_path, tiny_model_folder):
@@ -148,4 +148,4 @@ async def test_a_run_refused_at_its_start_says_why_in_the_pane(tmp_path, tiny_mo
                            and str(pane.query_one("#run-note").render()), "the refusal",
                            timeout=60)
         assert "exit 2" in note and "--no-such-flag" in note
-    assert Store(db).list_runs() == []
+    assert Store(db).runs() == []
