@@ -67,8 +67,9 @@ def report_of(cube: Cube | Basis, *, target: str = "observed", margin: float = 2
     target: which target the renderings lead with; the report always holds both (§11).
     costs: optional {model: {"seconds_per_item": float|None, "tokens_per_item": ...}} from
     the store's runs; shown beside accuracy (§9), never folded into any statistic.
-    near_tie: optional bool [M, I, C] of the cells recorded near_tie (aligned with cube):
-    adds `near_ties`, per model the fragile rows only near-tie cells make fragile.
+    near_tie: optional bool [M, I, C] of the cells recorded near_tie (aligned with cube;
+    default: the cube's own mask, when it carries one): adds `near_ties`, per model the
+    fragile rows only near-tie cells make fragile.
     discrimination: "item-total" (SPEC §8's corrected item-total correlation) or "irt"
     (2PL slopes, analysis.irt) behind the discrimination figures and compression.
     """
@@ -122,8 +123,14 @@ def report_of(cube: Cube | Basis, *, target: str = "observed", margin: float = 2
             cube.models[m]: Cost(*(_num((costs.get(cube.models[m]) or {}).get(key))
                                    for key in ("seconds_per_item", "tokens_per_item")))
             for m in order},
-        near_ties=(None if near_tie is None  # the mask is aligned with the cube as given
-                   else tuple(near_tie_fragility(basis.source, near_tie))))
+        near_ties=_near_ties(basis.source, near_tie))
+
+
+def _near_ties(cube: Cube, near_tie) -> tuple | None:
+    """Per model, the fragile rows only near-tie cells make fragile; `near_tie` is aligned
+    with the cube as given (else the cube's own mask); None when there is neither."""
+    near_tie = cube.near_tie if near_tie is None else near_tie
+    return None if near_tie is None else tuple(near_tie_fragility(cube, near_tie))
 
 
 def first_sections(cube: Cube | Basis, *, name: str | None = None) -> Report:

@@ -29,12 +29,17 @@ class Cube:
     benchmarks: np.ndarray  # object/str [I]
     subjects: np.ndarray | None = None  # object [I] (None entries allowed)
     reference: str = REFERENCE  # config id
+    # bool [M, I, C]: cells recorded near_tie (decided inside the run's rounding; runner docs,
+    # margins and near-ties); None when the grid records none
+    near_tie: np.ndarray | None = None
 
     def __post_init__(self):
         shape = (len(self.models), len(self.items), len(self.configs))
         if self.bits.shape != shape or self.present.shape != shape:
             raise ValueError(f"cube arrays have shape {self.bits.shape}/{self.present.shape}, "
                              f"expected {shape}")
+        if self.near_tie is not None and self.near_tie.shape != shape:
+            raise ValueError(f"near-tie mask has shape {self.near_tie.shape}, expected {shape}")
         if list(self.configs) != sorted(self.configs, key=CONFIG_POSITION.__getitem__):
             raise ValueError("cube configs must be in canonical order")
         if self.reference not in CONFIG_BY_ID:
@@ -80,6 +85,7 @@ class Cube:
             benchmarks=self.benchmarks[i_idx],
             subjects=None if self.subjects is None else self.subjects[i_idx],
             reference=self.reference,
+            near_tie=None if self.near_tie is None else self.near_tie[grid],
         )
 
     @staticmethod

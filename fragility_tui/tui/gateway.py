@@ -4,6 +4,8 @@ opens it (fragility_tui.bootstrap: the default store gets the shipped grids)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 from typing import TYPE_CHECKING, Callable, TypeVar
 
@@ -44,8 +46,12 @@ class StoreGateway:
         return self._call(lambda store: store.list_grids())
 
     def load_grid(self, grid: str) -> tuple:
-        """(cube, {item_uid: Item}, grid metadata) of a grid."""
+        """(cube, {item_uid: Item}, grid metadata) of a grid; the cube carries the grid's
+        near-tie cells (the Bands pane counts the fragility only they make)."""
         cube = self._call(lambda store: store.load_cube(grid))
+        near_tie = self._call(lambda store: store.near_tie_mask(grid, cube))
+        if near_tie.any():
+            cube = dataclasses.replace(cube, near_tie=near_tie)
         items = {it.item_uid: it for it in self._call(lambda store: store.load_items(grid))}
         return cube, items, self._call(lambda store: store.grid_meta(grid))
 

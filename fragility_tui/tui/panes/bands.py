@@ -21,6 +21,8 @@ COLUMNS = [Column("model"), Column("ref %", "pct"), Column("min %", "pct"), Colu
            Column("max %", "pct"), Column("max config"), Column("spread", "pct"),
            Column("mean %", "pct"), Column("robust %", "pct"),
            Column("fragile share of ref-correct %", "pct"), Column("incomplete", "int")]
+# shown when the grid records near-tie cells: the fragile rows rounding alone can explain
+NEAR_TIE_COLUMN = Column("fragile only via near-ties", "int")
 LEGEND = "● reference  ◆ mean  ├─┤ min…max over configs  ▓ robust accuracy   (scale 0–100 %)"
 
 
@@ -43,12 +45,15 @@ class BandsPane(Pane, pane_id="bands", title="Bands", above="bands-provisional",
 
     def render_view(self, view) -> None:
         bands = [row.band for row in view.report.bands]
+        near = {r.model: r.only_near_ties for r in view.report.near_ties or ()
+                if any(n.near_tie_cells for n in view.report.near_ties)}
         rows = [(b.model, [b.model, b.reference, b.min, b.min_config, b.max, b.max_config,
                            b.spread, b.mean, b.robust_accuracy,
-                           b.fragile_share_of_reference_correct, b.incomplete])
+                           b.fragile_share_of_reference_correct, b.incomplete]
+                 + ([near.get(b.model)] if near else []))
                 for b in bands]
         table = self.query_one(ReportTable)
-        table.set_data(COLUMNS, rows)
+        table.set_data(COLUMNS + ([NEAR_TIE_COLUMN] if near else []), rows)
         table.border_title = "Bands (models in reference order)"
         self.update_caption()
         self.query_one("#band-chart", Static).update(self.chart(bands))
