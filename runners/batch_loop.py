@@ -66,8 +66,7 @@ class ModelBatches:
                 run.session.setdefault("host_overlap", {})[self.model] = record
 
     def _batches(self, planner, worker, stopper, timing, clock) -> str:
-        from runners.batching import attempt
-        from runners.loop import RunFailed
+        from runners.batching import RunFailed, attempt
 
         run, budget, name = self.run, self.budget, self.model
         # Planned on the budget as it will be when the batch before has succeeded: the

@@ -215,6 +215,11 @@ def _available_ram() -> int:
 
 # -- out of memory ----------------------------------------------------------------------------
 
+class RunFailed(Exception):
+    """A run stopped by an error that is not the user's input (out of memory even at the
+    smallest budget, disk full, ...); runners.loop records it as the run's failure."""
+
+
 def is_oom(exc: BaseException) -> bool:
     import torch
 

@@ -28,6 +28,7 @@ from fragility_tui.store.schema import utc_now
 from fragility_tui.store.sink import CellSink
 from runners import device_queue
 from runners.admission import check_grid, load_run_items
+from runners.batching import RunFailed
 from runners.stopper import Stopper
 from runners.events import Display, EventLog, default_events_path
 from runners.run_provenance import gpu_info, new_session
@@ -73,8 +74,34 @@ class RunSpec:
         return cls(**known)
 
 
-class RunFailed(Exception):
-    """A run stopped by an error that is not the user's input (OOM, disk full, ...)."""
+def prepare_models(spec: RunSpec, store: CellSink) -> list:
+    """Each model's name and fingerprint from its spec, tokenizer and config files (no
+    weights load), checked against the grid's model rows: a model whose cells were made
+    with other settings is refused here (FingerprintMismatch, exit 2)."""
+    from runners.prepare import prepare_model
+
+    if spec.name and len(spec.models) > 1:
+        raise InputError("--name names one model; give a single --model with it",
+                         field="--name")
+    if spec.backend == "openai":  # a served model: its identity is asked of the server
+        from runners.openai_backend import prepare_served
+        prepared = [prepare_served(spec)]
+    else:
+        prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype,
+                                  device=device_queue.load_device(spec.device),
+                                  quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
+                                  mode=spec.prompt_mode,
+                                  trust_remote_code=spec.trust_remote_code,
+                                  backend=spec.backend)
+                    for m in spec.models]
+    names = [p.name for p in prepared]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"two --model specs would be recorded as {', '.join(twice)} in "
+                         "one grid; run them separately, one with --name", field="--model")
+    for p in prepared:
+        store.check_model(spec.grid, p.name, p.fingerprint)
+    return prepared
 
 
 def failure_reason(exc: BaseException) -> str:
@@ -106,8 +133,6 @@ class Run:
         for warning in self.inputs.report.warnings:  # a folder mixing splits or versions
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         note = check_grid(store, spec, self.inputs.set_hash)
-        from runners.prepare import prepare_models  # weights-side imports: only here
-
         self.prepared = prepare_models(spec, store)
         self.run_id = run_id or new_run_id()
         self.slot = (device_queue.take_now(store, self.run_id, spec.device,

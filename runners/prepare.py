@@ -152,33 +152,3 @@ def load_spec(spec: str, *, dtype: str = "auto", device: str = "auto",
                              trust_remote_code=trust_remote_code)
     return load_model(spec, prepared=prepared, quantize=quantize,
                       trust_remote_code=trust_remote_code)
-
-
-def prepare_models(spec, store) -> list:
-    """Each model's name and fingerprint from its spec, tokenizer and config files (no
-    weights load), checked against the grid's model rows: a model whose cells were made
-    with other settings is refused here (FingerprintMismatch, exit 2)."""
-    from runners import device_queue
-
-    if spec.name and len(spec.models) > 1:
-        raise InputError("--name names one model; give a single --model with it",
-                         field="--name")
-    if spec.backend == "openai":  # a served model: its identity is asked of the server
-        from runners.openai_backend import prepare_served
-        prepared = [prepare_served(spec)]
-    else:
-        prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype,
-                                  device=device_queue.load_device(spec.device),
-                                  quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
-                                  mode=spec.prompt_mode,
-                                  trust_remote_code=spec.trust_remote_code,
-                                  backend=spec.backend)
-                    for m in spec.models]
-    names = [p.name for p in prepared]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise InputError(f"two --model specs would be recorded as {', '.join(twice)} in "
-                         "one grid; run them separately, one with --name", field="--model")
-    for p in prepared:
-        store.check_model(spec.grid, p.name, p.fingerprint)
-    return prepared
