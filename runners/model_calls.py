@@ -27,15 +27,16 @@ class CallClock:
         self.seconds = 0.0
         self.calls = 0
 
-    def timed(self, call):
-        def run(*args, **kwargs):
-            started = time.perf_counter()
-            try:
-                return call(*args, **kwargs)
-            finally:
-                self.seconds += time.perf_counter() - started
-                self.calls += 1
-        return run
+    def call(self, function, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.calls += 1
+
+    def timed(self, function):
+        return lambda *args, **kwargs: self.call(function, *args, **kwargs)
 
 
 class ModelCalls:
@@ -49,7 +50,6 @@ class ModelCalls:
         self.backbone, head, self.head_precision = split_output_head(
             model, self.cache_kw, device)
         self.head = self.clock.timed(head)
-        self._decoder = self.clock.timed(self.backbone)
         self.layer_types, self.sliding_window, self.tree_masks = attention_layout(model.config)
 
     @property
@@ -61,9 +61,9 @@ class ModelCalls:
                 cache) -> torch.Tensor:
         """One decoder call over rows of `ids` (CPU tensors, moved here) appending to
         `cache`; the features the head reads (hidden states, or logits when not split)."""
-        out = self._decoder(input_ids=ids.to(self.device), attention_mask=mask,
-                            position_ids=positions.to(self.device), use_cache=True,
-                            **{self.cache_kw: cache})
+        out = self.clock.call(self.backbone, input_ids=ids.to(self.device),
+                              attention_mask=mask, position_ids=positions.to(self.device),
+                              use_cache=True, **{self.cache_kw: cache})
         return out.last_hidden_state if self.head_split else out.logits
 
     def plain_logits(self, ids: torch.Tensor) -> torch.Tensor:
