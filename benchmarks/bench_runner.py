@@ -18,7 +18,11 @@ same), `--threads` torch threads everywhere.
 Ratios are the figures to quote: absolute times depend on the CPU. Run with nothing else on
 the machine (two torch threads slow down ~10x while another process uses a core).
 
-usage: python benchmarks/bench_runner.py [--parts lmeval,grid,memory] [--threads 2]
+(d) host work beside the model calls: the (b) grid on --overlap-items items per benchmark,
+    with --no-overlap and then with overlap, back to back: host milliseconds per item and
+    the share of wall time with no model call in flight (goal with overlap: <= 10%).
+
+usage: python benchmarks/bench_runner.py [--parts lmeval,grid,overlap,memory] [--threads 2]
        [--device cpu|cuda] [--dtype fp32|bf16|fp16] [--baseline-rev c6c171a]
        [--baseline-items 16] [--json PATH]
 """
@@ -37,7 +41,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-SHARED = REPO.parent / "shared" / "benchmarks"
+# The real benchmark data beside the checkout (a worktree elsewhere names it).
+SHARED = Path(os.environ.get("FRAGILITY_BENCH_DATA") or REPO.parent / "shared" / "benchmarks")
 MODEL = "smollm2-135m-instruct"
 GRID_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
 LMEVAL_VERSION = "0.4.13"
@@ -64,14 +69,14 @@ def run_command(argv: list[str], *, threads: int, cwd: Path = REPO, env: dict | 
 
 def fragility_run(db: Path, grid: str, items: list[str], configs: str, threads: int,
                   per_benchmark: int = 0, cli: list[str] | None = None, cwd: Path = REPO,
-                  env: dict | None = None):
+                  env: dict | None = None, extra: list[str] | None = None):
     argv = (cli or [sys.executable, "-m", "fragility_tui.cli"]) + [
         "run", "--model", MODEL, "--grid", grid, "--db", str(db), "--configs", configs,
         "--per-benchmark", str(per_benchmark), "--dtype", DTYPE, "--device", DEVICE,
         "--threads", str(threads), "--display", "none"]
     for path in items:
         argv += ["--items", path]
-    return run_command(argv, threads=threads, cwd=cwd, env=env)
+    return run_command(argv + list(extra or []), threads=threads, cwd=cwd, env=env)
 
 
 def last_run(db: Path) -> dict:
@@ -247,6 +252,30 @@ def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
     return figures
 
 
+# -- (d) host work beside the model calls ----------------------------------------------------
+
+def bench_overlap(work: Path, threads: int, per_benchmark: int) -> dict:
+    """The same grid run with --no-overlap and then with overlap, back to back: host
+    milliseconds per item (planning, parsing, writing, the scorer's own Python) and the
+    share of the scoring's wall time with no model call in flight (provenance
+    `host_overlap`, from runners.model_calls.CallClock)."""
+    files = [str(SHARED / f"{name}.jsonl") for name in GRID_FILES]
+    figures = {}
+    for label, extra in (("serial", ["--no-overlap"]), ("overlap", [])):
+        db = work / f"{label}.duckdb"
+        wall, _ = fragility_run(db, "grid", files, "generate,likelihood", threads, per_benchmark,
+                                extra=extra)
+        timing = last_run(db)["provenance"]["host_overlap"][MODEL]
+        figures[label] = dict(timing, command_s=round(wall, 1))
+        print(f"(d) {label:7s}: {timing['items']} items, scoring {timing['wall_s']:.1f} s, "
+              f"model calls {timing['model_call_s']:.1f} s, no model call in flight "
+              f"{timing['no_model_call_share']:.1%} of the wall time (goal <= 10% with "
+              f"overlap); host work {timing['host_ms_per_item']:.0f} ms per item "
+              f"(plan/parse/write {timing['plan_parse_write_s']:.1f} s, scorer "
+              f"{timing['scorer_host_s']:.1f} s)")
+    return figures
+
+
 # -- (c) peak memory --------------------------------------------------------------------------
 
 def longest_starter_items(path: Path, count: int) -> Path:
@@ -298,7 +327,9 @@ def bench_memory(work: Path, threads: int, baseline_rev: str, baseline_items: in
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="lmeval,grid,memory")
+    parser.add_argument("--parts", default="lmeval,grid,overlap,memory")
+    parser.add_argument("--overlap-items", type=int, default=3,
+                        help="items per benchmark in (d)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--per-benchmark", type=int, default=10, help="items per benchmark in (b)")
     parser.add_argument("--lmeval-items", type=int, default=300)
@@ -323,6 +354,9 @@ def main(argv=None) -> int:
         if "grid" in parts:
             (work / "b").mkdir()
             figures["grid"] = bench_grid(work / "b", args.threads, args.per_benchmark)
+        if "overlap" in parts:
+            (work / "d").mkdir()
+            figures["overlap"] = bench_overlap(work / "d", args.threads, args.overlap_items)
         if "memory" in parts:
             (work / "c").mkdir()
             figures["memory"] = bench_memory(work / "c", args.threads, args.baseline_rev,

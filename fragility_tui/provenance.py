@@ -83,7 +83,8 @@ def provenance_card(row) -> str:
     lines += ["", "Runtime"]
     lines.append(f"  device {p.get('device', '?')}, threads {p.get('threads')}, batch size "
                  f"{p.get('batch_size')}, token budget {p.get('batch_tokens', 'auto')}, "
-                 f"prefix reuse {p.get('prefix_reuse')}")
+                 f"prefix reuse {p.get('prefix_reuse')}, "
+                 f"host overlap {'on' if p.get('overlap') else 'off'}")
     lines.append(f"  padding          {p.get('padding')}")
     for name, b in (p.get("batching") or {}).items():
         items = b.get("items_per_batch") or {}

@@ -6,7 +6,8 @@ trees, which is what the scorer's KV pool holds) and every decoder call in it (r
 length: the scorer's `max_slots`). So a call holds, per budget token, the pool's keys and
 values, the gathered copy of them its cache rows are built from, and (grouped-query heads
 under a mask, where SDPA cannot read the shared heads itself) one layer's per-head copy,
-plus the call's activations: `call_bytes_per_token` counts all of them. The run loop takes
+plus the call's activations and its fp32 head rows: `call_bytes_per_token` counts all of
+them (the prefill head's fixed chunk is taken off the memory first). The run loop takes
 items longest first, so the largest batches come first and an out-of-memory shows up in the
 first minute, not after an hour. On out-of-memory the budget and the batch's item count are
 halved and the batch retried; after GROW_AFTER successful batches the budget doubles back
@@ -17,13 +18,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 CPU_CALL_BYTES = 1 << 30  # bytes one call may hold on a CPU (capped at a quarter of free RAM)
 GPU_MEMORY_SHARE = 0.5  # share of a GPU's free memory (after loading) a batch may use
 MIN_TOKENS = 256
 MAX_TOKENS = 1 << 18
 GROW_AFTER = 2
+FP32_BYTES = 4  # the output head and log-softmax run in fp32 (runners.model_probe)
 
 
 @dataclass
@@ -50,6 +52,17 @@ class TokenBudget:
         if self.item_limit is not None and items >= self.item_limit:
             return False
         return tokens < self.tokens
+
+    def foreseen(self, batch_items: int | None = None) -> "TokenBudget":
+        """A copy to plan the next batch with while the current one runs: this budget as
+        it will be once the batch of `batch_items` items has succeeded (if it runs out of
+        memory instead, the planned batch is put back and planned again). Planning with it
+        makes the same batches whether or not planning runs ahead (runners.host_work)."""
+        view = replace(self, budgets=Counter(), items=[])
+        view.item_limit = self.item_limit  # __post_init__ reset it to the cap
+        if batch_items is not None:
+            view.succeeded(batch_items)
+        return view
 
     def shrink(self, batch_items: int) -> bool:
         """After an out-of-memory on a batch of `batch_items`: halve; False when a single
@@ -118,41 +131,71 @@ class SchedulesOwnMemory:
 
 
 def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_bytes: int = 4,
-                   *, tokens: int | None = None, item_cap: int | None = None) -> TokenBudget:
+                   *, tokens: int | None = None, item_cap: int | None = None,
+                   max_new_tokens: int = 16) -> TokenBudget:
     """The starting budget: `tokens` when given (--batch-tokens), else from memory: on a
     CPU, CPU_CALL_BYTES (at most a quarter of the free RAM); on CUDA, a share of the free
-    GPU memory; either over what one budget token costs a call (`call_bytes_per_token`)."""
+    GPU memory; less the prefill head's fixed rows (`head_call_bytes`), over what one
+    budget token costs a call (`call_bytes_per_token`)."""
     if tokens:
         return TokenBudget(tokens, "--batch-tokens", item_cap)
     cuda = device.startswith("cuda")
-    per_token = call_bytes_per_token(kv_bytes_per_token, config, dtype_bytes, cuda=cuda)
+    per_token = call_bytes_per_token(kv_bytes_per_token, config, dtype_bytes, cuda=cuda,
+                                     max_new_tokens=max_new_tokens)
+    head = head_call_bytes(config)
     if cuda:
         import torch
 
         free, _ = torch.cuda.mem_get_info(torch.device(device))
-        budget = int(free * GPU_MEMORY_SHARE // per_token)
-        source = (f"{GPU_MEMORY_SHARE:.0%} of {free / 2**30:.1f} GiB free on {device} / "
-                  f"{per_token} bytes per token")
+        budget = int(max(0, free * GPU_MEMORY_SHARE - head) // per_token)
+        source = (f"{GPU_MEMORY_SHARE:.0%} of {free / 2**30:.1f} GiB free on {device}, less "
+                  f"{head} bytes of head rows / {per_token} bytes per token")
     else:
         memory = min(CPU_CALL_BYTES, _available_ram() // 4)
-        budget = memory // per_token
-        source = f"{memory / 2**30:.2f} GiB on the CPU / {per_token} bytes per token"
+        budget = max(0, memory - head) // per_token
+        source = (f"{memory / 2**30:.2f} GiB on the CPU, less {head} bytes of head rows / "
+                  f"{per_token} bytes per token")
     return TokenBudget(max(MIN_TOKENS, min(MAX_TOKENS, budget)), source, item_cap)
 
 
 def call_bytes_per_token(kv_bytes_per_token: int, config=None, dtype_bytes: int = 4, *,
-                         cuda: bool) -> int:
+                         cuda: bool, max_new_tokens: int = 16) -> int:
     """What one budget token costs a decoder call at its peak: the KV pool's copy, the
     gathered copy the call's cache rows are built from (both scale with the budget: the
-    pool holds the batch's tokens, a call gathers up to the budget), and on CUDA one layer's
-    per-query-head copy of keys and values (transformers repeats grouped heads when a mask
-    is passed, which the scorer always does; on the CPU the scorer sets
-    TRANSFORMERS_SDPA_FORCE_GQA, so SDPA reads the shared heads) plus the activations."""
-    per_token = 2 * kv_bytes_per_token
+    pool holds the batch's tokens, a call gathers up to the budget), the fp32 head rows of
+    decoding (`head_bytes_per_token`), and on CUDA one layer's per-query-head copy of keys
+    and values (transformers repeats grouped heads when a mask is passed, which the scorer
+    always does; on the CPU the scorer sets TRANSFORMERS_SDPA_FORCE_GQA, so SDPA reads the
+    shared heads) plus the activations."""
+    per_token = 2 * kv_bytes_per_token + head_bytes_per_token(config, max_new_tokens)
     if cuda:
         per_token += _grouped_head_copy(kv_bytes_per_token, config)
         per_token += _activation_bytes(config, dtype_bytes)
     return per_token
+
+
+def _vocab(config) -> int:
+    if config is None:
+        return 0
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    return int(getattr(text, "vocab_size", 0) or 0)
+
+
+def head_call_bytes(config) -> int:
+    """The prefill head's peak, whatever the budget: PendingLogprobs sends CHUNK_ROWS rows
+    at a time through the fp32 head and log-softmax (two vocabulary x rows x 4-byte
+    tensors)."""
+    from runners.prefill import PendingLogprobs
+
+    return 2 * _vocab(config) * PendingLogprobs.CHUNK_ROWS * FP32_BYTES
+
+
+def head_bytes_per_token(config, max_new_tokens: int = 16) -> int:
+    """The fp32 logits of a decoding step, per budget token: a decoding row is at least
+    2 x DECODE_GROUP_LEAVES x max_new_tokens positions wide and holds at most
+    DECODE_GROUP_LEAVES leaves (runners.decoding.take_rows), so a call's head rows are at
+    most one per 2 x max_new_tokens budget tokens, each vocabulary x 4 bytes."""
+    return _vocab(config) * FP32_BYTES // (2 * max(1, max_new_tokens))
 
 
 def _grouped_head_copy(kv_bytes_per_token: int, config) -> int:
@@ -185,6 +228,11 @@ def _available_ram() -> int:
 
 
 # -- out of memory ----------------------------------------------------------------------------
+
+class RunFailed(Exception):
+    """A run stopped by an error that is not the user's input (out of memory even at the
+    smallest budget, disk full, ...); runners.loop records it as the run's failure."""
+
 
 def is_oom(exc: BaseException) -> bool:
     import torch

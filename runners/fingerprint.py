@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -143,10 +144,15 @@ def template_args(template: str | None) -> dict:
     return args
 
 
+_PINNING = threading.RLock()
+
+
 @contextmanager
 def pinned_date():
     """transformers' `strftime_now` reads `datetime.now()`: pin it to TEMPLATE_DATE while a
-    template renders (the runner renders in one thread)."""
+    template renders. The pin swaps a module global, so renders take a lock: during a run
+    they happen on the host worker (runners.host_work), but a second thread rendering at
+    the same moment must neither see the real date nor restore it under the other."""
     from transformers.utils import chat_template_utils as ctu
 
     class _Fixed(datetime):
@@ -154,12 +160,13 @@ def pinned_date():
         def now(cls, tz=None):
             return TEMPLATE_DATE if tz is None else TEMPLATE_DATE.replace(tzinfo=tz)
 
-    original = ctu.datetime
-    ctu.datetime = _Fixed
-    try:
-        yield
-    finally:
-        ctu.datetime = original
+    with _PINNING:
+        original = ctu.datetime
+        ctu.datetime = _Fixed
+        try:
+            yield
+        finally:
+            ctu.datetime = original
 
 
 def prompt_sha(token_lists: list[list[int]]) -> str:

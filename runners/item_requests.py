@@ -18,8 +18,9 @@ Tokenisation rules (SPEC §2, docs/runner.md, "Scoring"):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import copy
 import hashlib
+from dataclasses import dataclass, field
 from functools import partial
 
 from fragility_tui.harness.configs import perm_to_str
@@ -182,10 +183,15 @@ class ItemPlanner:
     """Items turned into scorer requests as batches need them (tokenising a whole large
     item set up front would hold every token list in memory at once)."""
 
-    def __init__(self, loaded, todo: list, seed: int, encoder=None):
+    def __init__(self, loaded, todo: list, seed: int, encoder=None, *,
+                 own_tokenizer: bool = False):
         self.todo, self.seed, self.next = todo, seed, 0
+        # own_tokenizer: planning runs on the host worker (runners.host_work) while the
+        # scorer decodes with the model's tokenizer on the main thread; a Rust tokenizer
+        # used from two threads can fail ("Already borrowed"), so the planner gets a copy.
+        tokenizer = copy.deepcopy(loaded.tokenizer) if own_tokenizer else loaded.tokenizer
         # A served backend brings its own encoder (runners.openai_backend.ServedEncoder).
-        self.encoder = encoder or Encoder(loaded.tokenizer, loaded.is_instruct,
+        self.encoder = encoder or Encoder(tokenizer, loaded.is_instruct,
                                           getattr(loaded, "template_args", None) or {})
         self.ready: list[PlannedItem] = []
 

@@ -28,6 +28,7 @@ from fragility_tui.store.schema import utc_now
 from fragility_tui.store.sink import CellSink
 from runners import device_queue
 from runners.admission import check_grid, load_run_items
+from runners.batching import RunFailed
 from runners.stopper import Stopper
 from runners.events import Display, EventLog, default_events_path
 from runners.run_provenance import gpu_info, new_session
@@ -61,6 +62,7 @@ class RunSpec:
     backend: str = "transformers"  # or vllm (runners.vllm_backend, experimental), or openai
     server: dict | None = None  # openai: base_url, served_model, api_key_env (never the key),...
     add_items: bool = False  # may add items to a grid that holds another item set
+    overlap: bool = True  # plan and write on a host thread beside the model calls (host_work)
     order_seed: int | None = None  # the item order's seed; None (older runs): `seed`
 
     def to_dict(self) -> dict:
@@ -102,10 +104,6 @@ def prepare_models(spec: RunSpec, store: CellSink) -> list:
     return prepared
 
 
-class RunFailed(Exception):
-    """A run stopped by an error that is not the user's input (OOM, disk full, ...)."""
-
-
 def failure_reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in str(exc).lower():
         return f"disk full: {exc}"
@@ -119,7 +117,10 @@ class Run:
 
     def __init__(self, spec: RunSpec, store: CellSink, *, run_id: str | None = None,
                  events_path: str | None = None, display: str = "plain", wait: bool = True):
-        self.spec, self.store = spec, store
+        from runners.host_work import SerialSink
+
+        # The host worker writes cells while this thread updates the run row: one at a time.
+        self.spec, self.store = spec, SerialSink(store)
         self.display = Display(display)
         from runners.batching import configure_allocator
 
@@ -302,9 +303,9 @@ class Run:
 
     def _evaluate_model(self, prepared, items: list[Item], done: set,
                         stopper: Stopper) -> str:
-        from runners.batching import attempt, initial_budget
-        from runners.item_requests import ItemPlanner, seeded_order
-        from runners.scoring import ScoreStats
+        from runners.batch_loop import ModelBatches
+        from runners.batching import initial_budget
+        from runners.item_requests import seeded_order
 
         spec = self.spec
         todo = [(it, [c for c in spec.configs if (it.item_uid, c) not in done
@@ -312,7 +313,6 @@ class Run:
         todo = [(it, configs) for it, configs in todo if configs]
         if not todo:
             return RunStatus.FINISHED
-        name = prepared.name
         loaded, scorer = self._load(prepared)
         # A seeded random order (spec.order_seed): any prefix of the run is a uniform sample
         # of its items, so a half-written grid gives unbiased provisional figures.
@@ -322,45 +322,10 @@ class Run:
         else:
             budget = initial_budget(scorer.kv_bytes_per_token, loaded.device,
                                     loaded.model.config, _dtype_bytes(loaded.dtype),
-                                    tokens=spec.batch_tokens, item_cap=spec.batch_size)
-        batching = self.provenance.setdefault("batching", {})
-        planned = ItemPlanner(loaded, todo, spec.seed,
-                              scorer.encoder if spec.backend == "openai" else None)
-        totals, item_trees = ScoreStats(), 0
-        while planned:
-            if stopper.should_stop():  # also catches a cancel that came during loading
-                return RunStatus.CANCELLED
-            chunk = planned.batch(budget)
-            t0 = time.monotonic()
-            # The cache is freed after the failed call's traceback is gone (batching.attempt).
-            scored, oom = attempt(self._score_chunk, loaded, scorer, chunk, budget.tokens)
-            if oom:
-                if not budget.shrink(len(chunk)):
-                    raise RunFailed(f"out of memory on {name} even with one item per batch "
-                                    f"and a budget of {budget.tokens} tokens "
-                                    f"({loaded.device}); try --dtype bf16, --quantize int8 "
-                                    "or a smaller model")
-                self.emit("oom_retry", model=name, batch_size=budget.item_limit,
-                          batch_tokens=budget.tokens)
-                planned.put_back(chunk)
-                continue
-            rows, stats = scored
-            written = self.store.write_cells(spec.grid, rows)
-            self.cells_done += written
-            self.session["cells_written"] += written
-            self.tokens += stats.forwarded
-            self.scoring_seconds += time.monotonic() - t0
-            budget.succeeded(len(chunk))
-            totals.add(stats)
-            item_trees += sum(p.unique_tokens for p in chunk)
-            batching[name] = dict(budget.record(), layout=scorer.layout,
-                                  tokens=_token_record(totals, item_trees))
-            # This session's effective batching (a resumed run's sessions each keep theirs).
-            self.session.setdefault("batching", {})[name] = {
-                k: batching[name].get(k) for k in ("token_budget", "items_per_batch",
-                                                   "batches", "oom_retries")}
-            self._progress(name, len(rows), stats.forwarded)
-        return RunStatus.FINISHED
+                                    tokens=spec.batch_tokens, item_cap=spec.batch_size,
+                                    max_new_tokens=spec.max_new_tokens)
+        return ModelBatches(self, prepared.name, loaded, scorer, budget).run_batches(
+            todo, stopper)
 
     def _load(self, prepared):
         from runners import numerics
@@ -403,18 +368,10 @@ class Run:
         return loaded, scorer
 
     def _score_chunk(self, loaded, scorer, chunk: list["PlannedItem"], max_slots: int):
-        from runners.item_requests import cells_for
-        from runners.numerics import tolerance
-
+        """The batch's model calls (the main thread's part of a batch)."""
         gen = [r for planned in chunk for r in planned.gen]
         lik = [r for planned in chunk for r in planned.lik]
-        result = scorer.score(gen, lik, max_slots=max_slots)
-        ms_per_token = 1000.0 * result.stats.seconds / max(
-            1, sum(sum(p.plan.prompt_tokens.values()) for p in chunk))
-        rows = [row for planned in chunk
-                for row in cells_for(planned.plan, result, loaded.name, self.run_id, ms_per_token,
-                                     tolerance(loaded.dtype))]
-        return rows, result.stats
+        return scorer.score(gen, lik, max_slots=max_slots)
 
     def _progress(self, model: str, batch_cells: int, batch_tokens: int) -> None:
         elapsed = time.monotonic() - self.started
@@ -429,15 +386,6 @@ class Run:
                   cells_total=self.cells_total, batch_cells=batch_cells, tokens=self.tokens,
                   tokens_per_s=self.session_tokens / max(self.scoring_seconds, 1e-9),
                   elapsed_s=elapsed, eta_s=eta)
-
-
-def _token_record(stats, item_trees: int) -> dict:
-    """Tokens forwarded against what the prompts hold (this session's batches)."""
-    return {"prompt_forwarded": stats.prompt_tokens, "item_tree_tokens": item_trees,
-            "prompt_without_reuse": stats.total_prompt_tokens,
-            "prompt_padding": stats.prompt_padding, "decode_forwarded": stats.decode_tokens,
-            "decode_padding": stats.decode_padding, "prefill_calls": stats.prefill_calls,
-            "decode_calls": stats.decode_calls}
 
 
 def _dtype_bytes(dtype: str) -> int:

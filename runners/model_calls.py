@@ -8,9 +8,35 @@ layout) is decided here once, at load."""
 
 from __future__ import annotations
 
+import time
+
 import torch
 
 from runners.model_probe import attention_layout, cache_keyword, split_output_head
+
+
+class CallClock:
+    """Start and end of every model call (decoder forwards and output-head calls), summed:
+    a run compares it with its wall time to say how long no model call was in flight
+    (runners.host_work.HostTiming). Calls come from one thread and never nest, so the sum
+    is the time covered. On CUDA a call returns once its kernels are queued; the scorer
+    reads the results back (`.tolist()`, `.cpu()`) right after, so the figure is close
+    but not exact there."""
+
+    def __init__(self):
+        self.seconds = 0.0
+        self.calls = 0
+
+    def call(self, function, *args, **kwargs):
+        started = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - started
+            self.calls += 1
+
+    def timed(self, function):
+        return lambda *args, **kwargs: self.call(function, *args, **kwargs)
 
 
 class ModelCalls:
@@ -20,8 +46,10 @@ class ModelCalls:
         dtype = getattr(model, "dtype", torch.float32)
         self.mask_dtype = dtype if dtype.is_floating_point else torch.float32
         self.cache_kw = cache_keyword(model)
-        self.backbone, self.head, self.head_precision = split_output_head(
+        self.clock = CallClock()
+        self.backbone, head, self.head_precision = split_output_head(
             model, self.cache_kw, device)
+        self.head = self.clock.timed(head)
         self.layer_types, self.sliding_window, self.tree_masks = attention_layout(model.config)
 
     @property
@@ -33,9 +61,9 @@ class ModelCalls:
                 cache) -> torch.Tensor:
         """One decoder call over rows of `ids` (CPU tensors, moved here) appending to
         `cache`; the features the head reads (hidden states, or logits when not split)."""
-        out = self.backbone(input_ids=ids.to(self.device), attention_mask=mask,
-                            position_ids=positions.to(self.device), use_cache=True,
-                            **{self.cache_kw: cache})
+        out = self.clock.call(self.backbone, input_ids=ids.to(self.device),
+                              attention_mask=mask, position_ids=positions.to(self.device),
+                              use_cache=True, **{self.cache_kw: cache})
         return out.last_hidden_state if self.head_split else out.logits
 
     def plain_logits(self, ids: torch.Tensor) -> torch.Tensor:

@@ -69,6 +69,14 @@ class ScoreStats:
     def forwarded(self) -> int:
         return self.prompt_tokens + self.decode_tokens
 
+    def token_record(self, item_trees: int) -> dict:
+        """Tokens forwarded against what the prompts hold (for the run's provenance)."""
+        return {"prompt_forwarded": self.prompt_tokens, "item_tree_tokens": item_trees,
+                "prompt_without_reuse": self.total_prompt_tokens,
+                "prompt_padding": self.prompt_padding, "decode_forwarded": self.decode_tokens,
+                "decode_padding": self.decode_padding, "prefill_calls": self.prefill_calls,
+                "decode_calls": self.decode_calls}
+
 
 @dataclass
 class BatchResult:

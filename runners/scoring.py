@@ -244,17 +244,25 @@ class Scorer:
         real = member_of >= 0
         if not self.packing:
             return torch.cat([prefix_real, real], dim=1).long().to(self.device)
-        width = member_of.shape[1]
+        # Built on the device from small index tensors (one transfer each), not as a
+        # [rows, queries, keys] mask on the host: the member pairs each token may see, the
+        # member of each position, then one gather.
+        device, width = self.device, member_of.shape[1]
         padding = len(visible_members)
-        allowed = torch.zeros(padding + 1, padding + 1, dtype=torch.bool)
-        for g, members in enumerate(visible_members):
-            allowed[g, members] = True
-        allowed[padding, padding] = True  # a padding position sees padding: never all-masked
-        index = torch.where(real, member_of, padding)
+        pairs = [(g, m) for g, members in enumerate(visible_members) for m in members]
+        pairs.append((padding, padding))  # a padding position sees padding: never all-masked
+        pairs = torch.tensor(pairs, dtype=torch.long).to(device)
+        allowed = torch.zeros(padding + 1, padding + 1, dtype=torch.bool, device=device)
+        allowed[pairs[:, 0], pairs[:, 1]] = True
+        real = real.to(device)
+        index = torch.where(real, member_of.to(device), padding)
         packed = allowed[index[:, :, None], index[:, None, :]] & torch.ones(
-            width, width, dtype=torch.bool).tril()
-        visible = torch.cat([prefix_real[:, None, :] & real[:, :, None], packed], dim=2)
-        return self.calls.tree_mask(visible, positions, torch.cat([key_positions, positions], dim=1))
+            width, width, dtype=torch.bool, device=device).tril()
+        visible = torch.cat([prefix_real.to(device)[:, None, :] & real[:, :, None], packed],
+                            dim=2)
+        positions = positions.to(device)
+        return self.calls.tree_mask(visible, positions,
+                                    torch.cat([key_positions.to(device), positions], dim=1))
 
     # -- decoding -----------------------------------------------------------------------
 

@@ -105,6 +105,9 @@ def register(sub) -> None:
                    help="allow a model's own Python code to run (off unless given)")
     p.add_argument("--no-prefix-reuse", action="store_true",
                    help="forward every prompt whole (for checks and benchmarks)")
+    p.add_argument("--no-overlap", action="store_true",
+                   help="plan, parse and write batches between model calls instead of on a "
+                        "host thread beside them (same cells, slower; for checks)")
     p.add_argument("--out-parts", metavar="DIR",
                    help="write no store: each committed batch becomes a Parquet part under "
                         "DIR, with the run's record and items beside it (a cluster worker); "
@@ -203,7 +206,8 @@ def spec_from_args(args: argparse.Namespace):
                    batch_tokens=_positive_or_auto(args.batch_tokens, "--batch-tokens"),
                    max_new_tokens=args.max_new_tokens,
                    trust_remote_code=args.trust_remote_code, threads=args.threads,
-                   prefix_reuse=not args.no_prefix_reuse, name=args.name or None,
+                   prefix_reuse=not args.no_prefix_reuse, overlap=not args.no_overlap,
+                   name=args.name or None,
                    prompt_mode=args.prompt_mode, shard=shard, backend=args.backend,
                    server=server if served else None)
 

@@ -85,13 +85,51 @@ def test_the_gpu_budget_counts_pool_gathered_copy_grouped_heads_and_activations(
                          num_attention_heads=32, num_key_value_heads=8)
     budget = initial_budget(131072, "cuda:0", config, dtype_bytes=2)
     per_layer_repeated = 131072 // 32 * 4  # one layer's K and V, copied to 4x the heads
-    per_token = 2 * 131072 + per_layer_repeated + (4 * 4096 + 3 * 14336) * 2 + 4096
-    assert budget.tokens == int((40 << 30) * 0.5 // per_token)
+    decode_head = 32000 * 4 // 32  # fp32 logits: a row per 2 x 16 new tokens' positions
+    per_token = (2 * 131072 + per_layer_repeated + (4 * 4096 + 3 * 14336) * 2 + 4096
+                 + decode_head)
+    prefill_head = 2 * 32000 * 128 * 4  # 128 rows through the fp32 head and log-softmax
+    assert budget.tokens == int(((40 << 30) * 0.5 - prefill_head) // per_token)
     assert "cuda:0" in budget.source and str(per_token) in budget.source
     plain = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
                         num_attention_heads=32, num_key_value_heads=32)
     assert call_bytes_per_token(131072, plain, 2, cuda=True) == per_token - per_layer_repeated
-    assert call_bytes_per_token(131072, config, 2, cuda=False) == 2 * 131072
+    assert call_bytes_per_token(131072, config, 2, cuda=False) == 2 * 131072 + decode_head
+
+
+def test_the_fp32_head_rows_are_counted_per_call_and_per_token(monkeypatch):
+    """A 256k vocabulary (Gemma) costs a decoding call vocabulary x 4 bytes per head row,
+    and prefill 128 rows of logits plus their log-softmax, whatever the model's dtype."""
+    pytest.importorskip("torch")
+    from transformers import LlamaConfig
+
+    from runners import batching
+    from runners.batching import head_bytes_per_token, head_call_bytes
+
+    big = LlamaConfig(vocab_size=256000, hidden_size=64, intermediate_size=128,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4)
+    assert head_call_bytes(big) == 2 * 256000 * 128 * 4
+    assert head_bytes_per_token(big, max_new_tokens=16) == 256000 * 4 // 32
+    assert head_bytes_per_token(big, max_new_tokens=4) == 256000 * 4 // 8  # more rows
+    assert head_call_bytes(None) == head_bytes_per_token(None) == 0
+    monkeypatch.setattr(batching, "_available_ram", lambda: 64 << 30)
+    kv = 2 * 2 * 4 * 16 * 4  # 2 layers, K and V, 4 heads of 16, fp32
+    counted = initial_budget(kv, "cpu", big, 4)
+    assert counted.tokens == ((1 << 30) - 2 * 256000 * 128 * 4) // (2 * kv + 256000 * 4 // 32)
+    assert counted.tokens < initial_budget(kv, "cpu").tokens  # the head is not free
+    assert "head rows" in counted.source
+
+
+def test_the_foreseen_budget_is_the_one_after_the_batch_succeeds():
+    budget = TokenBudget(4096, "test", item_cap=4)
+    budget.shrink(batch_items=4)
+    budget.succeeded(2)
+    ahead = budget.foreseen(2)  # planning the next batch while this one runs
+    assert (budget.tokens, budget.item_limit, budget.streak) == (2048, 2, 1)  # unchanged
+    budget.succeeded(2)
+    assert (ahead.tokens, ahead.item_limit) == (budget.tokens, budget.item_limit) == (3072, 4)
+    assert budget.foreseen().item_limit == budget.item_limit  # not reset to the cap
+    assert budget.record()["batches"] == 2 and ahead.record()["batches"] == 1
 
 
 def test_memory_is_freed_after_the_except_block_when_the_tracebacks_tensors_are_gone(
