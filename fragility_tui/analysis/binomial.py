@@ -22,7 +22,10 @@ def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # at 0 and n the exact bound is 0 or 1; rounding would leave the rate outside its interval
+    lo = 0.0 if successes == 0 else max(0.0, min(p, centre - half))
+    hi = 1.0 if successes == n else min(1.0, max(p, centre + half))
+    return (lo, hi)
 
 
 def rate(count: int, n: int) -> dict:

@@ -21,12 +21,12 @@ recovery rates show what the full procedure adds.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
 
+from fragility_tui.analysis.binomial import wilson
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.decisions import decide
 from fragility_tui.harness.configs import REFERENCE
@@ -83,15 +83,6 @@ def simulate_pair(scenario: Scenario, rng: np.random.Generator) -> Cube:
         start += size
     return Cube(("A", "B"), tuple(uids), CONFIGS, bits, present,
                 np.array(benchmarks, dtype=object))
-
-
-def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 @dataclass(frozen=True)
