@@ -378,6 +378,7 @@ def summary_line(result: dict, outcome: str, target: str | None = None,
         f"{pct(null)} with no gap, harness kept",
         f"calib. {n} reps: {what} {pct(rep)} at the observed gap, {pct(null)} no gap, "
         f"harness kept",
+        f"{n} reps: {what} {pct(rep)} at observed gap, {pct(null)} no gap, harness kept",
         f"{n} reps: {what} {pct(rep)} at obs. gap, {pct(null)} no gap+harness",
     ]
     return next((v for v in variants if len(v) <= width), variants[-1])
