@@ -186,13 +186,11 @@ def scenario_truths(cube: Cube, i: int, j: int, margin: float, seed: int):
 
 
 def calibrate_pair(cube: Cube, a: str, b: str, *, replicates: int = REPLICATES, seed: int = 0,
-                   n_boot: int = N_BOOT, margin: float = 2.0,
-                   cls: Classification | None = None) -> dict:
+                   n_boot: int = N_BOOT, margin: float = 2.0) -> dict:
     """Counts for one pair over `replicates` replicates of each scenario (what the cache
     keeps). The pair is simulated in name order, so (A, B) and (B, A) get the same counts;
-    `a`, `b` only orient the gaps. cube: canonical (see `calibrate`). cls is accepted for
-    callers that have it; each truth is classified on its own two rows."""
-    del cls
+    `a`, `b` only orient the gaps. cube: canonical (see `calibrate`). Each scenario's truth
+    is classified on its own two rows (a turned row changes its class)."""
     first, second = sorted((a, b))
     i, j = cube.models.index(first), cube.models.index(second)
     idx, swap = draw_replicates(cube, replicates, pair_rng(seed, first, second))
