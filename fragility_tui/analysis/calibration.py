@@ -354,16 +354,31 @@ def share(result: dict, scenario: str, outcome: str, target: str | None = None) 
     return tally["verdicts"][outcome]
 
 
-QUOTED = (REPRODUCIBILITY, HARNESS_KEPT)  # the scenarios the panes' line quotes
+# the null each pane line quotes beside reproducibility: a verdict (Pairs) reads the stable
+# set, whose natural null is the exchangeable one (the exact McNemar test's); the harness-
+# kept truth moves the reference level through robust rows, which gives its stable set a
+# counter-gap, so it is quoted for labels (Compare), which read per-config accuracies
+NULL_FOR_VERDICTS, NULL_FOR_LABELS = EXCHANGEABLE, HARNESS_KEPT
+_NULL_WORDS = {  # (long, medium, short) name of each quoted null
+    EXCHANGEABLE: ("with no gap, rows exchanged", "no gap, exchangeable", "no gap+exch."),
+    HARNESS_KEPT: ("with no gap, harness kept", "no gap, harness kept", "no gap+harness"),
+}
+
+
+def quoted_scenarios(target: str | None) -> tuple[str, str]:
+    """The two scenarios a pane line quotes: reproducibility and the outcome's null."""
+    return REPRODUCIBILITY, NULL_FOR_VERDICTS if target is None else NULL_FOR_LABELS
 
 
 def summary_line(result: dict, outcome: str, target: str | None = None,
                  width: int = 78) -> str:
     """The panes' one line: how often the outcome comes out at the observed gap
-    (reproducibility) and with no reference gap but the harness effects kept (false
-    alarms), each scenario named; the longest wording that fits `width` (the shortest fits
-    78 columns for every outcome and target name, up to 9,999 replicates)."""
-    rep, null = (share(result, s, outcome, target) for s in QUOTED)
+    (reproducibility) and under a null (a verdict: exchangeable rows; a label: no gap with
+    the harness kept), each scenario named; the longest wording that fits `width` (the
+    shortest fits 78 columns for every outcome and target name, up to 9,999 replicates)."""
+    first, second = quoted_scenarios(target)
+    rep, null = share(result, first, outcome, target), share(result, second, outcome, target)
+    long, medium, short = _NULL_WORDS[second]
     pct = lambda r: "–" if r["rate"] is None else f"{100 * r['rate']:.0f}%"  # noqa: E731
     ci = lambda r: "" if r["rate"] is None else (  # noqa: E731
         f" [{100 * r['ci_low']:.0f}–{100 * r['ci_high']:.0f}]")
@@ -371,12 +386,11 @@ def summary_line(result: dict, outcome: str, target: str | None = None,
     what = f"'{outcome}'" if target is None else f"{target} '{outcome}'"
     variants = [
         f"calibration ({n} replicates): {what} {pct(rep)}{ci(rep)} reproduced at the observed "
-        f"gap; {pct(null)}{ci(null)} with no gap, harness kept (false alarms)",
+        f"gap; {pct(null)}{ci(null)} {long} (false alarms)",
         f"calibration ({n} replicates): {what} {pct(rep)} reproduced at the observed gap, "
-        f"{pct(null)} with no gap, harness kept",
-        f"calib. {n} reps: {what} {pct(rep)} at the observed gap, {pct(null)} no gap, "
-        f"harness kept",
-        f"{n} reps: {what} {pct(rep)} at observed gap, {pct(null)} no gap, harness kept",
-        f"{n} reps: {what} {pct(rep)} at obs. gap, {pct(null)} no gap+harness",
+        f"{pct(null)} {long}",
+        f"calib. {n} reps: {what} {pct(rep)} at the observed gap, {pct(null)} {medium}",
+        f"{n} reps: {what} {pct(rep)} at observed gap, {pct(null)} {medium}",
+        f"{n} reps: {what} {pct(rep)} at obs. gap, {pct(null)} {short}",
     ]
     return next((v for v in variants if len(v) <= width), variants[-1])

@@ -195,21 +195,31 @@ def test_the_pane_line_names_its_scenarios_and_fits_78_columns_for_every_outcome
     result = cal.rated({"a": "x", "b": "y", "replicates": 9999,
                         **{s: tally for s in cal.SCENARIOS}})
     for outcome in (*cal.VERDICTS, "manufactured"):
-        assert len(cal.summary_line(result, outcome)) <= 78
+        line = cal.summary_line(result, outcome)
+        assert len(line) <= 78 and "obs" in line and "no gap" in line and "exch" in line
     for target in TARGETS:
         for label in cal.LABELS:
             line = cal.summary_line(result, label, target)
             assert len(line) <= 78 and f"'{label}'" in line and "100%" in line
             assert "obs" in line and "no gap" in line and "harness" in line
     wide = cal.summary_line(result, "manufactured", width=160)
-    assert wide.startswith("calibration (9999 replicates): 'manufactured' 100% [100–100] "
-                           "reproduced at the observed gap; 100% [100–100] with no gap, "
-                           "harness kept (false alarms)")
+    assert wide == ("calibration (9999 replicates): 'manufactured' 100% [100–100] "
+                    "reproduced at the observed gap; 100% [100–100] with no gap, "
+                    "rows exchanged (false alarms)")
+    wide = cal.summary_line(result, "stable", "observed", width=160)
+    assert wide.endswith("reproduced at the observed gap; 100% [100–100] with no gap, "
+                         "harness kept (false alarms)")
 
 
 def test_the_pane_line_quotes_the_rates_of_its_two_scenarios():
     cube = random_cube(9, n_items=(40, 30), missing=0.0)
     result = cal.calibrate(cube, replicates=40, n_boot=30)["pairs"][0]
+    verdict = result["observed"]["verdict"]
+    line = cal.summary_line(result, verdict, width=200)
+    rep = result[cal.REPRODUCIBILITY]["verdicts"][verdict]
+    null = result[cal.EXCHANGEABLE]["verdicts"][verdict]
+    assert f"{100 * rep['rate']:.0f}% [" in line.split("reproduced")[0]
+    assert f"; {100 * null['rate']:.0f}% [" in line and "rows exchanged" in line
     label = result["observed"]["labels"]["observed"]
     line = cal.summary_line(result, label, "observed", width=200)
     rep = result[cal.REPRODUCIBILITY]["labels"]["observed"][label]

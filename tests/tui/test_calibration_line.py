@@ -26,10 +26,10 @@ def expected(store_path, view, a, b) -> dict:
                                     pairs=[(a, b)], seed=view.seed)["pairs"][0]
 
 
-def assert_names_its_scenarios(line: str) -> None:
+def assert_names_its_scenarios(line: str, null: str) -> None:
     """The line says which scenarios its two rates come from."""
     assert "obs" in line and "gap" in line.split("obs", 1)[1]  # at the observed gap
-    assert "no gap" in line and "harness" in line  # no gap, harness kept
+    assert "no gap" in line and null in line  # the null: exchangeable rows or harness kept
 
 
 def line_text(app, widget_id: str) -> str:
@@ -64,7 +64,7 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
             shown = [line for line in screen_lines(app)
                      if "calibration (200" in line or "200 reps" in line]
             assert len(shown) == 1 and f"'{outcome}'" in shown[0]
-            assert_names_its_scenarios(shown[0])
+            assert_names_its_scenarios(shown[0], "exch")
             assert len(shown[0].rstrip()) <= size[0]
             # the detail line under it says why the split cannot order the pair (item 7)
             detail = line_text(app, "pairs-detail")
@@ -75,7 +75,7 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
             assert sum(detail[:40] in line for line in screen_lines(app)) == 1
         if size[0] == 120:
             assert "reproduced at the observed gap" in shown[0]
-            assert "with no gap, harness kept" in shown[0]
+            assert "with no gap, rows exchanged" in shown[0]
 
 
 async def test_compare_line_quotes_the_observed_label(synthetic_store):
@@ -90,7 +90,7 @@ async def test_compare_line_quotes_the_observed_label(synthetic_store):
         text = line_text(app, "compare-calibration")
         assert text == summary_line(result, label, "observed", width=78)
         assert f"observed '{label}'" in text
-        assert_names_its_scenarios(text)
+        assert_names_its_scenarios(text, "harness")
         rep = result["reproducibility_at_observed_gap"]["labels"]["observed"][label]
         null = result["false_alarms_harness_kept"]["labels"]["observed"][label]
         assert f"'{label}' {100 * rep['rate']:.0f}% at" in text
