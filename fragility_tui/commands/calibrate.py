@@ -1,5 +1,8 @@
 """`fragility-tui calibrate`: how often each adjacent pair's verdict and decision label come
-out when its gap is real and when there is none (analysis/calibration.py), cached per grid."""
+out under four named scenarios — reproducibility at the observed gap, false alarms under
+two nulls (exchangeable rows; no reference gap with the harness effects kept) and power at
+the margin — plus the family line over all adjacent pairs (analysis/calibration.py), every
+rate with its 95% Wilson interval, cached per grid."""
 
 from __future__ import annotations
 
@@ -16,8 +19,9 @@ REPLICATES, N_BOOT = 200, 500
 
 
 def register(sub) -> None:
-    p = sub.add_parser("calibrate", help="how often each pair's verdict and label come out "
-                                         "with a real gap and with none (simulated)")
+    p = sub.add_parser("calibrate", help="how often each pair's verdict and label come out: "
+                                         "reproducibility, false alarms under two nulls, "
+                                         "power at the margin (simulated)")
     p.add_argument("--grid", required=True, metavar="NAME")
     add_reference_option(p)
     p.add_argument("--replicates", type=int, default=REPLICATES, metavar="N",
@@ -27,7 +31,7 @@ def register(sub) -> None:
                    help=f"bootstrap resamples behind each simulated label (default {N_BOOT})")
     p.add_argument("--pair", action="append", default=[], metavar="A,B",
                    help="calibrate this pair instead of the adjacent ones (repeatable)")
-    p.add_argument("--json", action="store_true", help="print the tallies as JSON")
+    p.add_argument("--json", action="store_true", help="print the rates (count, rate, ci_low, ci_high) as JSON")
 
 
 def run(args) -> int:
@@ -48,61 +52,90 @@ def run(args) -> int:
     return 0
 
 
-def _pcts(result: dict, outcome: str, target: str | None = None) -> str:
-    from fragility_tui.analysis.calibration import share
+# column heads of the scenarios in the text tables (the JSON uses the full keys)
+SHORT = {"reproducibility_at_observed_gap": "repro", "false_alarms_exchangeable": "exch.",
+         "false_alarms_harness_kept": "harness", "power_at_margin": "at m"}
 
-    real, none = (share(result, s, outcome, target) for s in ("real", "none"))
-    return f"{100 * real:.0f}/{100 * none:.0f}"
+
+def _pct(r: dict) -> str:
+    return "–" if r["rate"] is None else f"{100 * r['rate']:.0f}"
+
+
+def _outcome_pcts(p: dict, outcome: str, target: str | None = None) -> list[str]:
+    from fragility_tui.analysis.calibration import SCENARIOS, share
+
+    return [_pct(share(p, s, outcome, target)) for s in SCENARIOS]
 
 
 def sections(result: dict) -> list[dict]:
-    from fragility_tui.analysis.calibration import LABELS, VERDICTS
+    from fragility_tui.analysis.binomial import percent_with_interval as pwi
+    from fragility_tui.analysis.calibration import FAMILY, SCENARIOS
     from fragility_tui.analysis.decisions import TARGETS
     from fragility_tui.harness.configs import REFERENCE
 
     s, pairs = result["settings"], result["pairs"]
     which = "adjacent pairs" if all(p["adjacent"] for p in pairs) else "named pairs"
+    m = f"{s['margin_points']:g}"
     secs = [{"title": f"Verdict calibration of grid {result['grid']} (reference "
                       f"{s['reference']})", "notes": [
         f"{s['replicates']} replicates per scenario and pair, {len(pairs)} {which}",
         f"each simulated label from {s['n_boot']} bootstrap resamples (report: 2000), margin "
-        f"{s['margin_points']:g} points, seed {s['seed']}",
-        "real gap: each benchmark's items redrawn with replacement, both models' rows with "
-        "them:",
-        "  the observed grid is the truth, so the true gap is the observed one",
-        "no gap: the same draws with the two rows of each item swapped by a coin: one shared "
-        "profile,",
-        "  true gap 0 (docs/spec.md, 'Verdict calibration')",
-        "cells: % of replicates with that outcome, with a real gap/with none; label columns: "
-        "stable,",
-        "  underpowered, harness-sensitive, target-sensitive, unsupported (SPEC 9)"]}]
+        f"{m} points, seed {s['seed']}",
+        "every rate has a 95% Wilson interval (in --json: ci_low, ci_high; here in the totals)",
+        "scenarios (docs/spec.md, 'Verdict calibration'); all redraw each benchmark's items "
+        "with replacement:",
+        "  repro   reproducibility at the observed gap: the truth is the observed grid",
+        "          (how often the outcome comes back, not a true-positive rate)",
+        "  exch.   false alarms, exchangeable rows: the pair's rows swapped by a coin per "
+        "item, no gap",
+        "  harness false alarms, no reference gap, harness kept: whole robust rows turned, "
+        "each model's",
+        "          config-to-config pattern kept exactly",
+        f"  at m    power at the margin: the same construction with a true gap of {m} points",
+        "cells: % of replicates giving the pair's own observed outcome in each scenario"]}]
     if s["reference"] != REFERENCE:
         secs[0]["notes"].insert(0, f"reference {s['reference']} stands in for SPEC's "
                                    f"{REFERENCE}: every verdict is measured against it")
+    short = [SHORT[x] for x in SCENARIOS]
     secs.append({
-        "title": "Gap-split verdicts (SPEC 6)",
-        "headers": ["A", "B", "gap", "verdict", "man", *VERDICTS, "manuf."],
-        "rows": [[p["a"], p["b"], p["observed"]["gap"], p["observed"]["verdict"],
-                  "yes" if p["observed"]["manufactured"] else "no",
-                  *(_pcts(p, v) for v in VERDICTS), _pcts(p, "manufactured")] for p in pairs]})
-    short = {"underpowered": "underpow", "harness-sensitive": "harness",
-             "target-sensitive": "target", "unsupported": "unsupp"}  # names stay uncut
+        "title": "Gap-split verdicts (SPEC 6): the pair's verdict, or manufactured",
+        "headers": ["A", "B", "gap", "outcome", *short],
+        "rows": [[p["a"], p["b"], p["observed"]["gap"], outcome,
+                  *_outcome_pcts(p, outcome)]
+                 for p in pairs
+                 for outcome in ["manufactured" if p["observed"]["manufactured"]
+                                 else p["observed"]["verdict"]]]})
     for t in TARGETS:
         secs.append({
             "title": f"Decision labels at {s['reference']}, {t} target (SPEC 9)",
-            "headers": ["A", "B", "label", *(short.get(x, x) for x in LABELS)],
+            "headers": ["A", "B", "label", *short, "stable@m"],
             "rows": [[p["a"], p["b"], p["observed"]["labels"][t],
-                      *(_pcts(p, x, t) for x in LABELS)] for p in pairs]})
+                      *_outcome_pcts(p, p["observed"]["labels"][t], t),
+                      _pct(p["power_at_margin"]["labels"][t]["stable"])] for p in pairs],
+            "notes": ["stable@m: power at the margin, % of replicates labelled stable with a "
+                      f"true gap of {m} points"]})
     tot = result["totals"]
     if pairs:
-        secs[-1]["notes"] = [
-            f"over the {len(pairs)} pairs ({tot['replicates']} replicates a scenario), real "
-            f"gap/no gap: manufactured {_pcts(tot, 'manufactured')}%,",
-            f"  stable {_pcts(tot, 'stable', 'observed')}%, underpowered "
-            f"{_pcts(tot, 'underpowered', 'observed')}%, harness-sensitive "
-            f"{_pcts(tot, 'harness-sensitive', 'observed')}% (observed target)",
-            f"cache: {result['cache']['pairs_reused']} pairs reused, "
-            f"{result['cache']['pairs_computed']} computed"]
+        secs.append({
+            "title": f"Over the {len(pairs)} pairs ({tot['replicates']} replicates a scenario, "
+                     "observed target)",
+            "headers": ["scenario", "stable", "underpowered", "harness-sens.", "manufactured"],
+            "rows": [[x, *(pwi(tot[x]["labels"]["observed"][lab])
+                           for lab in ("stable", "underpowered", "harness-sensitive")),
+                      pwi(tot[x]["manufactured"])] for x in SCENARIOS],
+            "notes": [f"cache: {result['cache']['pairs_reused']} pairs reused, "
+                      f"{result['cache']['pairs_computed']} computed"]})
+    family = result.get(FAMILY)
+    if family:
+        secs.append({"title": "Family of adjacent pairs (exchangeable null)", "notes": [
+            f"largest adjacent |gap| observed: {family['observed_largest_gap_points']:.2f} "
+            f"points; the null's largest averages "
+            f"{family['null_mean_largest_gap_points']:.2f}",
+            f"the null's largest reaches the observed one in "
+            f"{pwi(family['at_least_observed'], 1)} of {family['replicates']} replicates "
+            f"(family-wise p)",
+            "per pair (--json pairs[].family_exceed): the null's largest reaches that pair's "
+            "own |gap|"]})
     return secs
 
 

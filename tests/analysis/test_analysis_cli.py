@@ -86,9 +86,9 @@ def test_selfcheck_decisions(capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     for name in ("stable gap", "no gap", "harness reversal", "target-sensitive mix",
-                 "missing support"):
+                 "missing support", "gap at m", "gap at 1.5 m", "no gap, harness effects"):
         assert name in out
-    assert "all scenarios recovered" in out
+    assert "all checked scenarios recovered" in out
 
 
 def test_json_is_byte_identical_across_processes(db):
@@ -120,3 +120,35 @@ def test_selfcheck_fails_when_a_modal_label_is_wrong(capsys, monkeypatch):
     code = main(["selfcheck", "decisions", "--replicates", "5", "--boot", "100"])
     out = capsys.readouterr().out
     assert code == 1 and "FAIL" in out and "stable gap" in out
+
+
+def test_selfcheck_as_a_user_runs_it_prints_procedure_and_fair_baseline():
+    """Subprocess, default (quick) settings but fewer replicates: at least seven scenarios,
+    each with both columns, a Wilson interval on each rate, and the power rows."""
+    import re
+
+    from helpers import run_cli
+
+    proc = run_cli("selfcheck", "decisions", "--replicates", "8", "--boot", "100",
+                   timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "procedure" in out and "fair baseline" in out
+    head = next(line for line in out.splitlines() if line.startswith("scenario"))
+    assert head.split() == ["scenario", "known", "state", "procedure", "fair", "baseline",
+                            "check"]
+    rate = r"\s*\d+\.\d% \[\s*\d+\.\d,\s*\d+\.\d\]"
+    rows = [line for line in out.splitlines()
+            if re.search(rf"{rate}\s+{rate}\s+(ok|power|FAIL)", line)]
+    assert len(rows) >= 7
+    assert sum(line.rstrip().endswith("power") for line in rows) == 3
+    assert "gap at 1.5 m, correlated".split(",")[0] in out and "no gap, correlated" in out
+    assert "8 replicates per scenario, 100 bootstrap resamples" in out
+    assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_selfcheck_rejects_bad_sizes():
+    from helpers import run_cli
+
+    proc = run_cli("selfcheck", "decisions", "--replicates", "0")
+    assert proc.returncode == 2 and "--replicates" in proc.stderr

@@ -56,9 +56,12 @@ def test_text_output_states_the_replicates_and_every_verdict_and_label(db):
     assert "Verdict calibration of grid syn (reference o0.letter)" in out
     assert "12 replicates per scenario and pair, 3 adjacent pairs" in out
     assert "from 30 bootstrap resamples" in out
-    for word in ("ordered", "one item", "cancel", "identical", "manuf.", "stable",
-                 "underpowered", "harness", "target", "unsupported"):
-        assert word in out
+    for word in ("repro", "exch.", "harness", "at m", "stable@m", "manufactured",
+                 "underpowered", "reproducibility at the observed gap", "false alarms",
+                 "power at the margin", "95% Wilson interval", "Family of adjacent pairs",
+                 "reproducibility_at_observed_gap", "false_alarms_exchangeable",
+                 "false_alarms_harness_kept", "power_at_margin"):
+        assert word in out, word
     assert "cache: 0 pairs reused, 3 computed" in out
     assert max(len(line) for line in out.splitlines()) <= 100
     again = run_cli("calibrate", "--grid", "syn", *FAST, db=db, check=True).stdout
@@ -67,13 +70,26 @@ def test_text_output_states_the_replicates_and_every_verdict_and_label(db):
     assert strip(again) == strip(out)
 
 
-def test_json_output_tallies_every_replicate(db):
+SCENARIO_KEYS = ("reproducibility_at_observed_gap", "false_alarms_exchangeable",
+                 "false_alarms_harness_kept", "power_at_margin")
+
+
+def assert_rate(r, n):
+    """A rate as the JSON gives every one: count of n, the rate, its 95% interval."""
+    assert set(r) == {"count", "n", "rate", "ci_low", "ci_high"}
+    assert r["n"] == n and 0 <= r["count"] <= n and r["rate"] == pytest.approx(r["count"] / n)
+    assert 0.0 <= r["ci_low"] <= r["rate"] <= r["ci_high"] <= 1.0 and r["ci_low"] < r["ci_high"]
+
+
+def test_json_output_names_scenarios_by_what_they_measure_with_intervals(db):
     r = json.loads(run_cli("calibrate", "--grid", "syn", "--json", *FAST, db=db,
                            check=True).stdout)
     assert r["grid"] == "syn"
     assert r["settings"] == {"method_version": calibration.METHOD_VERSION,
                              "reference": "o0.letter", "replicates": 12, "seed": 0,
-                             "n_boot": 30, "margin_points": 2.0}
+                             "n_boot": 30, "margin_points": 2.0, "interval": "wilson_95"}
+    assert set(r["scenarios"]) == {*SCENARIO_KEYS, "family_largest_gap"}
+    assert all(len(text) > 20 for text in r["scenarios"].values())  # says what it measures
     report = json.loads(run_cli("report", "--grid", "syn", "--json", "--boot", "100",
                                 "--random-draws", "5", db=db, check=True).stdout)
     adjacent = [(p["a"], p["b"]) for p in report["pairs"]]
@@ -82,13 +98,30 @@ def test_json_output_tallies_every_replicate(db):
         assert p["replicates"] == 12 and p["adjacent"] is True
         assert p["observed"]["verdict"] == rp["verdict"] and p["observed"]["gap"] == rp["gap"]
         assert p["observed"]["manufactured"] == rp["manufactured"]
-        for scenario in ("real", "none"):
+        assert "real" not in p and "none" not in p  # the old names said the wrong thing
+        for scenario in SCENARIO_KEYS:
             tally = p[scenario]
-            assert sum(tally["verdicts"].values()) == 12
-            assert 0 <= tally["manufactured"] <= 12
+            assert sum(v["count"] for v in tally["verdicts"].values()) == 12
+            for v in tally["verdicts"].values():
+                assert_rate(v, 12)
+            assert_rate(tally["manufactured"], 12)
             for target in ("observed", "balanced"):
-                assert sum(tally["labels"][target].values()) == 12
+                assert sum(x["count"] for x in tally["labels"][target].values()) == 12
+                for x in tally["labels"][target].values():
+                    assert_rate(x, 12)
+            assert tally["shortfall_items"] >= 0
+        assert p["false_alarms_exchangeable"]["true_gap_points"] == 0.0
+        expected_null = 0.0 if p["false_alarms_harness_kept"]["shortfall_items"] == 0 else None
+        if expected_null is not None:
+            assert p["false_alarms_harness_kept"]["true_gap_points"] == pytest.approx(0.0)
+        assert_rate(p["family_exceed"], 12)
     assert r["totals"]["replicates"] == 36
+    assert_rate(r["totals"]["power_at_margin"]["labels"]["observed"]["stable"], 36)
+    family = r["family_largest_gap"]
+    assert family["pairs"] == 3 and family["replicates"] == 12
+    assert_rate(family["at_least_observed"], 12)
+    assert family["observed_largest_gap_points"] == pytest.approx(
+        max(abs(p["observed"]["gap"]) for p in r["pairs"]) * 100 / 40)
     assert r["cache"]["pairs_computed"] == 3
 
 

@@ -1,6 +1,7 @@
 """The calibration line of the Pairs and Compare panes: computed in a worker (the pane says
-"calibrating…" meanwhile), the figures of `calibrate` for the selected pair, one line at
-80×24 and at 120×40, kept in the store."""
+"calibrating…" meanwhile), the figures of `calibrate` for the selected pair under the two
+scenarios it names (reproducibility at the observed gap; no gap with the harness kept), one
+line at 80×24 and at 120×40, kept in the store."""
 
 from __future__ import annotations
 
@@ -25,6 +26,12 @@ def expected(store_path, view, a, b) -> dict:
                                     pairs=[(a, b)], seed=view.seed)["pairs"][0]
 
 
+def assert_names_its_scenarios(line: str, null: str) -> None:
+    """The line says which scenarios its two rates come from."""
+    assert "obs" in line and "gap" in line.split("obs", 1)[1]  # at the observed gap
+    assert "no gap" in line and null in line  # the null: exchangeable rows or harness kept
+
+
 def line_text(app, widget_id: str) -> str:
     return str(app.query_one(f"#{widget_id}").render())
 
@@ -33,7 +40,7 @@ async def until(pilot, condition, timeout: float = 30.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition():
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
+            raise AssertionError("condition not met in time: " + " | ".join(str(w.render()) for w in pilot.app.query("#pairs-calibration, #compare-calibration")))
         await pilot.pause(0.05)
 
 
@@ -54,8 +61,10 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
             width = size[0] - 2
             assert line_text(app, "pairs-calibration") == summary_line(result, outcome,
                                                                          width=width)
-            shown = [line for line in screen_lines(app) if "calibration (200" in line]
+            shown = [line for line in screen_lines(app)
+                     if "calibration (200" in line or "200 reps" in line]
             assert len(shown) == 1 and f"'{outcome}'" in shown[0]
+            assert_names_its_scenarios(shown[0], "exch")
             assert len(shown[0].rstrip()) <= size[0]
             # the detail line under it says why the split cannot order the pair (item 7)
             detail = line_text(app, "pairs-detail")
@@ -65,7 +74,8 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
                 f"{n} stable disagreements" in detail)
             assert sum(detail[:40] in line for line in screen_lines(app)) == 1
         if size[0] == 120:
-            assert "with a real gap of this size" in shown[0]
+            assert "reproduced at the observed gap" in shown[0]
+            assert "with no gap, rows exchanged" in shown[0]
 
 
 async def test_compare_line_quotes_the_observed_label(synthetic_store):
@@ -80,6 +90,11 @@ async def test_compare_line_quotes_the_observed_label(synthetic_store):
         text = line_text(app, "compare-calibration")
         assert text == summary_line(result, label, "observed", width=78)
         assert f"observed '{label}'" in text
+        assert_names_its_scenarios(text, "harness")
+        rep = result["reproducibility_at_observed_gap"]["labels"]["observed"][label]
+        null = result["false_alarms_harness_kept"]["labels"]["observed"][label]
+        assert f"'{label}' {100 * rep['rate']:.0f}% at" in text
+        assert f", {100 * null['rate']:.0f}% no gap" in text
         assert any(text in line for line in screen_lines(app))
     con = duckdb.connect(str(synthetic_store.path))
     kept = con.execute("SELECT a, b FROM calibration_cache").fetchall()

@@ -1,6 +1,9 @@
 """The calibration line of the Pairs and Compare panes: how often the selected pair's verdict
-or label comes out with a real gap of its size and with none (analysis/calibration.py),
-computed in a worker thread and kept in the store (services/reports.py: grid_calibration)."""
+or label comes out under two named scenarios: reproducibility at the observed gap, and a
+null — exchangeable rows for a verdict (Pairs), no reference gap with each model's harness
+effects kept for a label (Compare) (analysis/calibration.py: quoted_scenarios,
+summary_line), computed in a worker thread and kept in the store (services/reports.py:
+grid_calibration)."""
 
 from __future__ import annotations
 
