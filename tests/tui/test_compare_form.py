@@ -259,3 +259,26 @@ async def test_the_run_form_offers_the_openai_backend(synthetic_store):
                              "--db", str(synthetic_store.path)]]
         text = screen_text(app)
         assert "base URL" in text and "key var" in text  # the fields fit at 80×24
+
+
+async def test_a_compare_run_that_fails_to_start_is_reported_where_the_user_is(
+        synthetic_store, tmp_path):
+    """Folders with a config.json but no weights pass the form; the runs then fail at their
+    start, and the Compare pane's user is told (a notification), not left waiting."""
+    a, b = model_folder(tmp_path, "empty-a"), model_folder(tmp_path, "empty-b")
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        form = await open_compare_form(app, pilot)
+        for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", "never")):
+            form.query_one(f"#cf-{field}", Input).value = value
+        form.query_one("#cf-device", Select).value = "cpu"
+        await pilot.pause()
+        await pilot.click("#cf-start")
+        for _ in range(600):  # each process imports the runner before it fails
+            await pilot.pause(0.1)
+            failed = [n for n in app._notifications if n.title == "Run not started"]
+            if len(failed) == 2:
+                break
+        assert sorted(n.message.split(" failed")[0] for n in failed) == [
+            "start empty-a (compare A)", "start empty-b (compare B)"], failed
+        assert app.query_one("#panes").current == "compare"

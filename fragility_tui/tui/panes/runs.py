@@ -178,6 +178,10 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                 self.note(f"{what}: cancelled; `u` on its row resumes it")
             elif code != 0:
                 self.note(f"{what} failed (exit {code}): {failure_line(log)}", error=True)
+                # also where the user is: a Compare form's runs are watched from Compare
+                self.notify(clean(f"{what} failed (exit {code}): {failure_line(log)}",
+                                  limit=400), title="Run not started", severity="error",
+                            markup=False, timeout=10)
         self.launched = running
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
