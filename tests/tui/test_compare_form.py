@@ -119,7 +119,8 @@ def test_bad_served_fields_name_the_field(tmp_path):
     _, problems = check_run_form({"grid": "g", "backend": "openai", "base_url": "localhost:8000",
                                   "served_model": "", "api_key_env": "sk-abc123",
                                   "quantize": "int4"}, tmp_path)
-    assert any(p.startswith("base URL: 'localhost:8000' does not start with http") for p in problems)
+    assert any(p.startswith("base URL: 'localhost:8000' does not start with http")
+               for p in problems)
     assert any(p.startswith("fill in the served model") for p in problems)
     assert any(p.startswith("API key variable: the name of an environment variable")
                for p in problems)
@@ -161,6 +162,13 @@ async def test_a_bad_compare_form_says_which_field(synthetic_store, tmp_path):
         assert error.startswith("model A:") and "no-such-model" in error
         assert "model A:" in screen_text(app)  # on screen at 80×24, not only in the widget
         assert isinstance(app.screen, CompareFormScreen) and launched == []
+        form.query_one("#cf-model-a", Input).value = "gemma3-270m"
+        form.query_one("#cf-grid", Input).value = "synthetic-small"  # the open grid
+        await pilot.pause()
+        await pilot.click("#cf-start")
+        await pilot.pause()
+        error = str(form.query_one("#cf-error").render())
+        assert error.startswith("grid: synthetic-small is SYNTHETIC") and launched == []
         await pilot.press("escape")  # Esc leaves the form, nothing started
         await pilot.pause()
         assert not isinstance(app.screen, CompareFormScreen) and launched == []

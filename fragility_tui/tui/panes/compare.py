@@ -146,14 +146,14 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
     def action_new_comparison(self) -> None:
         from fragility_tui.tui.panes.compare_form import CompareFormScreen, CompareQueued
 
-        grid = self.grid_name if self.grid_name and not any(
-            g.name == self.grid_name and g.synthetic for g in self.grids or []) else ""
+        synthetic = frozenset(g.name for g in self.grids or [] if g.synthetic)
+        grid = self.grid_name if self.grid_name and self.grid_name not in synthetic else ""
 
         def done(plan) -> None:
             if plan is not None:
                 self.post_message(CompareQueued(plan))
 
-        self.app.push_screen(CompareFormScreen(grid, self.db_path), done)
+        self.app.push_screen(CompareFormScreen(grid, self.db_path, synthetic), done)
 
     def set_pair(self, a: str, b: str) -> None:
         with self.prevent(Select.Changed):

@@ -1,6 +1,6 @@
 """The Compare form ("compare in one go", issue 22): model A, model B or A's int8/int4 build,
-items, configs, grid, device. Its Start checks the form (panes/run_form.check_compare_form) and, when
-nothing is wrong, hands the plan back; the Compare pane posts it up as `CompareQueued` and
+items, configs, grid, device. Its Start checks the form (run_form.check_compare_form) and,
+when nothing is wrong, hands the plan back; the Compare pane posts it up as `CompareQueued` and
 the app starts both runs and opens Compare on the pair. A modal the Compare pane pushes
 itself, as the Runs pane pushes its confirm question."""
 
@@ -43,10 +43,12 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
     BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close the Compare form",
                         id="compare-form.cancel")]
 
-    def __init__(self, grid: str, db_path: str | None, cwd: Path | None = None):
+    def __init__(self, grid: str, db_path: str | None, synthetic: frozenset[str] = frozenset(),
+                 cwd: Path | None = None):
         super().__init__()
         self.grid = grid  # proposed: the open grid unless it is synthetic
         self.db_path = db_path
+        self.synthetic = synthetic  # the store's SYNTHETIC grids: no run writes into them
         self.cwd = cwd or Path.cwd()
 
     def compose(self) -> ComposeResult:
@@ -114,8 +116,7 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
     @on(Button.Pressed, "#cf-start")
     def action_start(self) -> None:
         plan, problems = check_compare_form(self.form(), self.cwd, self.db_path)
-        synthetic = getattr(self.app, "grids", None) or []
-        if plan and any(g.name == plan.grid and g.synthetic for g in synthetic):
+        if plan and plan.grid in self.synthetic:
             plan, problems = None, [f"grid: {plan.grid} is SYNTHETIC: name another grid "
                                     "(a new name creates one)"]
         if problems:  # nothing started: say what to fix, each problem naming its field
