@@ -22,12 +22,14 @@ from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
 
 from fragility_tui import settings
 from fragility_tui.tui.bindings import APP_BINDINGS, binding_ids, help_rows
+from fragility_tui.tui.compare_runs import CompareRuns
 from fragility_tui.tui.gateway import StoreGateway
 from fragility_tui.tui.live import GridWritten, LiveGrid, header_note
 from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, PaneMounted,
                                         RunsWrote, ShowItem, ShowModel, ShowPair, ShowRun,
                                         ViewReady, WorkFailed)
 from fragility_tui.tui.panes import PANES, Pane
+from fragility_tui.tui.panes.compare_form import CompareQueued
 from fragility_tui.tui.selection import Selection
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import TABLES, GridHeader, PaneTabs, TableRows
@@ -58,6 +60,7 @@ class FragilityApp(App):
         self._grid_meta: dict = {}
         self._force_reload = False
         self._pending_pane: str | None = None  # a pane asked for before it was composed
+        self.compare_runs = CompareRuns(self)  # a Compare form's two runs and their grid
         self.selection = Selection()
         self.computing = False
         self.started_at = time.perf_counter()
@@ -124,7 +127,9 @@ class FragilityApp(App):
     @on(GridsListed)
     def _grids_listed(self, message: GridsListed) -> None:
         self.grids = message.grids
-        if self.grid_name is None and self.grids:
+        if self.compare_runs.listed(self.grids):
+            pass  # it opened the grid a Compare form's runs write
+        elif self.grid_name is None and self.grids:
             self.open_grid(default_grid(self.grids))
         elif not self.grids:
             self.set_status("this store holds no grid: create one with `fragility-tui simulate` "
@@ -151,6 +156,10 @@ class FragilityApp(App):
         self.list_grids()
         if self.grid_name in message.grids:
             self.reload_grid()
+
+    @on(CompareQueued)
+    def _compare_queued(self, message: CompareQueued) -> None:
+        self.compare_runs.start(message.plan)
 
     @on(ShowModel)
     def _show_model(self, message: ShowModel) -> None:

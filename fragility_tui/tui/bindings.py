@@ -37,6 +37,7 @@ def binding_sources() -> list[tuple[str, list]]:
     from fragility_tui.tui.screens import DrillScreen, HelpScreen, ModelScreen, SelectionScreen
     from fragility_tui.tui.screens.forms import ExportScreen
     from fragility_tui.tui.confirm import ConfirmScreen
+    from fragility_tui.tui.panes.compare_form import CompareFormScreen
     from fragility_tui.tui.virtual_table import VirtualTable
 
     long_tables = [b for b in VirtualTable.BINDINGS if b not in ReportTable.BINDINGS]
@@ -45,6 +46,7 @@ def binding_sources() -> list[tuple[str, list]]:
                ("drill-downs", DrillScreen.BINDINGS), ("selection form", SelectionScreen.BINDINGS),
                ("help", HelpScreen.BINDINGS), ("export form", ExportScreen.BINDINGS),
                ("confirm question", ConfirmScreen.BINDINGS),
+               ("Compare form", CompareFormScreen.BINDINGS),
                ("model drill-down", ModelScreen.BINDINGS)]
     sources += [(f"{p.title} pane", p.BINDINGS) for p in PANES if "BINDINGS" in p.__dict__]
     return sources

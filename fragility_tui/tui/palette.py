@@ -8,6 +8,7 @@ from typing import Iterable
 
 from textual.app import SystemCommand
 
+from fragility_tui.tui.compare_runs import open_compare_form
 from fragility_tui.tui.panes import PANES
 from fragility_tui.tui.selection import Selection
 
@@ -25,6 +26,9 @@ def app_commands(app) -> Iterable[SystemCommand]:
                         lambda: select_configs(app, "generate"))
     yield SystemCommand("Selection: reference neighbourhood of order",
                         "o0…o5 × letter × generate", lambda: select_configs(app, "letter"))
+    yield SystemCommand("Compare in one go: run two models and compare them",
+                        "Model A, model B or A's int8/int4 build, items, grid, device: both "
+                        "runs queued, Compare opens on the pair", lambda: open_compare_form(app))
     yield SystemCommand("Copy table", "Copy the current table (OSC 52)", app.action_copy_table)
     yield SystemCommand("Export table", "CSV, Parquet or Markdown", app.action_export)
     yield SystemCommand("SVG screenshot", "Save the screen as SVG", app.action_svg_screenshot)

@@ -87,7 +87,11 @@ async def test_hostile_text_in_every_pane(tmp_path):
                 assert "[bold]B[/]" in text
         # Runs: the provenance card of a run whose fields are hostile
         await show_pane(app, pilot, "7")
-        await app.pane("runs").poll().wait()
+        # not poll().wait(): the pane's once-a-second poll can replace that exclusive worker
+        for _ in range(100):  # (WorkerCancelled); wait for the rows instead
+            if app.pane("runs").runs:
+                break
+            await pilot.pause(0.1)
         await pilot.pause()
         await pilot.press("enter")
         await pilot.pause()

@@ -137,3 +137,10 @@ def test_compare_plot_no_color_80x24(snap_compare, snapshot_db, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
                         run_before=plot_steps("8", toggle=True))
+
+
+def test_compare_form_80x24(snap_compare, snapshot_db):
+    """The Compare form over the Compare pane (n), after Enter on the empty form: every
+    field fits at 80×24 and the problems name their fields."""
+    assert snap_compare(FragilityApp(snapshot_db), terminal_size=SMALL_TERM,
+                        run_before=steps("8", "n", "enter"))

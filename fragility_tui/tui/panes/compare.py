@@ -78,9 +78,14 @@ class Pickers(FormKeys, Horizontal):
 
 class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
     help = ("Pick two models: decision under both targets, robust-set test, Δ̂ per config "
-            "(g: plot or table), benchmarks, cost.")
+            "(g: plot or table), benchmarks, cost. n: run two models and compare them.")
     BINDINGS = [Binding("g", "toggle_plot", "Plot/table", tooltip="Show the plot or the table",
-                        id="compare.plot")]
+                        id="compare.plot"),
+                Binding("n", "new_comparison", "Compare form",
+                        tooltip="Run two models (or a model and its int8/int4 build) and "
+                                "compare them as their cells come in", id="compare.new")]
+    # (grid, A, B) a Compare form queued, until the grid is open with cells of both
+    wanted: tuple[str, str, str] | None = None
     plot_id, table_id = "compare-plot", "compare-table"
     small_hides = ("compare-result", "compare-calibration")
 
@@ -96,16 +101,59 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
     def render_view(self, view) -> None:
         ranked = [row.band.model for row in view.report.bands]
         models = ranked + [m for m in view.cube.models if m not in ranked]
+        if self.wanted and (view.grid != self.wanted[0]
+                            or not set(self.wanted[1:]) <= set(models)):
+            self._show_waiting(view, models)
+            return
+        if self.wanted:  # both have cells now: picked once, the user's picks rule after
+            _, old_a, old_b = self.wanted
+            self.wanted = None
+            self._set_options(models, old_a, old_b)
+            self.call_after_refresh(self.compare)
+            return
+        sel_a, sel_b = self.query_one("#compare-a", Select), self.query_one("#compare-b", Select)
+        self._set_options(models, sel_a.value, sel_b.value)
+        self.call_after_refresh(self.compare)  # the pane paints first, the worker starts after
+
+    def _set_options(self, models: list[str], old_a, old_b) -> None:
         options = [(clean(m, one_line=True, limit=80), m) for m in models]
         sel_a, sel_b = self.query_one("#compare-a", Select), self.query_one("#compare-b", Select)
-        old_a, old_b = sel_a.value, sel_b.value
         with self.prevent(Select.Changed):
             sel_a.set_options(options)
             sel_b.set_options(options)
             if len(models) >= 2:
                 sel_a.value = old_a if old_a in models else models[0]
                 sel_b.value = old_b if old_b in models else models[1]
-        self.call_after_refresh(self.compare)  # the pane paints first, the worker starts after
+
+    def want(self, grid: str, a: str, b: str) -> None:
+        """Open on A vs B as soon as `grid` is open with cells of both (a Compare form's
+        runs: the second may still be queued behind the first)."""
+        self.wanted = (grid, a, b)
+        self._changed()
+
+    def _show_waiting(self, view, models: list[str]) -> None:
+        grid, a, b = self.wanted
+        missing = [m for m in (a, b) if m not in models or view.grid != grid]
+        text = Text("Compare in one go: waiting for the first cells of ", style="bold yellow")
+        text.append(" and ".join(clean(m, one_line=True, limit=80) for m in missing))
+        text.append(f" in grid {clean(grid, one_line=True, limit=80)}; a queued run starts "
+                    "when its device frees. The Runs pane (7) shows both runs.",
+                    style="yellow")
+        self.query_one("#compare-result", Static).update(text)
+        self.query_one("#compare-calibration", Static).update("")
+        self.query_one(ReportTable).set_data(COLUMNS, [])
+
+    def action_new_comparison(self) -> None:
+        from fragility_tui.tui.panes.compare_form import CompareFormScreen, CompareQueued
+
+        synthetic = frozenset(g.name for g in self.grids or [] if g.synthetic)
+        grid = self.grid_name if self.grid_name and self.grid_name not in synthetic else ""
+
+        def done(plan) -> None:
+            if plan is not None:
+                self.post_message(CompareQueued(plan))
+
+        self.app.push_screen(CompareFormScreen(grid, self.db_path, synthetic), done)
 
     def set_pair(self, a: str, b: str) -> None:
         with self.prevent(Select.Changed):

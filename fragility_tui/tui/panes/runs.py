@@ -21,14 +21,15 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
-from fragility_tui.devices import ANY_GPU, DeviceReport, query_devices
+from fragility_tui.devices import DeviceReport, query_devices
 from fragility_tui.processes import (RunProgress, db_args, failure_line, launch_detached,
                                      log_dir, run_progress)
 from fragility_tui.store.runs import RunRecord, RunStatus
 from fragility_tui.tui.confirm import ConfirmScreen
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.panes.run_form import check_run_form, run_argv
+from fragility_tui.tui.panes.run_form import (BACKENDS, DEVICE_CHOICES, ENDPOINTS,
+                                              check_run_form, run_argv)
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
@@ -41,7 +42,10 @@ QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
             ("int4 (optimum-quanto)", "int4")]
 REFRESH_SECONDS = 1.0
 DEVICE_REFRESH_SECONDS = 5.0  # one nvidia-smi call (or NVML read) in a worker thread
-DEVICE_CHOICES = [("auto", "auto"), ("cpu", "cpu"), ("any free GPU", ANY_GPU)]
+# the openai backend's fields: (label, input id, placeholder), shown only with it
+SERVED_FIELDS = [("base URL", "base-url", "http://127.0.0.1:8000/v1"),
+                 ("served as", "served-model", "model id in /v1/models"),
+                 ("key var", "api-key-env", "env variable (not the key)")]
 FINAL_STATUSES = RunStatus.final()
 # What `u` offers to resume: a run that stopped before its end (or whose process is gone).
 RESUMABLE = (RunStatus.CANCELLED, RunStatus.FAILED, RunStatus.DIED)
@@ -106,6 +110,16 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             yield Label("device", classes="form-label")
             yield Select(DEVICE_CHOICES, value="auto", allow_blank=False, id="run-device",
                          compact=True)
+            yield Label("backend", classes="form-label")
+            yield Select([(b, b) for b in BACKENDS], value="transformers", allow_blank=False,
+                         id="run-backend", compact=True)
+            for label, field_id, placeholder in SERVED_FIELDS:
+                yield Label(label, classes="form-label served")
+                yield Input(placeholder=placeholder, id=f"run-{field_id}", compact=True,
+                            classes="served")
+            yield Label("endpoint", classes="form-label served")
+            yield Select([(e, e) for e in ENDPOINTS], value="completions", allow_blank=False,
+                         id="run-endpoint", compact=True, classes="served")
             yield Label("flags", classes="form-label")
             yield Input(placeholder="e.g. --batch-size 8", id="run-extra",
                         compact=True)
@@ -119,6 +133,21 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         self.set_interval(REFRESH_SECONDS, self._tick)
         self.set_interval(DEVICE_REFRESH_SECONDS, self.poll_devices)
         self.poll_devices()
+        self._show_served_fields()
+
+    @on(Select.Changed, "#run-backend")
+    def _backend_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self._show_served_fields()
+
+    def _show_served_fields(self) -> None:
+        """The served model's fields (URL, id, key variable, endpoint) only for openai."""
+        served = self.query_one("#run-backend", Select).value == "openai"
+        for widget in self.query(".served"):
+            widget.display = served
+        self.query_one("#run-form").set_class(served, "served-form")
+        self.query_one("#run-model", Input).placeholder = (
+            "local tokenizer (optional)" if served else "alias, hub id or path")
 
     def render_view(self, view) -> None:
         grid_input = self.query_one("#run-grid", Input)
@@ -149,6 +178,10 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                 self.note(f"{what}: cancelled; `u` on its row resumes it")
             elif code != 0:
                 self.note(f"{what} failed (exit {code}): {failure_line(log)}", error=True)
+                # also where the user is: a Compare form's runs are watched from Compare
+                self.notify(clean(f"{what} failed (exit {code}): {failure_line(log)}",
+                                  limit=400), title="Run not started", severity="error",
+                            markup=False, timeout=10)
         self.launched = running
 
     @work(thread=True, exclusive=True, group="runs", exit_on_error=False)
@@ -223,7 +256,12 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                 "per_benchmark": value("sample"), "configs": value("configs"),
                 "extra": value("extra"),
                 "quantize": self.query_one("#run-quantize", Select).value or "",
-                "device": self.query_one("#run-device", Select).value or "auto"}
+                "device": self.query_one("#run-device", Select).value or "auto",
+                "backend": self.query_one("#run-backend", Select).value or "transformers"}
+        if form["backend"] == "openai":
+            form.update(base_url=value("base-url"), served_model=value("served-model"),
+                        api_key_env=value("api-key-env"),
+                        endpoint=self.query_one("#run-endpoint", Select).value)
         form, problems = check_run_form(form, Path.cwd())
         if form.get("grid") and self._synthetic(form["grid"]):
             problems = [*problems, f"grid {form['grid']} is SYNTHETIC: name another grid "
@@ -231,7 +269,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         if problems:  # nothing launched, no run row: say what to fix
             self.note("; ".join(problems), error=True)
             return
-        self.launch(run_argv(form, self.db_path), f"start {form['model']}")
+        self.launch(run_argv(form, self.db_path),
+                    f"start {form.get('served_model') or form['model']}")
         self.focus_main()  # Enter now opens a run's card instead of starting another run
 
     def action_cancel_run(self) -> None:

@@ -1,0 +1,52 @@
+"""Compare in one go (issue 22): the app's side of a Compare form. Both runs start as
+detached processes through the Runs pane (the device slots queue the second when both want
+one one-slot device); the Compare pane is told the pair and opens on it once the grid holds
+cells of both; a grid the runs are about to create is looked for every few seconds and
+opened when the first run has made it. The live watcher (live.py) then reloads it as their
+batches commit. Kept out of app.py, which holds state and intents only; `app` is the
+FragilityApp (tui/app.py), which imports this module."""
+
+from __future__ import annotations
+
+AWAIT_GRID_SECONDS = 2.0  # how often a Compare form's new grid is looked for
+
+
+class CompareRuns:
+    def __init__(self, app):
+        self.app = app
+        self.awaited: str | None = None  # a Compare form's grid, until it exists
+
+    def start(self, plan) -> None:
+        """Launch the plan's two runs (panes/run_form.ComparePlan), open Compare on it."""
+        app, runs = self.app, self.app.pane("runs")
+        runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)")
+        runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")
+        app.pane("compare").want(plan.grid, plan.a, plan.b)
+        app.action_pane("compare")
+        if plan.grid != app.grid_name:  # opened once the first run has created it
+            self.awaited = plan.grid
+            self._look()
+
+    def _look(self) -> None:
+        if self.awaited is not None:
+            self.app.list_grids()  # listed(): opens it once it is there
+            self.app.set_timer(AWAIT_GRID_SECONDS, self._look)
+
+    def listed(self, grids: list) -> bool:
+        """After the app lists its grids: True when this opened the awaited grid."""
+        if self.awaited is None or not any(g.name == self.awaited for g in grids):
+            return False
+        name, self.awaited = self.awaited, None
+        if name != self.app.grid_name:
+            self.app.open_grid(name)
+        return True
+
+
+def open_compare_form(app) -> None:
+    """The Compare form from the command palette (the Compare pane binds it to n)."""
+    from textual.screen import ModalScreen
+
+    if isinstance(app.screen, ModalScreen):
+        return  # another form or the help is open
+    app.action_pane("compare")
+    app.pane("compare").action_new_comparison()
