@@ -414,7 +414,7 @@ async def test_synthetic_item_drilldown_shows_the_true_parameters(synthetic_stor
         screen = app.screen
         k = app.view.cube.items.index(screen.item_uid)
         text = str(screen.query_one("#item-text").render())
-        assert "True parameters (SYNTHETIC generator v2)" in text
+        assert "True parameters (SYNTHETIC generator v3)" in text
         assert f"difficulty b {truth.difficulty[k]:+.2f}" in text
         assert f"discrimination a {truth.discrimination[k]:.2f}" in text
         best = int(truth.ability.argmax())
