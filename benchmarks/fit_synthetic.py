@@ -119,6 +119,17 @@ def step_value(name: str, value: float, factor: float) -> float:
     return max(0.0, value * factor)
 
 
+def neighbours(best: SimulationParams, name: str, step: float) -> list[SimulationParams]:
+    """`best` with parameter `name` one step up and one step down (bounds kept; a step
+    that changes nothing is left out)."""
+    out = []
+    for factor in (1 + step, 1 - step):
+        value = step_value(name, getattr(best, name), factor)
+        if value != getattr(best, name):
+            out.append(replace(best, **{name: round(value, 4)}))
+    return out
+
+
 def descend(objective, start: SimulationParams, seeds, rounds: int, step: float, tag: str):
     best, (best_loss, best_means) = start, objective(start, seeds)
     print(f"[{tag}] {len(seeds)} seeds, start loss {best_loss:.2f}", flush=True)
@@ -126,13 +137,7 @@ def descend(objective, start: SimulationParams, seeds, rounds: int, step: float,
     for k in range(rounds):
         improved = False
         for name in names:
-            trials = []
-            for factor in (1 + step, 1 - step):
-                value = step_value(name, getattr(best, name), factor)
-                if value == getattr(best, name):
-                    continue
-                trial = replace(best, **{name: round(value, 4)})
-                trials.append((*objective(trial, seeds), trial))
+            trials = [(*objective(trial, seeds), trial) for trial in neighbours(best, name, step)]
             if trials:
                 trial_loss, means, trial = min(trials, key=lambda t: t[0])
                 if trial_loss < best_loss - 1e-9:
@@ -157,12 +162,8 @@ def confirm_descend(objective, start: SimulationParams, rounds: int, step: float
     for k in range(rounds):
         improved = False
         for name in names:
-            trials = []
-            for factor in (1 + step, 1 - step):
-                value = step_value(name, getattr(best, name), factor)
-                if value != getattr(best, name):
-                    trial = replace(best, **{name: round(value, 4)})
-                    trials.append((objective(trial, COARSE_SEEDS)[0], trial))
+            trials = [(objective(trial, COARSE_SEEDS)[0], trial)
+                      for trial in neighbours(best, name, step)]
             if not trials or min(t[0] for t in trials) >= screen_loss - 1e-9:
                 continue
             trial_screen, trial = min(trials, key=lambda t: t[0])

@@ -273,29 +273,35 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                     f"start {form.get('served_model') or form['model']}")
         self.focus_main()  # Enter now opens a run's card instead of starting another run
 
-    def action_cancel_run(self) -> None:
+    def _selected_for(self, statuses, action: str, *, error: bool = True):
+        """(run, progress) of the selected run when its status allows `action`; otherwise
+        a note says why not and None is returned."""
         run = self.selected_run()
         if run is None:
             self.note("no run selected", error=True)
-            return
+            return None
         progress = self.selected_progress()
-        if progress.status not in (*RunStatus.active(), RunStatus.QUEUED):
-            self.note(f"run {run.run_id} is {progress.status}: nothing to cancel")
+        if progress.status not in statuses:
+            self.note(f"run {run.run_id} is {progress.status}: nothing to {action}", error=error)
+            return None
+        return run, progress
+
+    def action_cancel_run(self) -> None:
+        chosen = self._selected_for((*RunStatus.active(), RunStatus.QUEUED), "cancel",
+                                    error=False)
+        if chosen is None:
             return
+        run, _ = chosen
         argv = ["runs", "cancel", str(run.run_id)] + db_args(self.db_path)
         self.confirm(f"Cancel run {run.run_id} ({run.model} on {run.grid})? "
                      "It stops after its current batch; `u` resumes it later.",
                      argv, f"cancel {run.run_id}")
 
     def action_resume_run(self) -> None:
-        run = self.selected_run()
-        if run is None:
-            self.note("no run selected", error=True)
+        chosen = self._selected_for(RESUMABLE, "resume")  # a finished run has nothing to resume
+        if chosen is None:
             return
-        progress = self.selected_progress()
-        if progress.status not in RESUMABLE:  # a finished run has nothing to resume
-            self.note(f"run {run.run_id} is {progress.status}: nothing to resume", error=True)
-            return
+        run, progress = chosen
         argv = ["run", "--resume", str(run.run_id), "--display", "none"] + db_args(
             self.db_path)
         self.confirm(f"Resume run {run.run_id} ({run.model} on {run.grid}, "
