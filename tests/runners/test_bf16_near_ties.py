@@ -20,8 +20,8 @@ import pytest
 
 from helpers import run_cli
 
-# Two bf16 runs on a 2-core CPU take tens of minutes: outside the default suite until the
-# bf16 tolerances are measured with it (`make test-bf16`; docs/runner.md, near-ties).
+# Two bf16 runs on a 2-core CPU take ~41 minutes: outside the default suite (`make test-bf16`;
+# docs/runner.md, near-ties, gives what it measured on 2026-12-02).
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("FRAGILITY_BF16_CHECK") != "1",
     reason="the bf16 near-tie acceptance run: set FRAGILITY_BF16_CHECK=1 (make test-bf16)")]
