@@ -26,12 +26,14 @@ class KVPool:
         self.values: list[torch.Tensor | None] = []
         self.positions = torch.zeros(self.capacity, dtype=torch.long)  # logical, per slot
 
-    def allocate(self, count: int, start: int) -> torch.Tensor:
-        """`count` fresh slots for tokens at logical positions start, start + 1, ..."""
+    def allocate_at(self, positions: torch.Tensor) -> torch.Tensor:
+        """Fresh slots, one range, for tokens at the given logical positions (a whole
+        call's tokens at once)."""
+        count = len(positions)
         if self.used + count > self.capacity:
             raise RuntimeError("KV pool overflow: more tokens than the tree holds")
         slots = torch.arange(self.used, self.used + count)
-        self.positions[slots] = torch.arange(start, start + count)
+        self.positions[slots] = positions
         self.used += count
         return slots
 
@@ -64,12 +66,17 @@ class KVPool:
         """Copy cache positions (rows[i], offset + cols[i]) into pool slots[i]."""
         if not self.keys:
             self._allocate_like(cache)
+        first, end = int(slots[0]), int(slots[-1]) + 1
+        if end - first != len(slots) or not torch.equal(slots, torch.arange(first, end)):
+            raise ValueError("KVPool.store expects one ascending range of slots")
         for layer, keys, values in zip(cache.layers, self.keys, self.values):
             if keys is None:
                 continue
-            r, c, s = (t.to(keys.device) for t in (rows, cols + offset, slots))
-            keys[s] = layer.keys[r, :, c]
-            values[s] = layer.values[r, :, c]
+            r, c = (t.to(keys.device) for t in (rows, cols + offset))
+            # A call's slots are one fresh range (allocated in placement order): a slice
+            # assignment, not a scatter through an index tensor.
+            keys[first:end] = layer.keys[r, :, c]
+            values[first:end] = layer.values[r, :, c]
 
     def _allocate_like(self, cache) -> None:
         for layer in cache.layers:
@@ -79,8 +86,13 @@ class KVPool:
                 continue
             for source, pool in ((layer.keys, self.keys), (layer.values, self.values)):
                 _, heads, _, dim = source.shape
-                pool.append(torch.zeros(self.capacity, heads, dim, dtype=source.dtype,
-                                        device=source.device))
+                # Uninitialised but slot 0 (what padding gathers): every other slot is
+                # stored right after the call that forwards its token, before any gather
+                # reads it. (Zero-filling the whole pool was a tenth of the host time.)
+                tensor = torch.empty(self.capacity, heads, dim, dtype=source.dtype,
+                                     device=source.device)
+                tensor[0] = 0
+                pool.append(tensor)
 
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values
@@ -105,7 +117,9 @@ def _roomy_layer_class():
 
         @staticmethod
         def _buffer(states: torch.Tensor, capacity: int) -> torch.Tensor:
-            buffer = states.new_zeros(*states.shape[:-2], capacity, states.shape[-1])
+            # The room past `length` is written (update, replace_row) before any view
+            # covers it, so it need not be zeroed: zeroing was a sixth of the host time.
+            buffer = states.new_empty(*states.shape[:-2], capacity, states.shape[-1])
             buffer[..., :states.shape[-2], :] = states
             return buffer
 
