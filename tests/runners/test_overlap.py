@@ -87,10 +87,10 @@ def test_a_planning_error_is_raised_in_the_main_thread_with_its_traceback(
     frames = [frame.name for frame in traceback.extract_tb(caught.value.__traceback__)]
     assert "fail_on_fourth" in frames  # the worker's own frames came along
     store = Store(tmp_path / "s.duckdb")
-    row = store.list_runs()[0]
-    assert row["status"] == "failed" and "template exploded" in row["error"]
+    row = store.runs()[0]  # a RunRecord (Store.list_runs went on main)
+    assert row.status == "failed" and "template exploded" in row.error
     # Items 1-2 were scored and committed; 3 was planned with the failing 4th's batch.
-    assert len(every_cell(store)) == 2 * 26 == row["cells_done"]
+    assert len(every_cell(store)) == 2 * 26 == row.cells_done
 
 
 def test_the_worker_stops_when_the_run_fails_in_its_model_calls(tiny_folder, tmp_path,
