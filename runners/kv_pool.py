@@ -48,13 +48,15 @@ class KVPool:
         from transformers.cache_utils import DynamicLayer
 
         rows, length = index.shape
-        flat = index.reshape(-1)
+        flat, on = index.reshape(-1), {}  # on: the index moved to each device once
         layers = []
         for keys, values in zip(self.keys, self.values):
             if keys is None:  # a layer that reads another layer's cache
                 layers.append(DynamicLayer())
                 continue
-            at = flat.to(keys.device)
+            if keys.device not in on:
+                on[keys.device] = flat.to(keys.device)
+            at = on[keys.device]
             layers.append(roomy_layer(*(t.index_select(0, at).view(rows, length, *t.shape[1:])
                                         .transpose(1, 2) for t in (keys, values)), room))
         cache = DynamicCache()
@@ -63,20 +65,26 @@ class KVPool:
 
     def store(self, cache, offset: int, rows: torch.Tensor, cols: torch.Tensor,
               slots: torch.Tensor) -> None:
-        """Copy cache positions (rows[i], offset + cols[i]) into pool slots[i]."""
+        """Copy cache positions (rows[i], offset + cols[i]) into pool slots[i], which must be
+        one ascending range (a call's fresh slots, allocated in placement order)."""
         if not self.keys:
             self._allocate_like(cache)
         first, end = int(slots[0]), int(slots[-1]) + 1
         if end - first != len(slots) or not torch.equal(slots, torch.arange(first, end)):
             raise ValueError("KVPool.store expects one ascending range of slots")
+        index = {}  # per (device, width): the positions' flat index, built there once
         for layer, keys, values in zip(cache.layers, self.keys, self.values):
             if keys is None:
                 continue
-            r, c = (t.to(keys.device) for t in (rows, cols + offset))
-            # A call's slots are one fresh range (allocated in placement order): a slice
-            # assignment, not a scatter through an index tensor.
-            keys[first:end] = layer.keys[r, :, c]
-            values[first:end] = layer.values[r, :, c]
+            for source, pool in ((layer.keys, keys), (layer.values, values)):
+                new = source[:, :, offset:]  # [rows, heads, new positions, dim]
+                count, heads, width, dim = new.shape
+                if (pool.device, width) not in index:
+                    index[pool.device, width] = (rows * width + cols).to(pool.device)
+                # The new positions made contiguous, then whole [heads, dim] blocks picked
+                # straight into the slot range: half the time of indexing [rows, :, cols].
+                flat = new.transpose(1, 2).reshape(count * width, heads, dim)
+                torch.index_select(flat, 0, index[pool.device, width], out=pool[first:end])
 
     def _allocate_like(self, cache) -> None:
         for layer in cache.layers:
