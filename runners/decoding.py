@@ -54,7 +54,14 @@ def common_prefix(a: torch.Tensor, b: torch.Tensor) -> int:
 class DecodingRows:
     """One decoding call's rows: a cache of the rows' keys (gathered from the pool,
     left-padded), which of them each leaf sees, and the leaves still going. With a queue of
-    waiting groups (tree masks only), a finished row is refilled in place."""
+    waiting groups (tree masks only), a finished row is refilled in place.
+
+    What a step needs beside the cache lives on the model's device, in buffers with room
+    (like the cache's RoomyLayers): `visible` [rows, leaf slot, keys] (which keys each leaf
+    sees), `key_positions` [rows, keys], `lengths` and `fed` per leaf. A step sends one
+    small index tensor (row, query, leaf slot, token per going leaf) and builds its ids,
+    positions and mask there: no per-row Python tensor work, no mask built on the host, no
+    copy of the whole visibility per step."""
 
     def __init__(self, calls: ModelCalls, groups, leaves: dict[int, NodeState], pool: KVPool,
                  queue: deque | None):
@@ -66,24 +73,34 @@ class DecodingRows:
         count, width = len(groups), max(len(keys) for _, keys in groups)
         most = DECODE_GROUP_LEAVES if queue is not None else max(map(len, self.leaves))
         gather = torch.zeros(count, width, dtype=torch.long)
-        self.visible = torch.zeros(count, most, width, dtype=torch.bool)
-        self.lengths = torch.zeros(count, most, dtype=torch.long)
-        self.fed = torch.zeros(count, most, dtype=torch.long)  # tokens fed back per leaf
+        visible = torch.zeros(count, most, width, dtype=torch.bool)
+        lengths = torch.zeros(count, most, dtype=torch.long)
         for r, (group, keys) in enumerate(groups):
             pad = width - len(keys)
             gather[r, pad:] = keys
-            self._see(r, group, keys, pad)
-        self.key_positions = pool.positions[gather]
+            visible[r, :, pad:], lengths[r] = self._see(group, keys, most)
+        device, room = calls.device, 4 * most
+        self.keys = width  # key columns in use (the cache's length)
+        self.visible = torch.zeros(count, most, width + room, dtype=torch.bool, device=device)
+        self.visible[:, :, :width] = visible.to(device)
+        self.key_positions = torch.zeros(count, width + room, dtype=torch.long, device=device)
+        self.key_positions[:, :width] = pool.positions[gather].to(device)
+        self.lengths = lengths.to(device)
+        self.fed = torch.zeros(count, most, dtype=torch.long, device=device)  # per leaf
         # Room for a few tokens per leaf; the buffer grows for rows that ramble on.
-        self.cache = pool.gather(gather, room=4 * most)
+        self.cache = pool.gather(gather, room=room)
         self.first_logits = self._first_logits(self.leaves)
         self._forget(self.leaves)
 
-    def _see(self, r: int, group: list[int], keys: torch.Tensor, offset: int) -> None:
+    def _see(self, group: list[int], keys: torch.Tensor, most: int):
+        """(visible [most, len(keys)], lengths [most]) of a row's leaves, on the host."""
+        visible = torch.zeros(most, len(keys), dtype=torch.bool)
+        lengths = torch.zeros(most, dtype=torch.long)
         for slot, index in enumerate(group):
             path = self.leaves_by_index[index].slots
-            self.visible[r, slot, torch.searchsorted(keys, path) + offset] = True
-            self.lengths[r, slot] = len(path)
+            visible[slot, torch.searchsorted(keys, path)] = True
+            lengths[slot] = len(path)
+        return visible, lengths
 
     def _first_logits(self, rows: list[list[int]]) -> torch.Tensor:
         return self.calls.head(torch.stack([self.leaves_by_index[i].last
@@ -93,6 +110,18 @@ class DecodingRows:
         for row in rows:
             for index in row:
                 del self.leaves_by_index[index]
+
+    def _room(self, extra: int) -> None:
+        """Make room for `extra` more key columns (growing by a quarter, at least 64)."""
+        capacity = self.visible.shape[2]
+        if self.keys + extra <= capacity:
+            return
+        capacity = self.keys + extra + max(64, self.keys // 4)
+        visible = self.visible.new_zeros(*self.visible.shape[:2], capacity)
+        visible[:, :, :self.keys] = self.visible[:, :, :self.keys]
+        positions = self.key_positions.new_zeros(self.key_positions.shape[0], capacity)
+        positions[:, :self.keys] = self.key_positions[:, :self.keys]
+        self.visible, self.key_positions = visible, positions
 
     def refillable(self, still: list[list]) -> list[int]:
         return [r for r, going in enumerate(still) if not going] if self.queue else []
@@ -110,10 +139,13 @@ class DecodingRows:
         for layer, new in zip(self.cache.layers, fresh.layers):
             if hasattr(layer, "replace_row"):
                 layer.replace_row(r, new.keys[0], new.values[0])
+        visible, lengths = self._see(group, keys, self.visible.shape[1])
+        device = self.calls.device
         self.visible[r] = False
+        self.visible[r, :, :len(keys)] = visible.to(device)
+        self.lengths[r] = lengths.to(device)
         self.fed[r] = 0
-        self.key_positions[r] = self.pool.positions[slots]
-        self._see(r, group, keys, 0)
+        self.key_positions[r, :self.keys] = self.pool.positions[slots].to(device)
         self.leaves[r], self.active[r] = group, list(range(len(group)))
         self.first_logits = self._first_logits([group])
         self._forget([group])
@@ -123,41 +155,46 @@ class DecodingRows:
 
     def step(self, going: list[list[tuple[int, int]]], stats: ScoreStats):
         """Feed each going leaf its token; the logits of the next, in row order."""
-        calls = self.calls
+        calls, device = self.calls, self.calls.device
         keep = [r for r, row in enumerate(going) if row]
         if len(keep) < len(going):
-            kept = torch.tensor(keep)
-            self.cache.batch_select_indices(kept.to(calls.device))
+            kept = torch.tensor(keep, device=device)
+            self.cache.batch_select_indices(kept)
             self.visible, self.lengths = self.visible[kept], self.lengths[kept]
             self.fed, self.key_positions = self.fed[kept], self.key_positions[kept]
             self.leaves = [self.leaves[r] for r in keep]
             going = [going[r] for r in keep]
         count, width = len(going), max(len(row) for row in going)
-        ids = torch.zeros(count, width, dtype=torch.long)
-        query_leaf = torch.zeros(count, width, dtype=torch.long)
-        real = torch.zeros(count, width, dtype=torch.bool)
-        for r, row in enumerate(going):
-            for q, (slot, token) in enumerate(row):
-                ids[r, q], query_leaf[r, q], real[r, q] = token, slot, True
-        rows = torch.arange(count)[:, None]
+        entries = torch.tensor([(r, q, slot, token) for r, row in enumerate(going)
+                                for q, (slot, token) in enumerate(row)],
+                               dtype=torch.long).to(device)
+        row_index, query, leaf, token = entries.unbind(1)
+        ids = torch.zeros(count, width, dtype=torch.long, device=device)
+        ids[row_index, query] = token
+        query_leaf = torch.zeros(count, width, dtype=torch.long, device=device)
+        query_leaf[row_index, query] = leaf
+        real = torch.zeros(count, width, dtype=torch.bool, device=device)
+        real[row_index, query] = True
+        rows = torch.arange(count, device=device)[:, None]
         positions = torch.where(real, self.lengths[rows, query_leaf] + self.fed[rows, query_leaf], 0)
-        seen = self.visible[rows, query_leaf] & real[:, :, None]  # [rows, queries, keys]
-        own = torch.eye(width, dtype=torch.bool).expand(count, width, width)
-        key_positions = torch.cat([self.key_positions, positions], dim=1)
+        keys = self.keys
+        seen = self.visible[rows, query_leaf, :keys] & real[:, :, None]  # [rows, queries, keys]
+        self._room(width)
+        self.key_positions[:, keys:keys + width] = positions
+        key_positions = self.key_positions[:, :keys + width]
         if self.tree_masks:
+            own = torch.eye(width, dtype=torch.bool, device=device).expand(count, width, width)
             mask = calls.tree_mask(torch.cat([seen, own], dim=2), positions, key_positions)
         else:  # one leaf per row: a key-padding mask says it all
-            mask = torch.cat([seen[:, 0], real], dim=1).long().to(calls.device)
-        features = calls.forward(ids, mask, positions, self.cache)[real.to(calls.device)]
+            mask = torch.cat([seen[:, 0], real], dim=1).long()
+        features = calls.forward(ids, mask, positions, self.cache)[real]
         # Each leaf sees its own new token from now on.
-        row_index = rows.expand(count, width)[real]
-        added = torch.zeros(count, self.visible.shape[1], width, dtype=torch.bool)
-        added[row_index, query_leaf[real], torch.arange(width).expand(count, width)[real]] = True
-        self.visible = torch.cat([self.visible, added], dim=2)
-        self.fed[row_index, query_leaf[real]] += 1
-        self.key_positions = key_positions
+        self.visible[:, :, keys:keys + width] = False
+        self.visible[row_index, leaf, keys + query] = True
+        self.fed[row_index, leaf] += 1
+        self.keys = keys + width
         self.active = [[slot for slot, _ in row] for row in going]
         stats.decode_calls += 1
-        stats.decode_tokens += int(real.sum())
-        stats.decode_padding += int((~real).sum())
+        stats.decode_tokens += len(entries)
+        stats.decode_padding += count * width - len(entries)
         return calls.head(features)

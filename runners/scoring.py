@@ -186,28 +186,47 @@ class Scorer:
         count = len(fragments)
         prefix_len = max(len(f.prefix.slots) for f in fragments)
         width = max(f.size for f in fragments)
-        ids = torch.zeros(count, width, dtype=torch.long)
-        positions = torch.zeros(count, width, dtype=torch.long)
         gather = torch.zeros(count, prefix_len, dtype=torch.long)  # slot 0: zero padding
-        member_of = torch.full((count, width), -1, dtype=torch.long)  # -1: padding
         visible_members = []  # per member (numbered across the call): itself + ancestors
-        placed = []  # per member: (row, offset, its pool slots)
+        tokens, sizes, starts, member_rows, offsets = [], [], [], [], []  # per member
         for r, fragment in enumerate(fragments):
             p = len(fragment.prefix.slots)
             gather[r, prefix_len - p:] = fragment.prefix.slots
             offset, number = 0, {}
             for node, parent in fragment.members:
-                n, g = len(node.segment), len(placed)
+                g = len(sizes)
                 number[id(node)] = g
                 visible_members.append((visible_members[number[id(parent)]] if parent else [])
                                        + [g])
-                placed.append((r, offset, pool.allocate(n, node.start)))
-                ids[r, offset:offset + n] = torch.tensor(node.segment, dtype=torch.long)
-                positions[r, offset:offset + n] = torch.arange(node.start, node.start + n)
-                member_of[r, offset:offset + n] = g
-                offset += n
-            # Padding repeats the last real position: never past what the model supports.
-            positions[r, offset:] = positions[r, offset - 1]
+                tokens.extend(node.segment)
+                sizes.append(len(node.segment))
+                starts.append(node.start)
+                member_rows.append(r)
+                offsets.append(offset)
+                offset += len(node.segment)
+        # Every token's row, column and logical position from per-member lists, in a few
+        # tensor ops (no per-member tensor work): tokens are numbered depth first, row by
+        # row, which is also the order of their fresh pool slots.
+        sizes_t = torch.tensor(sizes, dtype=torch.long)
+        token_member = torch.repeat_interleave(torch.arange(len(sizes)), sizes_t)
+        first_token = torch.cumsum(sizes_t, 0) - sizes_t
+        within = torch.arange(len(tokens)) - first_token[token_member]
+        token_rows = torch.tensor(member_rows, dtype=torch.long)[token_member]
+        token_cols = torch.tensor(offsets, dtype=torch.long)[token_member] + within
+        token_positions = torch.tensor(starts, dtype=torch.long)[token_member] + within
+        slots = pool.allocate_at(token_positions)
+        ids = torch.zeros(count, width, dtype=torch.long)
+        ids[token_rows, token_cols] = torch.tensor(tokens, dtype=torch.long)
+        positions = torch.zeros(count, width, dtype=torch.long)
+        positions[token_rows, token_cols] = token_positions
+        member_of = torch.full((count, width), -1, dtype=torch.long)  # -1: padding
+        member_of[token_rows, token_cols] = token_member
+        # Padding repeats the row's last real position: never past what the model supports.
+        lengths = torch.tensor([f.size for f in fragments], dtype=torch.long)
+        last = positions.gather(1, (lengths - 1).clamp(min=0)[:, None])
+        positions = torch.where(member_of >= 0, positions, last)
+        placed = [(r, offset, slots[first:first + n]) for r, offset, first, n
+                  in zip(member_rows, offsets, first_token.tolist(), sizes)]
         prefix_real = torch.arange(prefix_len)[None] >= (prefix_len - torch.tensor(
             [len(f.prefix.slots) for f in fragments]))[:, None]
         mask = self._prefill_mask(member_of, visible_members, prefix_real,
@@ -220,8 +239,7 @@ class Scorer:
             cache = DynamicCache()
         features = self.calls.forward(ids, mask, positions, cache)
         real = member_of >= 0
-        rows, cols = real.nonzero(as_tuple=True)  # row-major: members in placement order
-        pool.store(cache, prefix_len, rows, cols, torch.cat([s for _, _, s in placed]))
+        pool.store(cache, prefix_len, token_rows, token_cols, slots)
         del cache
         stats.prefill_calls += 1
         stats.prompt_tokens += int(real.sum())
