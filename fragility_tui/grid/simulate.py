@@ -75,9 +75,11 @@ class SimulationParams:
     sensitivity_corr: float = 0.1
     distractor_sd: float = 0.6033
     knowledge_sd: float = 0.84
+    knowledge_power: float = 0.0
     order_sd: float = 0.3912
     format_sd: float = 0.6335
     config_sd: float = 0.4441
+    shared_noise: float = 0.0
     format_shift_sd: float = 1.7375
     position_bias_sd: float = 0.1587
     label_bias_sd: float = 0.2993
@@ -202,8 +204,16 @@ def _display_positions(seed: int, item_uids: list[str]) -> tuple[np.ndarray, np.
     return perms, pos
 
 
+def _harness_noise(rng, n_items: int, p: SimulationParams) -> np.ndarray:
+    normal = lambda *shape: rng.standard_normal(shape, dtype=np.float32)  # noqa: E731
+    by_order = normal(n_items, 6, N_OPT)
+    by_format = normal(n_items, len(GENERATION_FORMATS), N_OPT)
+    return (p.order_sd * by_order[:, GEN_ORDER] + p.format_sd * by_format[:, GEN_FORMAT]
+            + p.config_sd * normal(n_items, len(GEN), N_OPT))
+
+
 def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prior: np.ndarray,
-                  pos: np.ndarray, p: SimulationParams) -> np.ndarray:
+                  pos: np.ndarray, p: SimulationParams, shared: np.ndarray) -> np.ndarray:
     """Scores [I, 26, 4] (float32) of model m: generation configs, then the cloze pair."""
     n_items = len(truth.difficulty)
     f32 = np.float32
@@ -216,7 +226,8 @@ def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prio
             + rng.normal(0.0, p.config_bias_sd, (len(GEN), N_OPT))).astype(f32)  # [24, pos]
     cloze_shift = rng.normal(0.0, p.cloze_shift_sd, len(CLOZE)).astype(f32)
     # model-specific knowledge of the item: a half-normal lift of the gold, every config
-    knows = p.knowledge_sd * np.abs(normal(n_items))
+    knows = p.knowledge_sd * np.abs(normal(n_items)) * (
+        truth.discrimination.astype(f32) ** f32(p.knowledge_power))
     base = (truth.distractors.astype(f32) + gold_hot[:, 0, :] * knows[:, None])[:, None, :]
 
     ability = (truth.ability[m] + fmt_shift[GEN_FORMAT]).astype(f32)  # [24]
@@ -224,10 +235,8 @@ def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prio
     # Every config, the reference included, is one draw of the harness: the native order and
     # the letter format get their own noise like the others (v2 left o0.letter noise-free, a
     # neutral harness that was the best config of most models, which the paper denies).
-    by_order = normal(n_items, 6, N_OPT)
-    by_format = normal(n_items, len(GENERATION_FORMATS), N_OPT)
-    noise = (p.order_sd * by_order[:, GEN_ORDER] + p.format_sd * by_format[:, GEN_FORMAT]
-             + p.config_sd * normal(n_items, len(GEN), N_OPT))
+    w = np.float32(p.shared_noise)
+    noise = np.sqrt(1 - w * w) * _harness_noise(rng, n_items, p) + w * shared
     gen = (base + gold_hot * gap + scale * noise
            + a * np.take_along_axis(bias[None, :, :], pos.astype(np.intp), axis=2))
 
@@ -256,9 +265,10 @@ def simulate(n_models: int = 12, n_items: int = 3679, seed: int = 0,
 
     gold_hot = (np.arange(N_OPT)[None, :] == gold[:, None])[:, None, :]
     pred = np.empty((n_models, n_items, len(CONFIGS)), dtype=np.int8)
+    shared = _harness_noise(np.random.default_rng([seed, 2]), n_items, p)
     for m in range(n_models):  # one model at a time: scores are [I, 26, 4] float32
         scores = _model_scores(np.random.default_rng([seed, 1, m]), m, truth, gold_hot,
-                               prior, pos, p)
+                               prior, pos, p, shared)
         pred[m] = scores.argmax(axis=2)
     bits = pred == gold[None, :, None]
     cube = Cube(tuple(model_names(n_models)), tuple(uids), CONFIG_IDS, bits,
