@@ -1,26 +1,34 @@
 """Synthetic grids from a documented generative model (SYNTHETIC: not real model output).
 
-Generator v3, written out with its fitted parameters and figures in docs/spec.md ("The
+Generator v4, written out with its fitted parameters and figures in docs/spec.md ("The
 synthetic generator"). Every model answers every (item, config) with the argmax over the
 four options' scores, so an answer is an option, order effects come from the real option
 permutation of each order config, and the cells of a (model, item) are correlated:
 
     score[m,i,c,j] = [j = gold] * a_i * (theta_mc - b_i)            2PL gold advantage
-                   + D_ij + [j = gold] * k_mi                        distractors, knowledge
-                   + a_i * s_i * (e_order + e_format + e_config)     harness noise
+                   + D_ij + [j = gold] * a_i^p * k_mi                distractors, knowledge
+                   + a_i * s_i * (sqrt(1 - w^2) * e_mic + w * e_ic)  harness noise
                    + a_i * bias_mc[position of option j in config c] position/label bias
+
+(p = `knowledge_power`, w = `shared_noise`; e = e_order + e_format + e_config, drawn per
+model (e_mic) and once for all models (e_ic).)
 
 - Items: difficulty b_i, discrimination a_i (log-normal), harness sensitivity s_i (log-normal,
   correlated with a_i by `sensitivity_corr`), distractor attractiveness D_ij (gold 0).
   TruthfulQA keeps its gold first in native order (SPEC §1 mc1 assembly).
 - Models: generation ability theta_m (evenly spread plus jitter) with per-format shifts;
   likelihood ability lambda_m correlated with theta (`likelihood_rho`) but not equal;
-  knowledge k_mi >= 0 lifting the gold in every config (what keeps answers robust).
+  knowledge k_mi >= 0 lifting the gold in every config (what keeps answers robust), scaled
+  by a_i^p: in v3 (p = 0) a low-a item, almost noise-free, was decided by one model's
+  knowledge against the distractors, robust-correct for one model and robust-wrong for the
+  next, so no adjacent pair was ever identical on the stable set (docs/spec.md).
 - Harness noise: per option, shared by the configs of one order (e_order), of one format
   (e_format), and per config; every config gets all three, the reference (o0.letter)
-  included: it is one harness among 26, not a noise-free baseline. It flips an answer only
-  where the gold's margin over the best distractor is small: items near a model's ability
-  and with close distractors are the sensitive ones.
+  included: it is one harness among 26, not a noise-free baseline. A weight w of it is
+  common to all models (drawn once per grid, stream [seed, 2]): a harness moves an item
+  for every model alike, so the reference still orders models on a fragile item. It flips
+  an answer only where the gold's margin over the best distractor is small: items near a
+  model's ability and with close distractors are the sensitive ones.
 - Biases: per model a position bias, per (model, format) a label bias, per (model, config)
   jitter, added to whichever option the config shows at that position.
 - Cloze configs: lambda_m plus a per-config shift, an option prior shared by every model,
@@ -36,7 +44,8 @@ seeds 1-8 against those tolerances.
 The true parameters travel with the grid (`SyntheticGrid.truth`, `.meta()` for the store);
 the app's item drill-down shows them. The draw is a pure function of the seed (numpy
 PCG64): item and model parameters from stream [seed, 0], model m's cells from [seed, 1, m],
-one model at a time so memory stays O(items x configs) per model.
+the shared harness noise from [seed, 2], one model at a time so memory stays
+O(items x configs) per model.
 """
 
 from __future__ import annotations
@@ -54,7 +63,8 @@ BENCHMARK_SHARES = {"arc_challenge": 1000, "hellaswag": 1000, "mmlu": 1000, "tru
 BENCHMARK_DIFFICULTY = {"arc_challenge": 0.0, "hellaswag": -0.4, "mmlu": 0.2, "truthfulqa": 0.8}
 GOLD_FIRST = {"truthfulqa"}  # mc1 keeps its gold first in native order (SPEC §1)
 SYNTHETIC_PREFIX = "synthetic"
-GENERATOR_VERSION = 3  # 3: harness noise in the reference config, fitted over seeds
+GENERATOR_VERSION = 4  # 3: harness noise in the reference config, fitted over seeds;
+# 4: knowledge scaled by a_i^knowledge_power, part of the harness noise common to all models
 # The option shuffles are those of the grid seed a stored synthetic grid has (0): the app
 # re-renders a cell with configs.item_shuffles(grid seed, item_uid), so no cell needs to
 # carry its permutation (that column would triple the shipped file).
@@ -66,28 +76,30 @@ N_OPT = 4
 class SimulationParams:
     """The generator's parameters (docs/spec.md); defaults fitted by benchmarks/fit_synthetic.py."""
 
-    ability_low: float = -0.6
-    ability_high: float = 2.6
+    ability_low: float = -1.2
+    ability_high: float = 3.2
     ability_jitter: float = 0.15
     difficulty_sd: float = 0.9282
     discrimination_sd: float = 1.2633
-    sensitivity_sd: float = 0.215
-    sensitivity_corr: float = 0.1
-    distractor_sd: float = 0.6033
-    knowledge_sd: float = 0.84
-    order_sd: float = 0.3912
+    sensitivity_sd: float = 0.1505
+    sensitivity_corr: float = 0.4
+    distractor_sd: float = 0.7843
+    knowledge_sd: float = 1.2
+    knowledge_power: float = 0.5
+    order_sd: float = 0.3
     format_sd: float = 0.6335
     config_sd: float = 0.4441
-    format_shift_sd: float = 1.7375
+    shared_noise: float = 0.85
+    format_shift_sd: float = 2.2588
     position_bias_sd: float = 0.1587
     label_bias_sd: float = 0.2993
     config_bias_sd: float = 0.35
     likelihood_rho: float = 0.55
-    likelihood_mean: float = -1.1
-    likelihood_sd: float = 0.6139
-    cloze_shift_sd: float = 0.061
+    likelihood_mean: float = -0.5
+    likelihood_sd: float = 0.4297
+    cloze_shift_sd: float = 0.0299
     prior_sd: float = 2.3647
-    cloze_sd: float = 0.5285
+    cloze_sd: float = 0.687
 
 
 @dataclass(frozen=True)
@@ -202,8 +214,17 @@ def _display_positions(seed: int, item_uids: list[str]) -> tuple[np.ndarray, np.
     return perms, pos
 
 
+def _harness_noise(rng, n_items: int, p: SimulationParams) -> np.ndarray:
+    """[I, 24, 4] per-option noise of the generation configs: e_order + e_format + e_config."""
+    normal = lambda *shape: rng.standard_normal(shape, dtype=np.float32)  # noqa: E731
+    by_order = normal(n_items, 6, N_OPT)
+    by_format = normal(n_items, len(GENERATION_FORMATS), N_OPT)
+    return (p.order_sd * by_order[:, GEN_ORDER] + p.format_sd * by_format[:, GEN_FORMAT]
+            + p.config_sd * normal(n_items, len(GEN), N_OPT))
+
+
 def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prior: np.ndarray,
-                  pos: np.ndarray, p: SimulationParams) -> np.ndarray:
+                  pos: np.ndarray, p: SimulationParams, shared: np.ndarray) -> np.ndarray:
     """Scores [I, 26, 4] (float32) of model m: generation configs, then the cloze pair."""
     n_items = len(truth.difficulty)
     f32 = np.float32
@@ -216,7 +237,8 @@ def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prio
             + rng.normal(0.0, p.config_bias_sd, (len(GEN), N_OPT))).astype(f32)  # [24, pos]
     cloze_shift = rng.normal(0.0, p.cloze_shift_sd, len(CLOZE)).astype(f32)
     # model-specific knowledge of the item: a half-normal lift of the gold, every config
-    knows = p.knowledge_sd * np.abs(normal(n_items))
+    knows = p.knowledge_sd * np.abs(normal(n_items)) * (
+        truth.discrimination.astype(f32) ** f32(p.knowledge_power))
     base = (truth.distractors.astype(f32) + gold_hot[:, 0, :] * knows[:, None])[:, None, :]
 
     ability = (truth.ability[m] + fmt_shift[GEN_FORMAT]).astype(f32)  # [24]
@@ -224,10 +246,8 @@ def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prio
     # Every config, the reference included, is one draw of the harness: the native order and
     # the letter format get their own noise like the others (v2 left o0.letter noise-free, a
     # neutral harness that was the best config of most models, which the paper denies).
-    by_order = normal(n_items, 6, N_OPT)
-    by_format = normal(n_items, len(GENERATION_FORMATS), N_OPT)
-    noise = (p.order_sd * by_order[:, GEN_ORDER] + p.format_sd * by_format[:, GEN_FORMAT]
-             + p.config_sd * normal(n_items, len(GEN), N_OPT))
+    w = np.float32(p.shared_noise)
+    noise = np.sqrt(1 - w * w) * _harness_noise(rng, n_items, p) + w * shared
     gen = (base + gold_hot * gap + scale * noise
            + a * np.take_along_axis(bias[None, :, :], pos.astype(np.intp), axis=2))
 
@@ -256,9 +276,10 @@ def simulate(n_models: int = 12, n_items: int = 3679, seed: int = 0,
 
     gold_hot = (np.arange(N_OPT)[None, :] == gold[:, None])[:, None, :]
     pred = np.empty((n_models, n_items, len(CONFIGS)), dtype=np.int8)
+    shared = _harness_noise(np.random.default_rng([seed, 2]), n_items, p)
     for m in range(n_models):  # one model at a time: scores are [I, 26, 4] float32
         scores = _model_scores(np.random.default_rng([seed, 1, m]), m, truth, gold_hot,
-                               prior, pos, p)
+                               prior, pos, p, shared)
         pred[m] = scores.argmax(axis=2)
     bits = pred == gold[None, :, None]
     cube = Cube(tuple(model_names(n_models)), tuple(uids), CONFIG_IDS, bits,

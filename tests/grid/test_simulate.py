@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from fragility_tui.harness.configs import CONFIG_IDS, REFERENCE
-from fragility_tui.grid.simulate import simulate
+from fragility_tui.grid.simulate import SimulationParams, simulate
 
 
 def test_same_seed_same_grid_other_seed_other_grid():
@@ -99,6 +101,36 @@ def test_cells_of_a_model_item_correlate_and_sensitivity_peaks_near_ability():
     minority = np.minimum(share, 1 - share)
     near, far = advantage < np.quantile(advantage, 0.25), advantage > np.quantile(advantage, 0.75)
     assert minority[near].mean() > minority[far].mean() + 0.05
+
+
+def test_knowledge_scaled_by_discrimination_keeps_low_a_items_from_splitting_models():
+    """Generator v3 lifted the gold by a model's knowledge whatever a_i, while the harness
+    noise shrinks with a_i: on a low-a item one model's knowledge held it robust-correct
+    and another's lack held it robust-wrong (its closest distractor winning every config),
+    so every adjacent pair had stable disagreements. Knowledge scaled by a_i^p (p =
+    `knowledge_power`) takes that away."""
+    def split_share(power):
+        g = simulate(6, 2000, 1, params=replace(SimulationParams(), knowledge_power=power,
+                                                knowledge_sd=0.84))
+        rc, rw = g.cube.bits.all(axis=2), (~g.cube.bits).all(axis=2)
+        split = (rc[:, None] & rw[None, :]).any(axis=(0, 1))  # some model rc, another rw
+        low = g.truth.discrimination < 0.3
+        return split[low].mean(), split[~low].mean()
+
+    (low0, other0), (low1, other1) = split_share(0.0), split_share(1.0)
+    assert low0 > 0.1 and other0 < 0.02  # v3: the stable disagreements are low-a items
+    assert low1 < 0.01 and other1 < 0.02
+
+
+def test_shared_harness_noise_makes_models_err_alike():
+    """`shared_noise` w: a weight w of the per-(item, config) harness noise is common to
+    every model, so two models that both miss a cell more often pick the same distractor."""
+    def same_wrong_option(w):
+        g = simulate(4, 1000, 1, params=replace(SimulationParams(), shared_noise=w))
+        both_wrong = ~g.cube.bits[1, :, :24] & ~g.cube.bits[2, :, :24]
+        return (g.pred[1, :, :24] == g.pred[2, :, :24])[both_wrong].mean()
+
+    assert same_wrong_option(0.9) > same_wrong_option(0.0) + 0.1
 
 
 def test_likelihood_ability_correlates_with_but_differs_from_generation_ability():

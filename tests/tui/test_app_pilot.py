@@ -401,7 +401,7 @@ async def test_synthetic_item_drilldown_shows_the_true_parameters(synthetic_stor
     """A synthetic grid keeps what the generator drew: the item drill-down shows the item's
     2PL difficulty and discrimination and each model's true rank and abilities, and the
     cell detail the option the model chose."""
-    from fragility_tui.grid.simulate import simulate
+    from fragility_tui.grid.simulate import GENERATOR_VERSION, simulate
 
     truth = simulate(**SMALL).truth
     app = FragilityApp(str(synthetic_store.path))
@@ -414,7 +414,7 @@ async def test_synthetic_item_drilldown_shows_the_true_parameters(synthetic_stor
         screen = app.screen
         k = app.view.cube.items.index(screen.item_uid)
         text = str(screen.query_one("#item-text").render())
-        assert "True parameters (SYNTHETIC generator v3)" in text
+        assert f"True parameters (SYNTHETIC generator v{GENERATOR_VERSION})" in text
         assert f"difficulty b {truth.difficulty[k]:+.2f}" in text
         assert f"discrimination a {truth.discrimination[k]:.2f}" in text
         best = int(truth.ability.argmax())
