@@ -81,7 +81,7 @@ class ModelBatches:
             upcoming = worker.submit(planner.batch, budget.foreseen(len(chunk)))
             t0, calls0 = time.perf_counter(), clock.seconds if clock else 0.0
             # The cache is freed after the failed call's traceback is gone (batching.attempt).
-            result, oom = attempt(run._score_chunk, self.loaded, self.scorer, chunk,
+            result, oom = attempt(run.score_chunk, self.loaded, self.scorer, chunk,
                                   budget.tokens)
             if clock:
                 timing.scorer_host_s += max(0.0, time.perf_counter() - t0
@@ -141,4 +141,4 @@ class ModelBatches:
         run.session.setdefault("batching", {})[name] = {
             k: batching[name].get(k) for k in ("token_budget", "items_per_batch",
                                                "batches", "oom_retries")}
-        run._progress(name, cells, stats.forwarded)
+        run.report_progress(name, cells, stats.forwarded)

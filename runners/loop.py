@@ -367,13 +367,13 @@ class Run:
                                                       if k not in ("ran", "passed")})
         return loaded, scorer
 
-    def _score_chunk(self, loaded, scorer, chunk: list["PlannedItem"], max_slots: int):
+    def score_chunk(self, loaded, scorer, chunk: list["PlannedItem"], max_slots: int):
         """The batch's model calls (the main thread's part of a batch)."""
         gen = [r for planned in chunk for r in planned.gen]
         lik = [r for planned in chunk for r in planned.lik]
         return scorer.score(gen, lik, max_slots=max_slots)
 
-    def _progress(self, model: str, batch_cells: int, batch_tokens: int) -> None:
+    def report_progress(self, model: str, batch_cells: int, batch_tokens: int) -> None:
         elapsed = time.monotonic() - self.started
         self.session_cells += batch_cells
         self.session_tokens += batch_tokens

@@ -139,7 +139,7 @@ def test_a_resumed_run_appends_a_session(tiny_folder, tmp_path, monkeypatch):
 
     store = Store(tmp_path / "s.duckdb")
     items = write_items(tmp_path / "items.jsonl", 4)
-    original = Run._score_chunk
+    original = Run.score_chunk
     calls = {"n": 0}
 
     def crash_on_second(self, *args):
@@ -148,14 +148,14 @@ def test_a_resumed_run_appends_a_session(tiny_folder, tmp_path, monkeypatch):
             raise RuntimeError("simulated crash")
         return original(self, *args)
 
-    monkeypatch.setattr(Run, "_score_chunk", crash_on_second)
+    monkeypatch.setattr(Run, "score_chunk", crash_on_second)
     run = Run(spec_for(tiny_folder, items), store, display="none",
               events_path=str(tmp_path / "ev.jsonl"))
     with pytest.raises(RuntimeError):
         run.execute()
     first = store.get_run(run.run_id).provenance["sessions"]
     assert len(first) == 1 and first[0]["status"] == "failed" and first[0]["cells_written"] == 2
-    monkeypatch.setattr(Run, "_score_chunk", original)
+    monkeypatch.setattr(Run, "score_chunk", original)
     resumed = Run(RunSpec.from_dict(store.get_run(run.run_id).spec), store,
                   run_id=run.run_id, display="none")
     assert resumed.execute() == "finished"

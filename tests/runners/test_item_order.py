@@ -45,7 +45,7 @@ def test_a_run_records_its_order_and_a_resume_keeps_it(tiny_folder, tmp_path, mo
     items = write_items(tmp_path / "items.jsonl", 6)
     store = Store(tmp_path / "s.duckdb")
     written: list[list[str]] = []
-    original_write, original_score = Store.write_cells, Run._score_chunk
+    original_write, original_score = Store.write_cells, Run.score_chunk
 
     def record(self, grid, rows, con=None):
         if con is None:  # the outer call (it re-enters itself inside its transaction)
@@ -61,14 +61,14 @@ def test_a_run_records_its_order_and_a_resume_keeps_it(tiny_folder, tmp_path, mo
         return original_score(self, *args)
 
     monkeypatch.setattr(Store, "write_cells", record)
-    monkeypatch.setattr(Run, "_score_chunk", crash_on_second)
+    monkeypatch.setattr(Run, "score_chunk", crash_on_second)
     run = Run(spec_for(tiny_folder, items, configs=["o0.letter"], seed=3), store, display="none",
               events_path=str(tmp_path / "ev.jsonl"))
     with pytest.raises(RuntimeError):
         run.execute()
     spec = RunSpec.from_dict(store.get_run(run.run_id).spec)
     assert spec.order_seed == 3  # recorded with the run
-    monkeypatch.setattr(Run, "_score_chunk", original_score)
+    monkeypatch.setattr(Run, "score_chunk", original_score)
     assert Run(spec, store, run_id=run.run_id, display="none").execute() == "finished"
 
     uids = [it.item_uid for it in store.load_items("g")]

@@ -96,7 +96,7 @@ def test_a_planning_error_is_raised_in_the_main_thread_with_its_traceback(
 def test_the_worker_stops_when_the_run_fails_in_its_model_calls(tiny_folder, tmp_path,
                                                                monkeypatch):
     items = write_items(tmp_path / "items.jsonl", 5)
-    original = Run._score_chunk
+    original = Run.score_chunk
     calls = {"n": 0}
 
     def crash_on_second(self, *args):
@@ -105,7 +105,7 @@ def test_the_worker_stops_when_the_run_fails_in_its_model_calls(tiny_folder, tmp
             raise RuntimeError("device fell over")
         return original(self, *args)
 
-    monkeypatch.setattr(Run, "_score_chunk", crash_on_second)
+    monkeypatch.setattr(Run, "score_chunk", crash_on_second)
     before = {t.name for t in threading.enumerate()}
     with pytest.raises(RuntimeError, match="device fell over"):
         run(tiny_folder, items, tmp_path / "s.duckdb")

@@ -138,7 +138,7 @@ def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path
 
     store = Store(tmp_path / "s.duckdb")
     calls = {"n": 0}
-    original = Run._score_chunk
+    original = Run.score_chunk
 
     def crash_on_third(self, *args):
         calls["n"] += 1
@@ -146,7 +146,7 @@ def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path
             raise RuntimeError("simulated crash")
         return original(self, *args)
 
-    monkeypatch.setattr(Run, "_score_chunk", crash_on_third)
+    monkeypatch.setattr(Run, "score_chunk", crash_on_third)
     run = Run(spec_for(tiny_folder, items), store, display="none",
               events_path=str(tmp_path / "ev.jsonl"))
     with pytest.raises(RuntimeError):
@@ -154,7 +154,7 @@ def test_resume_after_a_crash_gives_the_uninterrupted_grid(tiny_folder, tmp_path
     failed = store.get_run(run.run_id)
     assert failed.status == "failed" and "simulated crash" in failed.error
     assert len(cells_of(store, "g")) == 2 * 2 * 26  # two committed batches of two items
-    monkeypatch.setattr(Run, "_score_chunk", original)
+    monkeypatch.setattr(Run, "score_chunk", original)
 
     spec = RunSpec.from_dict(failed.spec)
     resumed = Run(spec, store, run_id=run.run_id, display="none")
@@ -350,7 +350,7 @@ def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folde
     from runners.loop import RunFailed
 
     items = write_items(tmp_path / "items.jsonl", 8)
-    original = Run._score_chunk
+    original = Run.score_chunk
     calls = []
 
     def oom_once(self, loaded, scorer, chunk, max_slots):
@@ -359,7 +359,7 @@ def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folde
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
         return original(self, loaded, scorer, chunk, max_slots)
 
-    monkeypatch.setattr(Run, "_score_chunk", oom_once)
+    monkeypatch.setattr(Run, "score_chunk", oom_once)
     store = Store(tmp_path / "s.duckdb")
     events = tmp_path / "ev.jsonl"
     run = Run(spec_for(tiny_folder, items, configs=["o0.letter", "cloze_qa"]), store,
@@ -384,7 +384,7 @@ def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folde
     def always_oom(self, loaded, scorer, chunk, max_slots):
         raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
 
-    monkeypatch.setattr(Run, "_score_chunk", always_oom)
+    monkeypatch.setattr(Run, "score_chunk", always_oom)
     run = Run(spec_for(tiny_folder, items, grid="h", configs=["cloze_qa"]), store,
               display="none", events_path=str(tmp_path / "ev2.jsonl"))
     with pytest.raises(RunFailed, match="out of memory"):
