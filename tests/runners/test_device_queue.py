@@ -74,6 +74,22 @@ def holder_and_waiter(db):
     return None
 
 
+def pause_outside_the_store(proc, db) -> None:
+    """SIGSTOP `proc` at a moment it holds no connection to the store (a process stopped
+    inside a write would keep the database locked from the checks)."""
+    import duckdb
+
+    for _ in range(200):
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            duckdb.connect(str(db), read_only=True).close()
+            return
+        except duckdb.Error:
+            proc.send_signal(signal.SIGCONT)
+            time.sleep(0.02)
+    raise AssertionError("the holder never paused outside a store transaction")
+
+
 def start_two(tiny_folder, tmp_path):
     items = write_items(tmp_path / "items.jsonl", N_ITEMS)
     db = tmp_path / "s.duckdb"
@@ -87,6 +103,17 @@ def start_two(tiny_folder, tmp_path):
 
 def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path):
     db, items, procs, a, b = start_two(tiny_folder, tmp_path)
+    # Pause the holder (alive, so its slot stays held) while the checks below run: a fast
+    # machine would otherwise finish its 60 batches before they do.
+    pause_outside_the_store(procs[a["grid"]], db)
+    try:
+        _check_while_held(db, tiny_folder, items, a, b, procs)
+    finally:
+        procs[a["grid"]].send_signal(signal.SIGCONT)
+    _check_both_finish(db, procs, a, b)
+
+
+def _check_while_held(db, tiny_folder, items, a, b, procs) -> None:
     assert b["device"] == "cpu" and b["pid"] == procs[b["grid"]].pid
     listing = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "runs", "list",
                               "--db", str(db)], cwd=REPO, env=ENV, capture_output=True,
@@ -103,9 +130,12 @@ def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path
     assert f"cpu is busy, held by run {a['run_id']}; not waiting (--no-wait)" in refused.stderr
     runs = runs_json(db)
     assert "third" not in runs
-    # Still queued while the holder runs: the waiter has written nothing.
+    # Still queued while the holder holds the slot: the waiter has written nothing.
     assert runs[a["grid"]]["status"] == "running" and runs[b["grid"]]["status"] == "queued"
     assert not runs[b["grid"]]["cells_done"]
+
+
+def _check_both_finish(db, procs, a, b) -> None:
     assert procs[a["grid"]].wait(timeout=300) == 0
     assert procs[b["grid"]].wait(timeout=300) == 0, procs[b["grid"]].stderr.read()
     done = runs_json(db)
