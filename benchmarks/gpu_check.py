@@ -284,7 +284,7 @@ def memory_section(loaded, model, items) -> None:
 
 
 def quanto_section(items, device: str, fp32_cells) -> None:
-    from runners.models import load_model
+    from runners.prepare import load_spec as load_model
 
     for scheme in ("int8", "int4"):
         try:
@@ -358,7 +358,7 @@ def main(argv=None) -> int:
     configure_allocator()  # as a run does, before CUDA is first used
     import torch
 
-    from runners.models import load_model
+    from runners.prepare import load_spec as load_model
 
     device = args.device
     if device.startswith("cuda") and not torch.cuda.is_available():
