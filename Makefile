@@ -40,7 +40,7 @@ test-reference: install  # the full 40-item real-model reference check (~25 min 
 
 # One GPU, offline, <= 10 minutes: versions, probe, bf16 vs fp32 vs the plain loop, budgets,
 # memory and out-of-memory recovery, quanto, vLLM (benchmarks/gpu_check.py). `make gpu-check
-# DEVICE=cpu` is the dry run (2 items, out-of-memory injected; <= 5 minutes on 2 cores).
+# DEVICE=cpu` is the dry run (1 item, out-of-memory injected; <= 5 minutes on 2 cores).
 gpu-check: install
 	$(PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda)
 

@@ -348,7 +348,7 @@ def _vllm_checks(items) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda (the check) or cpu (dry run)")
-    parser.add_argument("--items", type=int, default=None, help="real items (8 on cuda, 2 on cpu)")
+    parser.add_argument("--items", type=int, default=None, help="real items (8 on cuda, 1 on cpu)")
     parser.add_argument("--no-plain", action="store_true", help="skip the plain-loop comparison")
     parser.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     args = parser.parse_args(argv)
