@@ -64,7 +64,7 @@ async def test_both_runs_queue_on_one_slot_and_compare_opens_on_the_pair(
         assert queued[0]["message"] == f"waiting for cpu, held by run {holder}"
         # Compare opened the grid the first run made and picked the pair once both had cells
         pane = app.pane("compare")
-        for _ in range(200):
+        for _ in range(600):  # the pair's view is built in a worker after the grid opens
             await pilot.pause(0.1)
             shown = " ".join(screen_text(app).split())
             if app.grid_name == "pair" and "A tiny-a vs B tiny-b" in shown \
