@@ -87,6 +87,18 @@ def terminal_bytes(app) -> str:
     return app.screen._compositor.render_full_update().render_segments(app.console)
 
 
+async def press_pane_key(app, pilot, key: str, pane_id: str) -> None:
+    """Ready the app, press a pane's number key and wait until that pane is current. Not
+    show_pane: its wait for every worker can meet a pane's exclusive poll worker cancelled
+    by the next poll (WorkerCancelled) on a loaded machine."""
+    await wait_ready(app, pilot)
+    await pilot.press(key)
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if app.query_one("#panes").current == pane_id:
+            break
+
+
 async def show_pane(app, pilot, key: str) -> None:
     """Press a pane's digit and wait until that pane is shown (the hidden panes are composed
     after the first frame: a key pressed before is honoured when its pane is ready)."""

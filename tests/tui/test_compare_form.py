@@ -14,7 +14,7 @@ from fragility_tui.tui.panes.compare_form import CompareFormScreen
 from fragility_tui.tui.panes.run_form import (check_compare_form, check_run_form,
                                               grid_model_name, run_argv)
 
-from .conftest import screen_text, wait_ready
+from .conftest import press_pane_key, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -130,12 +130,7 @@ def test_bad_served_fields_name_the_field(tmp_path):
 
 # ---------------------------------------------------------------- in the app, at 80×24
 async def open_compare_form(app, pilot):
-    await wait_ready(app, pilot)
-    await pilot.press("8")
-    for _ in range(100):
-        await pilot.pause(0.05)
-        if app.query_one("#panes").current == "compare":
-            break
+    await press_pane_key(app, pilot, "8", "compare")
     app.pane("compare").focus_main()
     await pilot.press("n")
     for _ in range(100):

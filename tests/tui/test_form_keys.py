@@ -9,7 +9,7 @@ from textual.widgets import Input
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.confirm import ConfirmScreen
 
-from .conftest import show_pane, wait_ready
+from .conftest import press_pane_key, show_pane, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -21,14 +21,7 @@ def add_run(store, status: str) -> str:
 
 
 async def open_runs(app, pilot):
-    await wait_ready(app, pilot)
-    await pilot.press("7")
-    # Not show_pane: its wait for every worker can meet the pane's exclusive poll worker
-    # cancelled by the next poll (WorkerCancelled) on a loaded machine.
-    for _ in range(100):
-        await pilot.pause(0.05)
-        if app.query_one("#panes").current == "runs":
-            break
+    await press_pane_key(app, pilot, "7", "runs")
     pane = app.pane("runs")
     for _ in range(40):  # the pane reads the run rows once a second
         await pilot.pause(0.1)
