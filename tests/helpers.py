@@ -56,3 +56,23 @@ def count_calls(monkeypatch, module, *names: str) -> dict[str, int]:
             if getattr(mod, name, None) is original:
                 monkeypatch.setattr(mod, name, counted)
     return counts
+
+
+def pause_outside_the_store(pid: int, db: Path) -> None:
+    """SIGSTOP process `pid` at a moment it holds no connection to the store, so checks (and
+    a cancel) can run before a fast machine finishes the run; SIGCONT it afterwards. A
+    process stopped inside a write would keep the database locked."""
+    import signal
+    import time
+
+    import duckdb
+
+    for _ in range(500):
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            duckdb.connect(str(db), read_only=True).close()
+            return
+        except duckdb.Error:
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.01)
+    raise AssertionError(f"process {pid} never paused outside a store transaction")

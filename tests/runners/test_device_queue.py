@@ -19,6 +19,7 @@ pytest.importorskip("torch")
 
 from fragility_tui.store.store import Store  # noqa: E402
 from test_run_loop import write_items  # noqa: E402
+from helpers import pause_outside_the_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "NO_COLOR": "1", "FRAGILITY_CPU_SLOTS": "1"}
@@ -74,22 +75,6 @@ def holder_and_waiter(db):
     return None
 
 
-def pause_outside_the_store(proc, db) -> None:
-    """SIGSTOP `proc` at a moment it holds no connection to the store (a process stopped
-    inside a write would keep the database locked from the checks)."""
-    import duckdb
-
-    for _ in range(200):
-        proc.send_signal(signal.SIGSTOP)
-        try:
-            duckdb.connect(str(db), read_only=True).close()
-            return
-        except duckdb.Error:
-            proc.send_signal(signal.SIGCONT)
-            time.sleep(0.02)
-    raise AssertionError("the holder never paused outside a store transaction")
-
-
 def start_two(tiny_folder, tmp_path):
     items = write_items(tmp_path / "items.jsonl", N_ITEMS)
     db = tmp_path / "s.duckdb"
@@ -105,7 +90,7 @@ def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path
     db, items, procs, a, b = start_two(tiny_folder, tmp_path)
     # Pause the holder (alive, so its slot stays held) while the checks below run: a fast
     # machine would otherwise finish its 60 batches before they do.
-    pause_outside_the_store(procs[a["grid"]], db)
+    pause_outside_the_store(procs[a["grid"]].pid, db)
     try:
         _check_while_held(db, tiny_folder, items, a, b, procs)
     finally:

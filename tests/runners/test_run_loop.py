@@ -21,7 +21,7 @@ from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.processes import effective_status  # noqa: E402
 from runners.loop import Run, RunSpec  # noqa: E402
-from helpers import run_cli  # noqa: E402
+from helpers import pause_outside_the_store, run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -287,8 +287,13 @@ def test_cancel_stops_after_the_current_batch(tiny_folder, tmp_path):
                      "--per-benchmark", "0", "--batch-size", "1", "--threads", "1",
                      "--display", "none", "--db", str(db), "--events", str(events))
     assert wait_for_batches(events, 1, proc)
-    run_id = Store(db).runs()[0].run_id
-    out = cli("runs", "cancel", run_id, "--db", str(db))
+    # Paused while the cancel is sent: a fast machine would otherwise finish all 8 batches.
+    pause_outside_the_store(proc.pid, db)
+    try:
+        run_id = Store(db).runs()[0].run_id
+        out = cli("runs", "cancel", run_id, "--db", str(db))
+    finally:
+        proc.send_signal(signal.SIGCONT)
     assert out.returncode == 0 and "cancelling" in out.stdout
     assert proc.wait(timeout=120) == 130
     store = Store(db)

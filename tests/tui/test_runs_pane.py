@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,8 @@ pytest.importorskip("transformers")
 from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.tui.app import FragilityApp  # noqa: E402
 from fragility_tui.tui.panes.runs import COLUMNS  # noqa: E402
+
+from helpers import pause_outside_the_store  # noqa: E402
 
 from .conftest import show_pane  # noqa: E402
 
@@ -89,7 +93,14 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
         assert table.row_count == 1 and named["status"].plain == "running"
         assert named["device"] == "cpu" and named["done"] == run.done and named["total"] == total
 
-        await pilot.press("k", "y")  # cancel the selected run, confirmed
+        # The run is paused while the cancel is sent: a fast machine would finish it first.
+        pause_outside_the_store(run.run.pid, db)
+        try:
+            await pilot.press("k", "y")  # cancel the selected run, confirmed
+            await until(pilot, lambda: Store(db).get_run(run.run.run_id).status == "cancelling",
+                        "the cancel request")
+        finally:
+            os.kill(run.run.pid, signal.SIGCONT)
         run = await until(pilot, lambda: pane.runs[0].status == "cancelled" and pane.runs[0],
                           "cancelled")
         cancelled_at = run.done
