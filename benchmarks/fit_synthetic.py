@@ -40,7 +40,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -136,59 +136,73 @@ def neighbours(best: SimulationParams, name: str, step: float) -> list[Simulatio
     return out
 
 
-def descend(objective, start: SimulationParams, seeds, rounds: int, step: float, tag: str):
-    best, (best_loss, best_means) = start, objective(start, seeds)
-    print(f"[{tag}] {len(seeds)} seeds, start loss {best_loss:.2f}", flush=True)
+@dataclass
+class Fit:
+    params: SimulationParams
+    loss: float
+    means: dict
+
+
+def sweep(objective, fit: Fit, rounds: int, step: float, tag: str, move) -> float:
+    """Coordinate descent: each round offers every free parameter to `move(name, step)`,
+    which returns a better Fit or None; the step halves after a round without a gain.
+    Returns the step reached (the search stops early when the objective's time is up)."""
     names = [f.name for f in fields(SimulationParams) if f.name not in FIXED]
     for k in range(rounds):
         improved = False
         for name in names:
             if objective.expired():
                 print(f"[{tag}] time is up in round {k} before {name}", flush=True)
-                return best, best_loss, best_means, step
-            trials = [(*objective(trial, seeds), trial) for trial in neighbours(best, name, step)]
-            if trials:
-                trial_loss, means, trial = min(trials, key=lambda t: t[0])
-                if trial_loss < best_loss - 1e-9:
-                    best, best_loss, best_means, improved = trial, trial_loss, means, True
-                    print(f"[{tag}] round {k} {name}={getattr(trial, name):.4f} "
-                          f"loss {trial_loss:.2f}", flush=True)
+                return step
+            better = move(name, step)
+            if better is not None:
+                fit.params, fit.loss, fit.means, improved = (better.params, better.loss,
+                                                             better.means, True)
+                print(f"[{tag}] round {k} {name}={getattr(fit.params, name):.4f} "
+                      f"loss {fit.loss:.2f}", flush=True)
         if not improved:
             step /= 2
             print(f"[{tag}] round {k}: no gain, step {step:.3f}", flush=True)
-    return best, best_loss, best_means, step
+    return step
+
+
+def descend(objective, start: SimulationParams, seeds, rounds: int, step: float, tag: str):
+    fit = Fit(start, *objective(start, seeds))
+    print(f"[{tag}] {len(seeds)} seeds, start loss {fit.loss:.2f}", flush=True)
+
+    def move(name: str, step: float) -> Fit | None:
+        trials = [Fit(trial, *objective(trial, seeds))
+                  for trial in neighbours(fit.params, name, step)]
+        best = min(trials, key=lambda t: t.loss, default=None)
+        return best if best is not None and best.loss < fit.loss - 1e-9 else None
+
+    step = sweep(objective, fit, rounds, step, tag, move)
+    return fit.params, fit.loss, fit.means, step
 
 
 def confirm_descend(objective, start: SimulationParams, rounds: int, step: float):
     """The fine stage: the loss is the mean over all FIT_SEEDS; each parameter's two trials
     are screened on COARSE_SEEDS (a third of the cost) and the better one, when it beats the
     screen loss, is kept only if it also lowers the loss over all FIT_SEEDS."""
-    best = start
-    (best_loss, best_means), (screen_loss, _) = (objective(start, FIT_SEEDS),
-                                                 objective(start, COARSE_SEEDS))
-    print(f"[fine] {len(FIT_SEEDS)} seeds, start loss {best_loss:.2f}", flush=True)
-    names = [f.name for f in fields(SimulationParams) if f.name not in FIXED]
-    for k in range(rounds):
-        improved = False
-        for name in names:
-            if objective.expired():
-                print(f"[fine] time is up in round {k} before {name}", flush=True)
-                return best, best_loss, best_means
-            trials = [(objective(trial, COARSE_SEEDS)[0], trial)
-                      for trial in neighbours(best, name, step)]
-            if not trials or min(t[0] for t in trials) >= screen_loss - 1e-9:
-                continue
-            trial_screen, trial = min(trials, key=lambda t: t[0])
-            trial_loss, means = objective(trial, FIT_SEEDS)
-            if trial_loss < best_loss - 1e-9:
-                best, best_loss, best_means, screen_loss = trial, trial_loss, means, trial_screen
-                improved = True
-                print(f"[fine] round {k} {name}={getattr(trial, name):.4f} loss {trial_loss:.2f}",
-                      flush=True)
-        if not improved:
-            step /= 2
-            print(f"[fine] round {k}: no gain, step {step:.3f}", flush=True)
-    return best, best_loss, best_means
+    fit = Fit(start, *objective(start, FIT_SEEDS))
+    screen_loss = objective(start, COARSE_SEEDS)[0]
+    print(f"[fine] {len(FIT_SEEDS)} seeds, start loss {fit.loss:.2f}", flush=True)
+
+    def move(name: str, step: float) -> Fit | None:
+        nonlocal screen_loss
+        trials = [(objective(trial, COARSE_SEEDS)[0], trial)
+                  for trial in neighbours(fit.params, name, step)]
+        if not trials or min(t[0] for t in trials) >= screen_loss - 1e-9:
+            return None
+        trial_screen, trial = min(trials, key=lambda t: t[0])
+        confirmed = Fit(trial, *objective(trial, FIT_SEEDS))
+        if confirmed.loss >= fit.loss - 1e-9:
+            return None
+        screen_loss = trial_screen
+        return confirmed
+
+    sweep(objective, fit, rounds, step, "fine", move)
+    return fit.params, fit.loss, fit.means
 
 
 def _params_json(params: SimulationParams) -> dict:

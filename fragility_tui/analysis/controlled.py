@@ -130,6 +130,10 @@ def simulate_pair(scenario: Scenario, rng: np.random.Generator) -> Cube:
                 np.array(benchmarks, dtype=object))
 
 
+def _share(count: int, replicates: int) -> float:
+    return count / replicates if replicates else 0.0
+
+
 @dataclass(frozen=True)
 class ScenarioResult:
     scenario: str
@@ -142,21 +146,11 @@ class ScenarioResult:
     checked: bool = True
     recovering: tuple[str, ...] = ()
 
-    @property
-    def rate(self) -> float:
-        return self.recovered / self.replicates if self.replicates else 0.0
-
-    @property
-    def interval(self) -> tuple[float, float]:
-        return wilson(self.recovered, self.replicates)
-
-    @property
-    def baseline_rate(self) -> float:
-        return self.baseline_recovered / self.replicates if self.replicates else 0.0
-
-    @property
-    def baseline_interval(self) -> tuple[float, float]:
-        return wilson(self.baseline_recovered, self.replicates)
+    # recovery rates (float) and their Wilson 95% intervals ((low, high)), procedure and baseline
+    rate = property(lambda self: _share(self.recovered, self.replicates))
+    interval = property(lambda self: wilson(self.recovered, self.replicates))
+    baseline_rate = property(lambda self: _share(self.baseline_recovered, self.replicates))
+    baseline_interval = property(lambda self: wilson(self.baseline_recovered, self.replicates))
 
     @property
     def modal_label(self) -> str:

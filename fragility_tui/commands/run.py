@@ -21,6 +21,21 @@ from fragility_tui.items.item import DEFAULT_PER_BENCHMARK
 
 SPEC_FLAGS = ("model", "items", "grid")  # what --resume takes from the recorded run
 
+# The `--backend openai` options; each help is prefixed "with --backend openai: ".
+OPENAI_OPTIONS = {
+    "--base-url": {"metavar": "URL", "help": "the server, e.g. http://127.0.0.1:8000/v1"},
+    "--served-model": {"metavar": "NAME", "help": "the model id as the server's /v1/models "
+                       "lists it (the grid's model name unless --name or --model)"},
+    "--api-key-env": {"metavar": "VAR", "help": "the environment variable holding the API "
+                      "key (sent only in the Authorization header, never recorded)"},
+    "--concurrency": {"type": int, "default": 4, "metavar": "N",
+                      "help": "requests in flight at once (default 4)"},
+    "--endpoint": {"default": "completions", "choices": ("completions", "chat"),
+                   "help": "generation prompts as text to /v1/completions (default) or as "
+                           "messages to /v1/chat/completions (the server's chat template); "
+                           "cloze configs always use completions"},
+}
+
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate local models on items under the 26 configs",
@@ -69,20 +84,8 @@ def register(sub) -> None:
                         "(experimental: not yet run on a GPU; pip install -e '.[vllm]'), or "
                         "openai, a model an OpenAI-compatible server serves (--base-url, "
                         "--served-model; --model then optionally names its local tokenizer)")
-    p.add_argument("--base-url", metavar="URL",
-                   help="with --backend openai: the server, e.g. http://127.0.0.1:8000/v1")
-    p.add_argument("--served-model", metavar="NAME",
-                   help="with --backend openai: the model id as the server's /v1/models "
-                        "lists it (the grid's model name unless --name or --model)")
-    p.add_argument("--api-key-env", metavar="VAR",
-                   help="with --backend openai: the environment variable holding the API key "
-                        "(sent only in the Authorization header, never recorded)")
-    p.add_argument("--concurrency", type=int, default=4, metavar="N",
-                   help="with --backend openai: requests in flight at once (default 4)")
-    p.add_argument("--endpoint", default="completions", choices=("completions", "chat"),
-                   help="with --backend openai: generation prompts as text to "
-                        "/v1/completions (default) or as messages to /v1/chat/completions "
-                        "(the server's chat template); cloze configs always use completions")
+    for flag, options in OPENAI_OPTIONS.items():
+        p.add_argument(flag, **{**options, "help": "with --backend openai: " + options["help"]})
     p.add_argument("--dtype", default="auto", choices=("auto", "bf16", "fp16", "fp32"))
     p.add_argument("--device", default="auto", metavar="DEV",
                    help="auto, cpu, cuda:N, or any (the first GPU with a free slot). A run "

@@ -46,9 +46,16 @@ def pair_calibration(gateway, view, a: str, b: str, still_wanted) -> dict | None
                                 seed=view.seed)["pairs"][0]
 
 
-def calibrate_in_worker(pane, view, a: str, b: str) -> None:
-    """A pane's calibration worker: posts CalibrationReady to `pane` (and WorkFailed when
-    the calibration fails); nothing when the worker was cancelled while it waited."""
+def start_calibration(pane, view, a: str, b: str) -> None:
+    """Calibrate the pair in a thread worker of `pane` (one at a time per pane: a newer
+    request cancels the older one); the result arrives as CalibrationReady."""
+    pane.run_worker(lambda: _calibrate_in_worker(pane, view, a, b), thread=True,
+                    exclusive=True, group="calibration", exit_on_error=False)
+
+
+def _calibrate_in_worker(pane, view, a: str, b: str) -> None:
+    """Posts CalibrationReady to `pane` (and WorkFailed when the calibration fails);
+    nothing when the worker was cancelled while it waited."""
     from textual.worker import get_current_worker
 
     from fragility_tui.tui.messages import WorkFailed

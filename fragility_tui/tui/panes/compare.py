@@ -19,7 +19,7 @@ from fragility_tui.tui.live import pair_coverage
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
-                                                 calibrate_in_worker, failed_line,
+                                                 failed_line, start_calibration,
                                                  label_line, line_width)
 from fragility_tui.tui.plots import PlotToggle, draw_pair_deltas, new_plot
 from fragility_tui.tui.sanitize import clean
@@ -181,15 +181,11 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
         self.query_one("#compare-result", Static).update(Text("computing…", style="italic"))
         line.update(Text(CALIBRATING, style="italic"))
         self._compare(view, a, b)
-        self._calibrate(view, a, b)
+        start_calibration(self, view, a, b)
 
     def _picked_pair(self) -> tuple:
         return (self.query_one("#compare-a", Select).value,
                 self.query_one("#compare-b", Select).value)
-
-    @work(thread=True, exclusive=True, group="compare-calibration", exit_on_error=False)
-    def _calibrate(self, view, a: str, b: str) -> None:
-        calibrate_in_worker(self, view, a, b)
 
     @on(CalibrationReady)
     def _calibration_ready(self, message: CalibrationReady) -> None:

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.widgets import DataTable, Static
 
 from fragility_tui.tui.formats import num, pct
 from fragility_tui.tui.messages import ShowPair
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
-                                                 calibrate_in_worker, failed_line,
+                                                 failed_line, start_calibration,
                                                  line_width, verdict_line)
 from fragility_tui.tui.widgets import Column, ReportTable
 
@@ -101,7 +101,7 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
             line.update(verdict_line(done, line_width(line)))
             return
         line.update(Text(CALIBRATING, style="italic"))
-        self._calibrate(view, *pair)
+        start_calibration(self, view, *pair)
 
     def _show_detail(self, pair, view) -> None:
         """The highlighted pair's split in words: why a verdict cannot say more (too few
@@ -121,10 +121,6 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
         if p.incomplete_gap:
             text.append(f" · {p.incomplete_gap:+d} of the gap on items with a missing cell")
         self.query_one("#pairs-detail", Static).update(text)
-
-    @work(thread=True, exclusive=True, group="pairs-calibration", exit_on_error=False)
-    def _calibrate(self, view, a: str, b: str) -> None:
-        calibrate_in_worker(self, view, a, b)
 
     @on(CalibrationReady)
     def _calibration_ready(self, message: CalibrationReady) -> None:
