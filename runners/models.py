@@ -220,7 +220,7 @@ def load_model(spec: str, *, prepared, quantize: str | None = None,
     """Load a model; `prepared` (runners.prepare.PreparedModel) carries what the run
     decided before loading (name, device, dtype, prompt mode, fingerprint).
     runners.prepare.load_spec prepares and loads in one call."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # the run's own display reports progress
@@ -235,7 +235,9 @@ def load_model(spec: str, *, prepared, quantize: str | None = None,
     placement = _placement(folder, device, torch_dtype, quantize)
     attention = prepared.fingerprint.get("attn_implementation", "sdpa")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+        # The tokenizer the run was prepared with: its prompt mode, BOS and template were
+        # decided from it (read once, not again here).
+        tokenizer = prepared.tokenizer
         model = AutoModelForCausalLM.from_pretrained(
             folder, dtype=torch_dtype, trust_remote_code=trust_remote_code,
             attn_implementation=attention, **placement)
