@@ -7,6 +7,7 @@ Errors go to stderr as one line starting with `error:`.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import importlib.util
 import sys
@@ -76,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     args.db = resolve_db(args)
     try:
         if args.command is None:
+            # No collection while Textual and the app load and paint their first frame
+            # (nothing they make is garbage worth the pause); enabled after it (tui/app.py).
+            gc.disable()
             from fragility_tui.tui.entry import run_app
 
             return run_app(args.db)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gc
 
 import pyarrow.parquet as pq
 import pytest
@@ -339,6 +340,7 @@ async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, 
     monkeypatch.setattr("fragility_tui.tui.app.FragilityApp.run",
                         lambda self: started.append((self, db.exists())))
     assert main(["--db", str(db)]) == 0
+    assert gc.isenabled()  # paused for the app's start, on again though it never painted
     app, store_touched = started[0]
     assert not store_touched and app.gateway.load_samples  # the loading is the app's worker's
     statuses = []
@@ -423,3 +425,19 @@ async def test_synthetic_item_drilldown_shows_the_true_parameters(synthetic_stor
         detail = str(screen.query_one("#cell-detail").render())
         assert "prediction: native choice" in detail
         app.save_screenshot(str(tmp_path / "item.svg"))
+
+
+async def test_the_terminal_app_turns_the_collector_back_on_after_its_first_frame(tmp_path):
+    """cli.main pauses the collector for the app's start; the first frame ends the pause
+    and freezes the start's long-lived objects out of later collections."""
+    from fragility_tui.tui.entry import TerminalApp
+
+    gc.disable()
+    try:
+        app = TerminalApp(str(tmp_path / "s.duckdb"))
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            assert gc.isenabled() and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()  # this test process makes many apps: none of them may stay frozen
+        gc.enable()
