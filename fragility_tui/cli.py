@@ -72,8 +72,21 @@ def resolve_db(args) -> str | None:
     return getattr(args, "db", None) or settings.db_path_override()
 
 
+def app_only(argv: list[str]) -> argparse.Namespace | None:
+    """`fragility-tui` or `fragility-tui --db PATH`: the app, parsed without importing the
+    command modules (the first paint waits for whatever runs before it); None otherwise."""
+    if not argv:
+        return argparse.Namespace(command=None, db=None)
+    if len(argv) == 2 and argv[0] == "--db" and not argv[1].startswith("-"):
+        return argparse.Namespace(command=None, db=argv[1])
+    if len(argv) == 1 and argv[0].startswith("--db=") and len(argv[0]) > 5:
+        return argparse.Namespace(command=None, db=argv[0][5:])
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = app_only(argv) or build_parser().parse_args(argv)
     args.db = resolve_db(args)
     try:
         if args.command is None:
