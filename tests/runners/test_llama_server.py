@@ -142,9 +142,11 @@ def test_smollm2_served_by_llama_cpp_against_the_transformers_backend(llama_serv
                events_path=str(tmp_path / "local.jsonl")).execute() == "finished"
     local_s = time.monotonic() - t0
     with store.connect() as con:
-        rows = con.execute("SELECT model, item_uid, config_id, pred, raw_output FROM cells "
-                           "WHERE grid = 'g'").fetchall()
-    cells = {(m, i, c): (p, r) for m, i, c, p, r in rows}
+        rows = con.execute("SELECT model, item_uid, config_id, pred, raw_output, margin "
+                           "FROM cells WHERE grid = 'g'").fetchall()
+    cells = {(m, i, c): (p, r) for m, i, c, p, r, _ in rows}
+    margins = {(i, c): margin for m, i, c, _, _, margin in rows
+               if m == "smollm2-135m-instruct"}
     generation = [(i, c) for m, i, c in cells if m == "smollm2-llama-cpp"]
     assert len(generation) == 24 * n
     same = Counter(c for i, c in generation
@@ -158,6 +160,7 @@ def test_smollm2_served_by_llama_cpp_against_the_transformers_backend(llama_serv
                "same_prediction": sum(same.values()), "served_s": served_s,
                "transformers_s": local_s, "probe": refused["cloze_qa"],
                "per_config_same": dict(sorted(same.items())),
+               "by_margin": margin_breakdown(margins, [(i, c) for i, c, _, _ in differ]),
                "differences": [{"item": i, "config": c, "llama_cpp": a, "transformers": b}
                                for i, c, a, b in differ]}
     print(json.dumps({k: v for k, v in summary.items() if k != "differences"}, indent=1))
@@ -167,3 +170,26 @@ def test_smollm2_served_by_llama_cpp_against_the_transformers_backend(llama_serv
         Path(os.environ["FRAGILITY_AGREEMENT_OUT"]).write_text(json.dumps(summary, indent=1))
     # Q4_1 kernels against de-quantised fp32: near-ties may flip, most cells may not.
     assert summary["same_prediction"] >= 0.8 * len(generation)
+    bins = summary["by_margin"]  # and the flips are the close decisions
+    assert bins["differing_median"] < bins["all_median"]
+
+
+MARGIN_BINS = (0.05, 0.1, 0.22)  # nats; the last one is the largest differing margin seen
+
+
+def margin_breakdown(margins: dict, differing: list) -> dict:
+    """The transformers backend's margins (fp32) of the generation cells, and how many
+    cells of each margin band the served model answers differently (docs/runner.md)."""
+    import statistics
+
+    all_margins = [m for (_, c), m in margins.items()
+                   if not c.startswith("cloze") and m is not None]
+    differing_margins = [margins[key] for key in differing if margins[key] is not None]
+    edges = (0.0, *MARGIN_BINS, float("inf"))
+    bands = {f"({lo}, {hi}]": [sum(lo < m <= hi or (lo == 0 and m == 0) for m in values)
+                               for values in (differing_margins, all_margins)]
+             for lo, hi in zip(edges, edges[1:])}
+    return {"bands (differing, all)": bands,
+            "differing_median": statistics.median(differing_margins or [0.0]),
+            "differing_max": max(differing_margins, default=None),
+            "all_median": statistics.median(all_margins)}
