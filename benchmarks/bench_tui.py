@@ -166,12 +166,12 @@ def paint(app) -> None:
 
 
 async def measure(db: str, grid: str, drill: bool) -> dict:
-    from fragility_tui.tui.app import FragilityApp
+    from fragility_tui.tui.entry import TerminalApp  # what `fragility-tui` runs
     from fragility_tui.tui.panes import PANES
 
     os.environ["FRAGILITY_TUI_GRID"] = grid
     started = time.perf_counter()
-    app = FragilityApp(db)
+    app = TerminalApp(db)
     out: dict = {"first_visit": {}, "switch": {}, "drill": {}}
     async with app.run_test(size=(120, 40)) as pilot:
         paint(app)

@@ -427,17 +427,22 @@ async def test_synthetic_item_drilldown_shows_the_true_parameters(synthetic_stor
         app.save_screenshot(str(tmp_path / "item.svg"))
 
 
-async def test_the_terminal_app_turns_the_collector_back_on_after_its_first_frame(tmp_path):
+async def test_the_terminal_app_turns_the_collector_back_on_and_freezes_each_view(
+        synthetic_store):
     """cli.main pauses the collector for the app's start; the first frame ends the pause
-    and freezes the start's long-lived objects out of later collections."""
+    and freezes the start's long-lived objects out of later collections, and so does each
+    computed view (gc.get_objects lists only the objects collections still scan)."""
     from fragility_tui.tui.entry import TerminalApp
 
     gc.disable()
     try:
-        app = TerminalApp(str(tmp_path / "s.duckdb"))
+        app = TerminalApp(str(synthetic_store.path))
         async with app.run_test(size=(80, 24)) as pilot:
             await pilot.pause()
             assert gc.isenabled() and gc.get_freeze_count() > 0
+            await wait_ready(app, pilot)
+            await pilot.pause()
+            assert not any(o is app.view for o in gc.get_objects())
     finally:
         gc.unfreeze()  # this test process makes many apps: none of them may stay frozen
         gc.enable()
