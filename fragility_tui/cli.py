@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command is None:
             # No collection while Textual and the app load and paint their first frame
-            # (nothing they make is garbage worth the pause); enabled after it (tui/app.py).
+            # (nothing they make is garbage worth the pause); enabled after it (tui/entry.py).
             gc.disable()
             from fragility_tui.tui.entry import run_app
 
