@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import signal
 
 import pytest
 
@@ -19,6 +21,8 @@ from textual.widgets import Input, Select  # noqa: E402
 from fragility_tui.store.runs import RunStatus  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.tui.app import FragilityApp  # noqa: E402
+
+from helpers import pause_outside_the_store  # noqa: E402
 
 from .conftest import screen_text  # noqa: E402
 from .test_compare_form import open_compare_form  # noqa: E402
@@ -46,14 +50,30 @@ async def test_both_runs_queue_on_one_slot_and_compare_opens_on_the_pair(
         statuses: set[tuple] = set()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 300
-        while True:
-            await pilot.pause(0.25)
-            runs = {r.model: r for r in Store(synthetic_store.path).runs("pair")}
-            statuses.add(tuple(sorted(str(r.status) for r in runs.values())))
-            if len(runs) == 2 and all(r.status in RunStatus.final() for r in runs.values()):
-                break
-            if loop.time() > deadline:
-                raise AssertionError(f"runs did not finish: {runs}; {screen_text(app)}")
+        paused, resumed = None, False
+        try:
+            while True:
+                await pilot.pause(0.25)
+                runs = {r.model: r for r in Store(synthetic_store.path).runs("pair")}
+                statuses.add(tuple(sorted(str(r.status) for r in runs.values())))
+                running = [r for r in runs.values() if r.status == RunStatus.RUNNING]
+                if paused is None and len(runs) == 1 and running:
+                    # Held while the other process starts: a fast machine finishes this
+                    # small run before the second one even asks for the slot.
+                    paused = running[0].pid
+                    pause_outside_the_store(paused, synthetic_store.path)
+                if paused and not resumed and (
+                        any(r.status == RunStatus.QUEUED for r in runs.values() if r.pid != paused)
+                        or loop.time() > deadline):
+                    os.kill(paused, signal.SIGCONT)
+                    resumed = True
+                if len(runs) == 2 and all(r.status in RunStatus.final() for r in runs.values()):
+                    break
+                if loop.time() > deadline:
+                    raise AssertionError(f"runs did not finish: {runs}; {screen_text(app)}")
+        finally:
+            if paused and not resumed:
+                os.kill(paused, signal.SIGCONT)
         assert {r.status for r in runs.values()} == {RunStatus.FINISHED}, runs
         # one of the two waited for the CPU slot the other held, and said which run held it
         queued = [e for r in runs.values() for e in map(json.loads,
