@@ -35,10 +35,19 @@ IP = ray.util.get_node_ip_address()
 pytestmark = pytest.mark.slow  # a cluster start and worker imports: minutes on 2 cores
 
 
+_GIVEN_PORTS: set[int] = set()
+
+
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port not handed out before in this module: the kernel may give a just-closed
+    port again, and Ray refuses two components on one port."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN_PORTS:
+            _GIVEN_PORTS.add(port)
+            return port
 
 
 def _own_folders(root: Path) -> dict:
