@@ -284,7 +284,8 @@ def bench_overlap(work: Path, threads: int, per_benchmark: int) -> dict:
               f"{timing['no_model_call_share']:.1%} of the wall time (goal <= 10% with "
               f"overlap); host work {timing['host_ms_per_item']:.0f} ms per item "
               f"(plan/parse/write {timing['plan_parse_write_s']:.1f} s, scorer "
-              f"{timing['scorer_host_s']:.1f} s)")
+              f"{timing['scorer_host_s']:.1f} s); first batch planned in "
+              f"{timing['first_batch_wait_s']:.2f} s")
     return figures
 
 

@@ -71,9 +71,12 @@ class ModelBatches:
         run, budget, name = self.run, self.budget, self.model
         # Planned on the budget as it will be when the batch before has succeeded: the
         # batches are the same with overlap on or off (TokenBudget.foreseen).
+        planning = time.perf_counter()
         upcoming = worker.submit(planner.batch, budget.foreseen())
         while True:
             chunk = upcoming.result()  # a planning error is raised here, with its traceback
+            if timing.first_batch_wait_s is None:  # the device idles until the first plan
+                timing.first_batch_wait_s = time.perf_counter() - planning
             if not chunk:
                 return RunStatus.FINISHED
             if stopper.should_stop():  # also catches a cancel that came during loading

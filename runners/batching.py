@@ -12,6 +12,12 @@ items longest first, so the largest batches come first and an out-of-memory show
 first minute, not after an hour. On out-of-memory the budget and the batch's item count are
 halved and the batch retried; after GROW_AFTER successful batches the budget doubles back
 towards its ceiling, but never back up to a budget that already failed.
+
+A model's first batches ramp up (RAMP_STEPS): they take 1/8, 1/4 and 1/2 of the budget's
+tokens, then the whole. The device waits while the first batch is planned (templates,
+tokenisation, prompt trees: ~18 ms an item with 26 configs on a 2-core CPU, so ~5 s for a
+300-item batch); a small first batch starts it sooner, and each later batch is planned
+while the one before runs (runners.host_work). Calls keep the whole budget as their bound.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ GPU_MEMORY_SHARE = 0.5  # share of a GPU's free memory (after loading) a batch m
 MIN_TOKENS = 256
 MAX_TOKENS = 1 << 18
 GROW_AFTER = 2
+RAMP_STEPS = 3  # first batches at budget/8, /4, /2: the device starts before much is planned
 FP32_BYTES = 4  # the output head and log-softmax run in fp32 (runners.model_probe)
 
 
@@ -40,10 +47,15 @@ class TokenBudget:
     failed: int | None = None  # the smallest budget that ran out of memory
     budgets: Counter = field(default_factory=Counter)  # tokens -> batches run with it
     items: list = field(default_factory=list)  # items per successful batch
+    ramp: int = 0  # ramp-up batches left: the next batch plans on tokens >> ramp
 
     def __post_init__(self):
         self.tokens = self.tokens or self.ceiling
         self.item_limit = self.item_cap
+
+    def batch_tokens(self) -> int:
+        """The unique tokens the next batch may hold (less than `tokens` while ramping up)."""
+        return max(MIN_TOKENS, self.tokens >> self.ramp) if self.ramp else self.tokens
 
     def fits(self, items: int, tokens: int) -> bool:
         """Whether a batch of `items` items and `tokens` unique tokens may take one more."""
@@ -51,7 +63,7 @@ class TokenBudget:
             return True
         if self.item_limit is not None and items >= self.item_limit:
             return False
-        return tokens < self.tokens
+        return tokens < self.batch_tokens()
 
     def foreseen(self, batch_items: int | None = None) -> "TokenBudget":
         """A copy to plan the next batch with while the current one runs: this budget as
@@ -73,12 +85,15 @@ class TokenBudget:
         self.failed = min(self.failed or self.tokens, self.tokens)
         self.tokens = max(MIN_TOKENS, self.tokens // 2)
         self.item_limit = max(1, batch_items // 2)
-        self.streak = 0
+        self.streak = self.ramp = 0  # the calls' bound failed: no smaller batches to ramp
         return True
 
     def succeeded(self, batch_items: int) -> None:
-        self.budgets[self.tokens] += 1
+        self.budgets[self.batch_tokens()] += 1
         self.items.append(batch_items)
+        if self.ramp:
+            self.ramp -= 1
+            return
         self.streak += 1
         if self.streak >= GROW_AFTER and (self.tokens < self.top()
                                           or self.item_limit != self.item_cap):
@@ -126,8 +141,9 @@ class SchedulesOwnMemory:
 
     def token_budget(self, tokens: int | None, item_cap: int | None) -> TokenBudget:
         if tokens:
-            return TokenBudget(tokens, self.budget_flag, item_cap)
-        return TokenBudget(self.budget_default, self.budget_source, item_cap)
+            return TokenBudget(tokens, self.budget_flag, item_cap, ramp=RAMP_STEPS)
+        return TokenBudget(self.budget_default, self.budget_source, item_cap,
+                           ramp=RAMP_STEPS)
 
 
 def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_bytes: int = 4,
@@ -138,7 +154,7 @@ def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_byte
     GPU memory; less the prefill head's fixed rows (`head_call_bytes`), over what one
     budget token costs a call (`call_bytes_per_token`)."""
     if tokens:
-        return TokenBudget(tokens, "--batch-tokens", item_cap)
+        return TokenBudget(tokens, "--batch-tokens", item_cap, ramp=RAMP_STEPS)
     cuda = device.startswith("cuda")
     per_token = call_bytes_per_token(kv_bytes_per_token, config, dtype_bytes, cuda=cuda,
                                      max_new_tokens=max_new_tokens)
@@ -155,7 +171,8 @@ def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_byte
         budget = max(0, memory - head) // per_token
         source = (f"{memory / 2**30:.2f} GiB on the CPU, less {head} bytes of head rows / "
                   f"{per_token} bytes per token")
-    return TokenBudget(max(MIN_TOKENS, min(MAX_TOKENS, budget)), source, item_cap)
+    return TokenBudget(max(MIN_TOKENS, min(MAX_TOKENS, budget)), source, item_cap,
+                       ramp=RAMP_STEPS)
 
 
 def call_bytes_per_token(kv_bytes_per_token: int, config=None, dtype_bytes: int = 4, *,

@@ -87,6 +87,7 @@ class HostTiming:
     model_call_s: float = 0.0
     worker_s: float = 0.0  # planning + parsing + writing
     scorer_host_s: float = 0.0  # inside scorer.score, outside model calls
+    first_batch_wait_s: float | None = None  # planning the first batch: nothing else to do
 
     def record(self) -> dict:
         no_call = max(0.0, self.wall_s - self.model_call_s)
@@ -98,4 +99,6 @@ class HostTiming:
                 "host_s": round(host, 3),
                 "host_ms_per_item": round(1000 * host / self.items, 1) if self.items else None,
                 "plan_parse_write_s": round(self.worker_s, 3),
+                "first_batch_wait_s": (None if self.first_batch_wait_s is None
+                                       else round(self.first_batch_wait_s, 3)),
                 "scorer_host_s": round(self.scorer_host_s, 3)}

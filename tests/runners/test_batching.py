@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from runners.batching import (MIN_TOKENS, TokenBudget, attempt, call_bytes_per_token,
-                              configure_allocator, initial_budget)
+from runners.batching import (MIN_TOKENS, RAMP_STEPS, TokenBudget, attempt,
+                              call_bytes_per_token, configure_allocator, initial_budget)
 
 
 def test_a_batch_takes_items_until_the_budget_is_reached():
@@ -53,6 +53,39 @@ def test_a_users_item_cap_is_restored_not_lifted():
     for _ in range(4):
         budget.succeeded(1)
     assert (budget.tokens, budget.item_limit) == (3072, 3)  # 3/4 of the budget that failed
+
+
+def test_the_first_batches_ramp_up_to_the_budget_so_the_device_starts_early():
+    budget = TokenBudget(4096, "test", ramp=3)
+    sizes = []
+    for _ in range(5):
+        sizes.append(budget.batch_tokens())
+        assert budget.fits(1, sizes[-1] - 1) and not budget.fits(1, sizes[-1])
+        ahead = budget.foreseen(4)  # what the worker plans the next batch with
+        budget.succeeded(4)
+        assert ahead.batch_tokens() == budget.batch_tokens()
+    assert sizes == [512, 1024, 2048, 4096, 4096]
+    assert budget.tokens == 4096 and budget.streak == 2  # the ramp is not growth
+    assert budget.record()["budgets_used"] == {"512": 1, "1024": 1, "2048": 1, "4096": 2}
+    assert TokenBudget(MIN_TOKENS, "test", ramp=3).batch_tokens() == MIN_TOKENS  # the floor
+
+
+def test_out_of_memory_during_the_ramp_halves_the_whole_budget_and_ends_the_ramp():
+    budget = TokenBudget(4096, "test", ramp=3)
+    assert budget.shrink(batch_items=2)  # the calls' bound (the whole budget) failed
+    assert (budget.tokens, budget.batch_tokens(), budget.ramp) == (2048, 2048, 0)
+
+
+def test_every_starting_budget_ramps_up():
+    from runners.batching import SchedulesOwnMemory
+
+    class Engine(SchedulesOwnMemory):
+        budget_default, budget_source = 8192, "test"
+
+    assert initial_budget(46080, "cpu").ramp == RAMP_STEPS
+    assert initial_budget(46080, "cpu", tokens=4096).ramp == RAMP_STEPS
+    assert Engine().token_budget(None, None).ramp == RAMP_STEPS
+    assert Engine().token_budget(4096, 2).ramp == RAMP_STEPS
 
 
 def test_nothing_left_to_try_when_one_item_fails_at_the_smallest_budget():

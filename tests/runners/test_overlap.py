@@ -64,6 +64,7 @@ def test_overlap_on_and_off_give_bit_identical_cells(tiny_folder, tmp_path, monk
         assert timing["overlap"] is overlap and timing["items"] == 5
         assert 0 < timing["model_call_s"] < timing["wall_s"]
         assert 0 <= timing["no_model_call_share"] < 1 and timing["host_ms_per_item"] > 0
+        assert 0 < timing["first_batch_wait_s"] < timing["wall_s"] - timing["model_call_s"]
         assert provenance["sessions"][-1]["host_overlap"]["tiny-llama"] == timing
 
 
