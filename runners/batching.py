@@ -13,11 +13,13 @@ first minute, not after an hour. On out-of-memory the budget and the batch's ite
 halved and the batch retried; after GROW_AFTER successful batches the budget doubles back
 towards its ceiling, but never back up to a budget that already failed.
 
-A model's first batches ramp up (RAMP_STEPS): they take 1/8, 1/4 and 1/2 of the budget's
-tokens, then the whole. The device waits while the first batch is planned (templates,
-tokenisation, prompt trees: ~18 ms an item with 26 configs on a 2-core CPU, so ~5 s for a
-300-item batch); a small first batch starts it sooner, and each later batch is planned
-while the one before runs (runners.host_work). Calls keep the whole budget as their bound.
+On a GPU a model's first batches ramp up (RAMP_STEPS): they take 1/8, 1/4 and 1/2 of the
+budget's tokens, then the whole. The device waits while the first batch is planned
+(templates, tokenisation, prompt trees: ~18 ms an item with 26 configs on a 2-core CPU, so
+~5 s for a 300-item batch); a small first batch starts it sooner, and each later batch is
+planned while the one before runs (runners.host_work). Calls keep the whole budget as their
+bound. Not on a CPU, where the forwards take ~100x longer than planning: there the extra
+batches (each with its own decoding tail) cost more than the wait they save.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ GPU_MEMORY_SHARE = 0.5  # share of a GPU's free memory (after loading) a batch m
 MIN_TOKENS = 256
 MAX_TOKENS = 1 << 18
 GROW_AFTER = 2
-RAMP_STEPS = 3  # first batches at budget/8, /4, /2: the device starts before much is planned
+RAMP_STEPS = 3  # first GPU batches at budget/8, /4, /2: the device starts before much is planned
 FP32_BYTES = 4  # the output head and log-softmax run in fp32 (runners.model_probe)
 
 
@@ -138,12 +140,13 @@ class SchedulesOwnMemory:
     budget_flag = "--batch-tokens"
     budget_default: int
     budget_source: str  # why the default, for provenance
+    ramp_steps = 0  # RAMP_STEPS for an engine on the local GPU (vLLM); a server plans in line
 
     def token_budget(self, tokens: int | None, item_cap: int | None) -> TokenBudget:
         if tokens:
-            return TokenBudget(tokens, self.budget_flag, item_cap, ramp=RAMP_STEPS)
+            return TokenBudget(tokens, self.budget_flag, item_cap, ramp=self.ramp_steps)
         return TokenBudget(self.budget_default, self.budget_source, item_cap,
-                           ramp=RAMP_STEPS)
+                           ramp=self.ramp_steps)
 
 
 def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_bytes: int = 4,
@@ -153,9 +156,10 @@ def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_byte
     CPU, CPU_CALL_BYTES (at most a quarter of the free RAM); on CUDA, a share of the free
     GPU memory; less the prefill head's fixed rows (`head_call_bytes`), over what one
     budget token costs a call (`call_bytes_per_token`)."""
-    if tokens:
-        return TokenBudget(tokens, "--batch-tokens", item_cap, ramp=RAMP_STEPS)
     cuda = device.startswith("cuda")
+    ramp = RAMP_STEPS if cuda else 0
+    if tokens:
+        return TokenBudget(tokens, "--batch-tokens", item_cap, ramp=ramp)
     per_token = call_bytes_per_token(kv_bytes_per_token, config, dtype_bytes, cuda=cuda,
                                      max_new_tokens=max_new_tokens)
     head = head_call_bytes(config)
@@ -172,7 +176,7 @@ def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_byte
         source = (f"{memory / 2**30:.2f} GiB on the CPU, less {head} bytes of head rows / "
                   f"{per_token} bytes per token")
     return TokenBudget(max(MIN_TOKENS, min(MAX_TOKENS, budget)), source, item_cap,
-                       ramp=RAMP_STEPS)
+                       ramp=ramp)
 
 
 def call_bytes_per_token(kv_bytes_per_token: int, config=None, dtype_bytes: int = 4, *,

@@ -31,7 +31,7 @@ import time
 from functools import partial
 
 from fragility_tui.errors import InputError
-from runners.batching import SchedulesOwnMemory
+from runners.batching import RAMP_STEPS, SchedulesOwnMemory
 from runners.prefix_tree import build_tree, count_tokens
 from runners.run_provenance import model_provenance
 from runners.score_types import BatchResult, GenResult, ScoreStats, stop_reason
@@ -226,6 +226,7 @@ class VLLMScorer(SchedulesOwnMemory):
 
     budget_flag = "--batch-tokens"
     budget_default = DEFAULT_BATCH_TOKENS
+    ramp_steps = RAMP_STEPS  # on the GPU: its first batch starts before much is planned
     budget_source = ("vLLM backend default (the engine schedules its own memory; a batch is one "
                      "store transaction)")
     kv_bytes_per_token = None  # vLLM sizes its own (paged) KV cache

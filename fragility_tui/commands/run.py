@@ -102,9 +102,9 @@ def register(sub) -> None:
     p.add_argument("--batch-tokens", default="auto", metavar="N",
                    help="token budget: unique prompt tokens per batch and KV positions per "
                         "decoder call; default auto: from the device's memory (512 MiB of KV "
-                        "on a CPU, half the free memory on a GPU); a model's first three "
-                        "batches take 1/8, 1/4 and 1/2 of it; halved on out-of-memory and "
-                        "grown back")
+                        "on a CPU, half the free memory on a GPU; there a model's first "
+                        "three batches take 1/8, 1/4 and 1/2 of it); halved on out-of-memory "
+                        "and grown back")
     p.add_argument("--max-new-tokens", type=int, default=16, metavar="N")
     p.add_argument("--threads", type=int, default=2, metavar="N", help="torch CPU threads")
     p.add_argument("--trust-remote-code", action="store_true",

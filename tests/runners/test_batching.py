@@ -76,16 +76,25 @@ def test_out_of_memory_during_the_ramp_halves_the_whole_budget_and_ends_the_ramp
     assert (budget.tokens, budget.batch_tokens(), budget.ramp) == (2048, 2048, 0)
 
 
-def test_every_starting_budget_ramps_up():
-    from runners.batching import SchedulesOwnMemory
+def test_gpu_budgets_ramp_up_and_cpu_and_served_ones_do_not(monkeypatch):
+    """On a CPU the forwards take ~100x longer than planning: extra batches (each with its
+    decoding tail) would cost more than the wait they save."""
+    import torch
 
-    class Engine(SchedulesOwnMemory):
+    from runners.batching import SchedulesOwnMemory
+    from runners.vllm_backend import VLLMScorer
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (40 << 30, 80 << 30))
+    assert initial_budget(131072, "cuda:0", None, 2).ramp == RAMP_STEPS
+    assert initial_budget(131072, "cuda:1", None, 2, tokens=4096).ramp == RAMP_STEPS
+    assert initial_budget(46080, "cpu").ramp == 0
+    assert initial_budget(46080, "cpu", tokens=4096).ramp == 0
+
+    class Server(SchedulesOwnMemory):  # a served model plans in line: nothing to overlap
         budget_default, budget_source = 8192, "test"
 
-    assert initial_budget(46080, "cpu").ramp == RAMP_STEPS
-    assert initial_budget(46080, "cpu", tokens=4096).ramp == RAMP_STEPS
-    assert Engine().token_budget(None, None).ramp == RAMP_STEPS
-    assert Engine().token_budget(4096, 2).ramp == RAMP_STEPS
+    assert Server().token_budget(None, None).ramp == 0
+    assert VLLMScorer.token_budget(VLLMScorer, 4096, None).ramp == RAMP_STEPS
 
 
 def test_nothing_left_to_try_when_one_item_fails_at_the_smallest_budget():
