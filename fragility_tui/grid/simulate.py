@@ -1,6 +1,6 @@
 """Synthetic grids from a documented generative model (SYNTHETIC: not real model output).
 
-Generator v4, written out with its fitted parameters and figures in docs/spec.md ("The
+Generator v5, written out with its fitted parameters and figures in docs/spec.md ("The
 synthetic generator"). Every model answers every (item, config) with the argmax over the
 four options' scores, so an answer is an option, order effects come from the real option
 permutation of each order config, and the cells of a (model, item) are correlated:
@@ -11,7 +11,8 @@ permutation of each order config, and the cells of a (model, item) are correlate
                    + a_i * bias_mc[position of option j in config c] position/label bias
 
 (p = `knowledge_power`, w = `shared_noise`; e = e_order + e_format + e_config, drawn per
-model (e_mic) and once for all models (e_ic).)
+model (e_mic) and once for all models (e_ic); k_mi = `knowledge_sd` * |v * z_i +
+sqrt(1 - v^2) * z_mi| with v = `knowledge_shared`, z_i once per item for all models.)
 
 - Items: difficulty b_i, discrimination a_i (log-normal), harness sensitivity s_i (log-normal,
   correlated with a_i by `sensitivity_corr`), distractor attractiveness D_ij (gold 0).
@@ -21,7 +22,10 @@ model (e_mic) and once for all models (e_ic).)
   knowledge k_mi >= 0 lifting the gold in every config (what keeps answers robust), scaled
   by a_i^p: in v3 (p = 0) a low-a item, almost noise-free, was decided by one model's
   knowledge against the distractors, robust-correct for one model and robust-wrong for the
-  next, so no adjacent pair was ever identical on the stable set (docs/spec.md).
+  next, so no adjacent pair was ever identical on the stable set (docs/spec.md). In v5 it
+  is partly common to all models (`knowledge_shared`): what one model knows, the next one
+  mostly knows too (models learn from overlapping data), so adjacent models agree on
+  which items they answer robustly.
 - Harness noise: per option, shared by the configs of one order (e_order), of one format
   (e_format), and per config; every config gets all three, the reference (o0.letter)
   included: it is one harness among 26, not a noise-free baseline. A weight w of it is
@@ -44,7 +48,8 @@ seeds 1-8 against those tolerances.
 The true parameters travel with the grid (`SyntheticGrid.truth`, `.meta()` for the store);
 the app's item drill-down shows them. The draw is a pure function of the seed (numpy
 PCG64): item and model parameters from stream [seed, 0], model m's cells from [seed, 1, m],
-the shared harness noise from [seed, 2], one model at a time so memory stays
+the shared harness noise from [seed, 2], the common knowledge z_i from [seed, 3], one model
+at a time so memory stays
 O(items x configs) per model.
 """
 
@@ -63,8 +68,9 @@ BENCHMARK_SHARES = {"arc_challenge": 1000, "hellaswag": 1000, "mmlu": 1000, "tru
 BENCHMARK_DIFFICULTY = {"arc_challenge": 0.0, "hellaswag": -0.4, "mmlu": 0.2, "truthfulqa": 0.8}
 GOLD_FIRST = {"truthfulqa"}  # mc1 keeps its gold first in native order (SPEC §1)
 SYNTHETIC_PREFIX = "synthetic"
-GENERATOR_VERSION = 4  # 3: harness noise in the reference config, fitted over seeds;
-# 4: knowledge scaled by a_i^knowledge_power, part of the harness noise common to all models
+GENERATOR_VERSION = 5  # 3: harness noise in the reference config, fitted over seeds;
+# 4: knowledge scaled by a_i^knowledge_power, part of the harness noise common to all models;
+# 5: part of the knowledge common to all models (knowledge_shared), refitted
 # The option shuffles are those of the grid seed a stored synthetic grid has (0): the app
 # re-renders a cell with configs.item_shuffles(grid seed, item_uid), so no cell needs to
 # carry its permutation (that column would triple the shipped file).
@@ -76,30 +82,31 @@ N_OPT = 4
 class SimulationParams:
     """The generator's parameters (docs/spec.md); defaults fitted by benchmarks/fit_synthetic.py."""
 
-    ability_low: float = -1.2
+    ability_low: float = -0.9
     ability_high: float = 3.2
     ability_jitter: float = 0.15
     difficulty_sd: float = 0.9282
     discrimination_sd: float = 1.2633
     sensitivity_sd: float = 0.1505
-    sensitivity_corr: float = 0.4
+    sensitivity_corr: float = 0.85
     distractor_sd: float = 0.7843
     knowledge_sd: float = 1.2
     knowledge_power: float = 0.5
+    knowledge_shared: float = 0.7
     order_sd: float = 0.3
-    format_sd: float = 0.6335
+    format_sd: float = 0.5385
     config_sd: float = 0.4441
-    shared_noise: float = 0.85
+    shared_noise: float = 0.98
     format_shift_sd: float = 2.2588
-    position_bias_sd: float = 0.1587
-    label_bias_sd: float = 0.2993
+    position_bias_sd: float = 0.147
+    label_bias_sd: float = 0.3891
     config_bias_sd: float = 0.35
     likelihood_rho: float = 0.55
     likelihood_mean: float = -0.5
     likelihood_sd: float = 0.4297
-    cloze_shift_sd: float = 0.0299
-    prior_sd: float = 2.3647
-    cloze_sd: float = 0.687
+    cloze_shift_sd: float = 0.0151
+    prior_sd: float = 2.01
+    cloze_sd: float = 0.7901
 
 
 @dataclass(frozen=True)
@@ -224,7 +231,8 @@ def _harness_noise(rng, n_items: int, p: SimulationParams) -> np.ndarray:
 
 
 def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prior: np.ndarray,
-                  pos: np.ndarray, p: SimulationParams, shared: np.ndarray) -> np.ndarray:
+                  pos: np.ndarray, p: SimulationParams, shared: np.ndarray,
+                  common_knowledge: np.ndarray) -> np.ndarray:
     """Scores [I, 26, 4] (float32) of model m: generation configs, then the cloze pair."""
     n_items = len(truth.difficulty)
     f32 = np.float32
@@ -236,8 +244,11 @@ def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prio
             + rng.normal(0.0, p.label_bias_sd, (len(GENERATION_FORMATS), N_OPT))[GEN_FORMAT]
             + rng.normal(0.0, p.config_bias_sd, (len(GEN), N_OPT))).astype(f32)  # [24, pos]
     cloze_shift = rng.normal(0.0, p.cloze_shift_sd, len(CLOZE)).astype(f32)
-    # model-specific knowledge of the item: a half-normal lift of the gold, every config
-    knows = p.knowledge_sd * np.abs(normal(n_items)) * (
+    # knowledge of the item, partly common to all models: a half-normal lift of the gold in
+    # every config
+    v = np.float32(p.knowledge_shared)
+    own = normal(n_items)
+    knows = p.knowledge_sd * np.abs(v * common_knowledge + np.sqrt(1 - v * v) * own) * (
         truth.discrimination.astype(f32) ** f32(p.knowledge_power))
     base = (truth.distractors.astype(f32) + gold_hot[:, 0, :] * knows[:, None])[:, None, :]
 
@@ -277,9 +288,11 @@ def simulate(n_models: int = 12, n_items: int = 3679, seed: int = 0,
     gold_hot = (np.arange(N_OPT)[None, :] == gold[:, None])[:, None, :]
     pred = np.empty((n_models, n_items, len(CONFIGS)), dtype=np.int8)
     shared = _harness_noise(np.random.default_rng([seed, 2]), n_items, p)
+    common_knowledge = np.random.default_rng([seed, 3]).standard_normal(n_items,
+                                                                        dtype=np.float32)
     for m in range(n_models):  # one model at a time: scores are [I, 26, 4] float32
         scores = _model_scores(np.random.default_rng([seed, 1, m]), m, truth, gold_hot,
-                               prior, pos, p, shared)
+                               prior, pos, p, shared, common_knowledge)
         pred[m] = scores.argmax(axis=2)
     bits = pred == gold[None, :, None]
     cube = Cube(tuple(model_names(n_models)), tuple(uids), CONFIG_IDS, bits,
