@@ -51,3 +51,15 @@ def test_tui_never_imports_torch_or_transformers(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen == {"start": [], "after": []}
+
+
+def test_the_app_module_leaves_numpy_and_the_plots_for_after_the_first_frame():
+    """The first frame needs Textual and the app only: numpy (through textual-plot, ~0.1 s
+    of the first paint) loads when a pane with a plot is composed or a view is computed."""
+    code = ("import sys; from fragility_tui.tui.entry import run_app; "
+            "print(sorted(m for m in ('numpy', 'textual_plot', 'duckdb', 'scipy') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "[]"

@@ -12,7 +12,6 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
-from textual_plot import PlotWidget
 
 from fragility_tui.tui.formats import decision_reason, num
 from fragility_tui.tui.live import pair_coverage
@@ -21,7 +20,7 @@ from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  failed_line, start_calibration,
                                                  label_line, line_width)
-from fragility_tui.tui.plots import PlotToggle, draw_pair_deltas, new_plot
+from fragility_tui.tui.plot_toggle import PlotToggle
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable
 
@@ -90,6 +89,8 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
     small_hides = ("compare-result", "compare-calibration")
 
     def compose_body(self) -> ComposeResult:
+        from fragility_tui.tui.plots import new_plot  # textual-plot: after the first frame
+
         with Pickers(id="compare-pickers"):
             yield Select([], prompt="model A", id="compare-a", allow_blank=True)
             yield Select([], prompt="model B", id="compare-b", allow_blank=True)
@@ -215,7 +216,9 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
     @on(CompareResult)
     def _show(self, result: CompareResult) -> None:
         self.query_one("#compare-result", Static).update(summary_text(result))
-        plot = self.query_one("#compare-plot", PlotWidget)
+        from fragility_tui.tui.plots import draw_pair_deltas
+
+        plot = self.query_one("#compare-plot")
         draw_pair_deltas(plot, result.configs, result.deltas)
         plot.border_title = "● Δ̂ (A − B) per config  │ 95% interval"
         table = self.query_one(ReportTable)

@@ -8,11 +8,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
-from textual_plot import PlotWidget
 
 from fragility_tui.tui.formats import num
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.plots import PlotToggle, draw_item_scatter, new_plot
+from fragility_tui.tui.plot_toggle import PlotToggle
 from fragility_tui.tui.widgets import Column, ReportTable, hbar
 
 if TYPE_CHECKING:
@@ -52,6 +51,8 @@ class CompressionPane(PlotToggle, Pane, pane_id="compression", title="Compressio
     plot_id, table_id = "compression-plot", "compression-table"
 
     def compose_body(self) -> ComposeResult:
+        from fragility_tui.tui.plots import new_plot  # textual-plot: after the first frame
+
         yield Static("", id="compression-summary")
         yield new_plot("compression-plot")
         yield ReportTable(table_name=self.pane_id, id=f"{self.pane_id}-table")
@@ -75,7 +76,9 @@ class CompressionPane(PlotToggle, Pane, pane_id="compression", title="Compressio
                     + (f", range {rng[0]}–{rng[1]})" if rng else ")")
                     + f" · full grid: {report.rankings.champion_count}")
         self.query_one("#compression-summary", Static).update(text)
-        plot = self.query_one("#compression-plot", PlotWidget)
+        from fragility_tui.tui.plots import draw_item_scatter
+
+        plot = self.query_one("#compression-plot")
         drawn = draw_item_scatter(plot, view.discrimination, view.fragility)
         plot.border_title = f"fragility against discrimination: {drawn:,} items"
         table = self.query_one(ReportTable)

@@ -7,13 +7,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
-from textual_plot import PlotWidget
 
 from fragility_tui.tui.config_matrix import compact_rows, config_letters, group_header, matrix_layout
 from fragility_tui.tui.item_table import ITEM_COLUMNS, item_rows
 from fragility_tui.tui.formats import verdict_reason
 from fragility_tui.tui.messages import ShowItem
-from fragility_tui.tui.plots import PlotToggle, draw_config_accuracy, new_plot
+from fragility_tui.tui.plot_toggle import PlotToggle
 from fragility_tui.tui.screens.base import DrillScreen
 from fragility_tui.tui.view_model import pair_item_groups
 from fragility_tui.tui.virtual_table import VirtualTable
@@ -42,6 +41,8 @@ class ModelScreen(PlotToggle, DrillScreen):
     plot_id, table_id = "model-plot", "model-items"
 
     def compose(self) -> ComposeResult:
+        from fragility_tui.tui.plots import new_plot  # textual-plot: after the first frame
+
         yield from self.compose_header()
         yield ReportTable(table_name="model-configs", id="model-table")
         yield new_plot("model-plot")
@@ -77,7 +78,9 @@ class ModelScreen(PlotToggle, DrillScreen):
         view = self.view
         accuracy = {m: [e.accuracy.get(m) for e in view.report.configs]
                     for m in [row.band.model for row in view.report.bands]}
-        plot = self.query_one("#model-plot", PlotWidget)
+        from fragility_tui.tui.plots import draw_config_accuracy
+
+        plot = self.query_one("#model-plot")
         draw_config_accuracy(plot, [e.config for e in view.report.configs], accuracy,
                              highlight=self.model)
         plot.border_title = "accuracy per config, every model in view"
