@@ -7,9 +7,9 @@ length: the scorer's `max_slots`). So a call holds, per budget token, the pool's
 values, the gathered copy of them its cache rows are built from, and (grouped-query heads
 under a mask, where SDPA cannot read the shared heads itself) one layer's per-head copy,
 plus the call's activations and its fp32 head rows: `call_bytes_per_token` counts all of
-them (the prefill head's fixed chunk is taken off the memory first). The run loop takes
-items longest first, so the largest batches come first and an out-of-memory shows up in the
-first minute, not after an hour. On out-of-memory the budget and the batch's item count are
+them (the prefill head's fixed chunk is taken off the memory first). Items run in a
+seeded random order (runners.item_requests), so an out-of-memory batch may come at any
+point of a run, not only first. On out-of-memory the budget and the batch's item count are
 halved and the batch retried; after GROW_AFTER successful batches the budget doubles back
 towards its ceiling, but never back up to a budget that already failed.
 
