@@ -49,8 +49,7 @@ The true parameters travel with the grid (`SyntheticGrid.truth`, `.meta()` for t
 the app's item drill-down shows them. The draw is a pure function of the seed (numpy
 PCG64): item and model parameters from stream [seed, 0], model m's cells from [seed, 1, m],
 the shared harness noise from [seed, 2], the common knowledge z_i from [seed, 3], one model
-at a time so memory stays
-O(items x configs) per model.
+at a time so memory stays O(items x configs) per model.
 """
 
 from __future__ import annotations
