@@ -37,6 +37,28 @@ from fragility_tui.tui.widgets import TABLES, GridHeader, PaneTabs, TableRows
 FIRST_SECTIONS_CELLS = 5_000_000  # from this size a grid shows its bands before the rest
 
 
+class AfterFirstFrame(Lazy):
+    """Textual's Lazy (the widget is mounted after the first refresh), except when the screen
+    is already gone by then: a quit, or a terminal that hung up, during the start. Lazy
+    raises MountError there, a traceback instead of a clean exit; this mounts nothing."""
+
+    def __init__(self, widget) -> None:
+        self._widget = widget
+        super().__init__(widget)
+
+    async def mount_composed_widgets(self, widgets) -> None:
+        parent = self.parent
+        if parent is None:
+            return
+
+        async def mount() -> None:
+            if parent.is_attached:
+                await parent.mount(self._widget, after=self)
+                await self.remove()
+
+        self.call_after_refresh(mount)
+
+
 class FragilityApp(App):
     """Explore a fragility grid: bands, pairs, items, axes, compression, runs, compare."""
 
@@ -83,10 +105,10 @@ class FragilityApp(App):
                     yield pane
                 else:  # the hidden panes are composed after the first frame
                     pane.display = False
-                    yield Lazy(pane)
+                    yield AfterFirstFrame(pane)
         yield Input(placeholder="filter (Enter to keep, Esc to close)", id="filter")
         yield Static("", id="status")
-        yield Lazy(Footer())  # its key list follows the first frame
+        yield AfterFirstFrame(Footer())  # its key list follows the first frame
 
     def on_mount(self) -> None:
         from fragility_tui.tui.keymap import load_keymap

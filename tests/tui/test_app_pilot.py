@@ -446,3 +446,23 @@ async def test_the_terminal_app_turns_the_collector_back_on_and_freezes_each_vie
     finally:
         gc.unfreeze()  # this test process makes many apps: none of them may stay frozen
         gc.enable()
+
+
+async def test_quitting_at_the_first_frame_exits_cleanly(synthetic_store):
+    """A quit, or a terminal that hangs up, right at the first frame, before the panes and
+    the footer composed after it are mounted: the app exits with its code instead of
+    Textual's MountError traceback (the screen is gone when their mount comes)."""
+    from pathlib import Path
+
+    import fragility_tui.tui.app as app_module
+
+    class QuitAtOnce(FragilityApp):
+        CSS_PATH = str(Path(app_module.__file__).with_name("app.tcss"))
+
+        def on_ready(self) -> None:
+            self.exit(return_code=3)
+
+    app = QuitAtOnce(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+    assert app.return_code == 3
