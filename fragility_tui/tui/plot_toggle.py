@@ -36,8 +36,8 @@ class PlotToggle:
         had_focus = self.app.focused in (plot, table)
         plot.display = shown
         table.display = self._tall() or not shown
-        if shown and plot.redraw is not None:
-            plot.call_after_refresh(plot.redraw)  # laid out at its new size
+        if shown:
+            plot.call_after_refresh(plot.redraw_if_resized)  # laid out at its new size
         if had_focus:
             (table if table.display else plot).focus()
         for other in self.small_hides:

@@ -466,3 +466,32 @@ async def test_quitting_at_the_first_frame_exits_cleanly(synthetic_store):
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
     assert app.return_code == 3
+
+
+async def test_a_plot_is_drawn_again_only_when_its_size_changes(synthetic_store, monkeypatch):
+    """Compression's scatter is drawn when its view arrives and again when the terminal
+    resizes; showing the pane again (a Resize at the same size) does not redraw it."""
+    from fragility_tui.tui import plots
+
+    sizes = []
+    draw = plots.draw_item_scatter
+
+    def counted(plot, discrimination, fragility):
+        sizes.append(tuple(plot.size))
+        return draw(plot, discrimination, fragility)
+
+    monkeypatch.setattr(plots, "draw_item_scatter", counted)
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "6")
+        await pilot.pause(0.2)
+        drawn = len(sizes)
+        assert drawn >= 1 and sizes[-1][0] > 0
+        for key in "2626":
+            await show_pane(app, pilot, key)
+            await pilot.pause(0.2)
+        assert len(sizes) == drawn  # shown again at the same size: not drawn again
+        await pilot.resize_terminal(100, 36)
+        await pilot.pause(0.3)
+        assert len(sizes) > drawn and sizes[-1][0] < 118  # drawn at the new width
