@@ -17,11 +17,10 @@ from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
-from textual.lazy import Lazy
 from textual.widgets import ContentSwitcher, Footer, Input, Static, Tab, Tabs
 
 from fragility_tui import settings
-from fragility_tui.tui.bindings import APP_BINDINGS, binding_ids, help_rows
+from fragility_tui.tui.bindings import APP_BINDINGS, help_rows
 from fragility_tui.tui.compare_runs import CompareRuns
 from fragility_tui.tui.gateway import StoreGateway
 from fragility_tui.tui.live import GridWritten, LiveGrid, header_note
@@ -32,31 +31,10 @@ from fragility_tui.tui.panes import PANES, Pane
 from fragility_tui.tui.panes.compare_form import CompareQueued
 from fragility_tui.tui.selection import Selection
 from fragility_tui.tui.sanitize import clean
+from fragility_tui.tui.startup import AfterFirstFrame, apply_keymap
 from fragility_tui.tui.widgets import TABLES, GridHeader, PaneTabs, TableRows
 
 FIRST_SECTIONS_CELLS = 5_000_000  # from this size a grid shows its bands before the rest
-
-
-class AfterFirstFrame(Lazy):
-    """Textual's Lazy (the widget is mounted after the first refresh), except when the screen
-    is already gone by then: a quit, or a terminal that hung up, during the start. Lazy
-    raises MountError there, a traceback instead of a clean exit; this mounts nothing."""
-
-    def __init__(self, widget) -> None:
-        self._widget = widget
-        super().__init__(widget)
-
-    async def mount_composed_widgets(self, widgets) -> None:
-        parent = self.parent
-        if parent is None:
-            return
-
-        async def mount() -> None:
-            if parent.is_attached:
-                await parent.mount(self._widget, after=self)
-                await self.remove()
-
-        self.call_after_refresh(mount)
 
 
 class FragilityApp(App):
@@ -118,25 +96,13 @@ class FragilityApp(App):
 
         self.live = LiveGrid(self)  # re-reads the open grid while a run writes into it
         self.live.start()
-        self.call_after_refresh(self._apply_keymap)
+        self.call_after_refresh(apply_keymap, self)  # every binding id: after the first frame
         self.main_screen.query_one(GridHeader).show(None, False, "")
         self.main_screen.query_one("#filter", Input).display = False
         self.set_status("opening the store… (a first start loads the shipped grids: a few "
                         "seconds)")
         # after the first frame: the worker's imports (duckdb, numpy) would hold the GIL
         self.call_after_refresh(self.list_grids)
-
-    def _apply_keymap(self) -> None:
-        """The user's keymap.toml, checked against every binding id. After the first frame:
-        the ids are read from every screen's class, and the drill-down screens import numpy
-        (~0.13 s of the first paint when done in on_mount)."""
-        from fragility_tui.tui.keymap import load_keymap
-
-        self.keymap, problems = load_keymap(binding_ids())
-        self.set_keymap(self.keymap)
-        for problem in problems:
-            self.notify(clean(problem, limit=400), title="Keymap not applied", severity="warning",
-                        markup=False, timeout=10)
 
     # ---------------------------------------------------------------- store access
     @property
