@@ -77,9 +77,9 @@ def test_the_cycle_finder_finds_a_cycle_inside_functions_too():
 
 def test_grimp_sees_imports_inside_functions():
     graph = grimp.build_graph("fragility_tui", "runners", cache_dir=None)
-    # tui/app.py imports the keymap only inside on_mount
+    # tui/startup.py imports the keymap only inside apply_keymap
     assert "fragility_tui.tui.keymap" in graph.find_modules_directly_imported_by(
-        "fragility_tui.tui.app")
+        "fragility_tui.tui.startup")
 
 
 def test_no_import_cycle_between_modules():
