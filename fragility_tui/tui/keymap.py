@@ -11,15 +11,10 @@ key that is not valid, is reported by name and line and the defaults stay.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from fragility_tui.settings import config_dir
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10 (Ubuntu 22.04's): the same parser, published as tomli
-    import tomli as tomllib
+from fragility_tui.tomlfile import tomllib
 
 FILE_NAME = "keymap.toml"
 
