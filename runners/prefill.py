@@ -35,18 +35,37 @@ class Fragment:
 
 
 class PendingLogprobs:
-    """Scored positions collected during prefill, sent through the output head at once."""
+    """Scored positions collected during prefill, sent through the output head at once.
+    Siblings share their parent's last position: its row goes through the head once."""
 
     CHUNK_ROWS = 128  # bounds the logits in memory: 128 x vocabulary floats
 
     def __init__(self):
-        self.rows: list[torch.Tensor] = []
+        self.rows: list[torch.Tensor] = []  # blocks of distinct rows
+        self.row_count = 0
+        self.shared_rows: dict[int, int] = {}  # id(a parent's last features) -> its row
+        self.row_of: list[int] = []  # per target: its row
         self.targets: list[int] = []
-        self.spans: list[tuple[int, int, bool]] = []  # (first row, row count, lead NaN)
+        self.spans: list[tuple[int, int, bool]] = []  # (first target, count, lead NaN)
 
-    def add(self, rows: torch.Tensor, targets: list[int], lead_nan: bool) -> int:
-        self.spans.append((len(self.targets), len(targets), lead_nan))
+    def _add_rows(self, rows: torch.Tensor) -> int:
         self.rows.append(rows)
+        self.row_count += len(rows)
+        return self.row_count - len(rows)
+
+    def add(self, rows: torch.Tensor, targets: list[int], lead_nan: bool,
+            shared_first: torch.Tensor | None = None) -> int:
+        """targets[k] is predicted by row k, or, with shared_first, targets[0] by that row
+        (a parent's last features, added once however many children score from it) and
+        targets[k] by rows[k - 1]."""
+        self.spans.append((len(self.targets), len(targets), lead_nan))
+        if shared_first is not None:
+            key = id(shared_first)
+            if key not in self.shared_rows:
+                self.shared_rows[key] = self._add_rows(shared_first[None])
+            self.row_of.append(self.shared_rows[key])
+        first = self._add_rows(rows)
+        self.row_of.extend(range(first, first + len(rows)))
         self.targets.extend(targets)
         return len(self.spans) - 1
 
@@ -55,33 +74,39 @@ class PendingLogprobs:
         if not self.spans:
             return []
         rows = torch.cat(self.rows)
+        row_of = torch.tensor(self.row_of, device=rows.device)
         targets = torch.tensor(self.targets, device=rows.device)
-        parts = []
-        for start in range(0, len(targets), self.CHUNK_ROWS):
+        logprobs = torch.empty(len(targets), dtype=torch.float32, device=rows.device)
+        for start in range(0, len(rows), self.CHUNK_ROWS):
             logits = head(rows[start:start + self.CHUNK_ROWS])
-            chunk_targets = targets[start:start + self.CHUNK_ROWS, None]
-            parts.append(torch.log_softmax(logits, dim=-1).gather(1, chunk_targets)[:, 0])
-        logprobs = torch.cat(parts).cpu()
+            mine = ((row_of >= start) & (row_of < start + len(logits))).nonzero()[:, 0]
+            local = row_of[mine] - start
+            # log-softmax at the targets only: no vocabulary-sized output
+            logprobs[mine] = (logits[local, targets[mine]]
+                              - torch.logsumexp(logits, dim=-1)[local]).float()
+        logprobs = logprobs.cpu()
         nan = torch.tensor([float("nan")])
         return [torch.cat([nan, logprobs[first:first + count]]) if lead_nan
                 else logprobs[first:first + count] for first, count, lead_nan in self.spans]
 
 
 def node_state(node: Node, parent: NodeState, own_slots: torch.Tensor,
-                features: torch.Tensor, pending: PendingLogprobs) -> NodeState:
-    """A node's state from its parent's and the features of its own tokens."""
+               features: torch.Tensor, pending: PendingLogprobs) -> NodeState:
+    """A node's state from its parent's and the features of its forwarded tokens (all of
+    its segment but the last when node.trim_last)."""
     n = len(node.segment)
     if n == 0:  # a request ending where others go on: its parent's state exactly
         return parent
+    scoring = features if node.trim_last else features[:-1]  # rows predicting tokens 2..n
     if not node.needs_logprobs:
         part = torch.full((n,), float("nan"))
     elif parent.last is None:  # a root's first token has no prediction; never scored
-        part = pending.add(features[:-1].clone(), node.segment[1:], lead_nan=True)
+        part = pending.add(scoring.clone(), node.segment[1:], lead_nan=True)
     else:
-        part = pending.add(torch.cat([parent.last[None], features[:-1]]), node.segment,
-                           lead_nan=False)
-    return NodeState(torch.cat([parent.slots, own_slots]), features[-1].clone(),
-                  parent.parts + [part])
+        part = pending.add(scoring.clone(), node.segment, lead_nan=False,
+                           shared_first=parent.last)
+    last = None if node.trim_last else features[-1].clone()
+    return NodeState(torch.cat([parent.slots, own_slots]), last, parent.parts + [part])
 
 
 def forward_groups(fragments: list[Fragment], max_slots: int) -> list[list[Fragment]]:

@@ -20,10 +20,18 @@ class Node:
     children: list["Node"] = field(default_factory=list)
     requests: list[int] = field(default_factory=list)  # indices of requests ending here
     needs_logprobs: bool = False  # some likelihood request scores tokens of this segment
+    trim_last: bool = False  # a likelihood-only leaf: its last token is scored, not forwarded
 
     @property
     def end(self) -> int:
         return self.start + len(self.segment)
+
+    @property
+    def forwarded(self) -> list[int]:
+        """The tokens prefill runs through the decoder: the whole segment, except a
+        likelihood-only leaf's last token, whose features nothing reads (its log-probability
+        comes from the position before it; lm-eval drops it too)."""
+        return self.segment[:-1] if self.trim_last else self.segment
 
 
 def build_tree(sequences: list[list[int]], *, share: bool = True) -> list[Node]:
@@ -80,11 +88,23 @@ def mark_logprob_nodes(roots: list[Node], scored_from: dict[int, int]) -> None:
         visit(root)
 
 
-def count_tokens(roots: list[Node]) -> int:
-    """Unique tokens in the tree (what a perfect prefix cache forwards)."""
+def mark_scored_leaves(roots: list[Node], first_likelihood: int) -> None:
+    """Set trim_last on leaves that only likelihood requests (index >= first_likelihood)
+    end at, with at least two tokens (so every forwarded segment keeps one)."""
+    stack = list(roots)
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        node.trim_last = (not node.children and len(node.segment) >= 2 and bool(node.requests)
+                          and min(node.requests) >= first_likelihood)
+
+
+def count_tokens(roots: list[Node], *, forwarded: bool = False) -> int:
+    """Unique tokens in the tree (what a perfect prefix cache forwards); with forwarded,
+    only those prefill runs through the decoder (Node.forwarded)."""
     total, stack = 0, list(roots)
     while stack:
         node = stack.pop()
-        total += len(node.segment)
+        total += len(node.forwarded if forwarded else node.segment)
         stack.extend(node.children)
     return total

@@ -35,7 +35,8 @@ from runners.model_calls import ModelCalls
 from runners.model_probe import kv_bytes_per_token
 from runners.prefill import (Fragment, NodeState, PendingLogprobs, forward_groups,
                              node_state)
-from runners.prefix_tree import Node, build_tree, count_tokens, mark_logprob_nodes
+from runners.prefix_tree import (Node, build_tree, count_tokens, mark_logprob_nodes,
+                                 mark_scored_leaves)
 from runners.score_types import (BatchResult, GenRequest, GenResult, LikelihoodRequest,
                                  ScoreStats, stop_reason)
 
@@ -122,10 +123,11 @@ class Scorer:
         roots = build_tree(sequences, share=self.prefix_reuse)
         scored_from = {len(gen) + i: r.scored_from for i, r in enumerate(lik)}
         mark_logprob_nodes(roots, scored_from)
+        mark_scored_leaves(roots, len(gen))
         result = BatchResult()
         result.stats.unique_prompt_tokens = count_tokens(build_tree(sequences, share=True))
         result.stats.total_prompt_tokens = sum(map(len, sequences))
-        pool = KVPool(count_tokens(roots))
+        pool = KVPool(count_tokens(roots, forwarded=True))
         pending = PendingLogprobs()
         leaves: dict[int, NodeState] = {}
         paths: dict[int, list] = {}  # likelihood request index -> its path's logprob parts
@@ -167,13 +169,14 @@ class Scorer:
         its parent) as fits in pack_tokens; a node that does not fit starts a fragment of
         the next round. Empty-segment nodes (a request ending where others go on) always
         come along."""
-        members, size, deferred = [(root, None)], len(root.segment), []
+        members, size, deferred = [(root, None)], len(root.forwarded), []
         stack = [(child, root) for child in reversed(root.children)]
         while stack:
             node, parent = stack.pop()
-            if not node.segment or (self.packing and size + len(node.segment) <= self.pack_tokens):
+            n = len(node.forwarded)
+            if not n or (self.packing and size + n <= self.pack_tokens):
                 members.append((node, parent))
-                size += len(node.segment)
+                size += n
                 stack.extend((child, node) for child in reversed(node.children))
             else:
                 deferred.append((node, parent))
@@ -198,12 +201,12 @@ class Scorer:
                 number[id(node)] = g
                 visible_members.append((visible_members[number[id(parent)]] if parent else [])
                                        + [g])
-                tokens.extend(node.segment)
-                sizes.append(len(node.segment))
+                tokens.extend(node.forwarded)
+                sizes.append(len(node.forwarded))
                 starts.append(node.start)
                 member_rows.append(r)
                 offsets.append(offset)
-                offset += len(node.segment)
+                offset += len(node.forwarded)
         # Every token's row, column and logical position from per-member lists, in a few
         # tensor ops (no per-member tensor work): tokens are numbered depth first, row by
         # row, which is also the order of their fresh pool slots.
@@ -250,7 +253,7 @@ class Scorer:
                 r, offset, own_slots = placed[g]
                 parent_state = states[id(parent)] if parent else fragment.prefix
                 states[id(node)] = node_state(node, parent_state, own_slots,
-                                               features[r, offset:offset + len(node.segment)],
+                                               features[r, offset:offset + len(node.forwarded)],
                                                pending)
                 g += 1
 

@@ -133,6 +133,19 @@ def test_sliding_window_attention_matches_the_reference(tiny_tokenizer, layer_ty
     _assert_matches_reference(model, tiny_tokenizer, scorer, True, max_slots=512)
 
 
+def _all_nodes(gen, lik):
+    """Every node of the batch's tree, marked as the scorer marks it."""
+    from runners.prefix_tree import mark_scored_leaves
+
+    roots = build_tree([r.tokens for r in gen] + [r.tokens for r in lik])
+    mark_scored_leaves(roots, len(gen))
+    nodes, stack = [], list(roots)
+    while stack:
+        nodes.append(stack.pop())
+        stack.extend(nodes[-1].children)
+    return nodes
+
+
 def test_prefill_batches_rows_and_the_pool_holds_each_token_once(tiny_model, tiny_tokenizer):
     """The batch's tree goes through the decoder in a handful of calls, not one per node,
     and the KV pool is exactly the tree's unique tokens (plus the zero padding slot)."""
@@ -155,7 +168,12 @@ def test_prefill_batches_rows_and_the_pool_holds_each_token_once(tiny_model, tin
         node = stack.pop()
         nodes += bool(node.segment)
         stack.extend(node.children)
-    assert pools[0].used == pools[0].capacity == result.stats.unique_prompt_tokens + 1
+    # A likelihood-only leaf's last token is scored from the position before it, never
+    # forwarded (as lm-eval drops it): the pool holds the rest of the tree's tokens.
+    trimmed = sum(node.trim_last for node in _all_nodes(gen, lik))
+    assert trimmed >= len(ITEMS) * 4  # at least each cloze option's leaf
+    assert pools[0].used == pools[0].capacity == result.stats.unique_prompt_tokens - trimmed + 1
+    assert result.stats.prompt_tokens == result.stats.unique_prompt_tokens - trimmed
     assert pools[0].keys == []  # released once decoding had its caches
     assert result.stats.prefill_calls < nodes / 10  # not a call per node
     assert result.stats.prompt_padding < 0.1 * result.stats.prompt_tokens
@@ -199,9 +217,11 @@ def test_results_do_not_depend_on_prefix_reuse(tiny_model, tiny_tokenizer):
     shared = _scorer(tiny_model, tiny_tokenizer, prefix_reuse=True).score(gen, lik)
     alone = _scorer(tiny_model, tiny_tokenizer, prefix_reuse=False).score(gen, lik)
     _assert_same(shared, alone)
-    # Reuse forwards exactly the tree's unique tokens; no reuse forwards every prompt whole.
-    assert shared.stats.prompt_tokens == shared.stats.unique_prompt_tokens
-    assert alone.stats.prompt_tokens == alone.stats.total_prompt_tokens
+    # Reuse forwards the tree's unique tokens; no reuse forwards every prompt whole; either
+    # way less each likelihood-only leaf's last token (scored, never forwarded).
+    trimmed = sum(node.trim_last for node in _all_nodes(gen, lik))
+    assert shared.stats.prompt_tokens == shared.stats.unique_prompt_tokens - trimmed
+    assert alone.stats.prompt_tokens == alone.stats.total_prompt_tokens - len(lik)
     assert shared.stats.prompt_tokens < 0.6 * alone.stats.prompt_tokens
 
 
