@@ -43,7 +43,8 @@ class PendingLogprobs:
     def __init__(self):
         self.rows: list[torch.Tensor] = []  # blocks of distinct rows
         self.row_count = 0
-        self.shared_rows: dict[int, int] = {}  # id(a parent's last features) -> its row
+        # id(a parent's last features) -> (its row, the tensor: held so the id stays its own)
+        self.shared_rows: dict[int, tuple[int, torch.Tensor]] = {}
         self.row_of: list[int] = []  # per target: its row
         self.targets: list[int] = []
         self.spans: list[tuple[int, int, bool]] = []  # (first target, count, lead NaN)
@@ -62,8 +63,8 @@ class PendingLogprobs:
         if shared_first is not None:
             key = id(shared_first)
             if key not in self.shared_rows:
-                self.shared_rows[key] = self._add_rows(shared_first[None])
-            self.row_of.append(self.shared_rows[key])
+                self.shared_rows[key] = (self._add_rows(shared_first[None]), shared_first)
+            self.row_of.append(self.shared_rows[key][0])
         first = self._add_rows(rows)
         self.row_of.extend(range(first, first + len(rows)))
         self.targets.extend(targets)

@@ -329,3 +329,30 @@ def test_a_head_that_does_not_reproduce_the_model_falls_back(tiny_tokenizer):
     assert backbone is model
     logits = torch.randn(2, 5)
     assert torch.equal(head(logits), logits)
+
+
+def test_pending_logprobs_send_a_shared_parent_row_through_the_head_once():
+    """Four children scoring from one parent's last position: the head sees that row once,
+    and every log-probability equals the plain log-softmax at its target."""
+    import torch
+
+    from runners.prefill import PendingLogprobs
+
+    torch.manual_seed(0)
+    weight = torch.randn(50, 8)
+    seen = []
+
+    def head(rows):
+        seen.append(len(rows))
+        return rows @ weight.T
+
+    pending, parent = PendingLogprobs(), torch.randn(8)
+    children = [(torch.randn(k, 8), list(range(k + 1))) for k in (1, 2, 3, 0)]
+    spans = [pending.add(rows, targets, lead_nan=False, shared_first=parent)
+             for rows, targets in children]
+    got = pending.resolve(head)
+    assert sum(seen) == 1 + 1 + 2 + 3  # the parent's row once, then each child's own rows
+    for span, (rows, targets) in zip(spans, children):
+        expected = torch.log_softmax(torch.cat([parent[None], rows]) @ weight.T, dim=-1)
+        assert torch.allclose(got[span], expected[torch.arange(len(targets)), targets],
+                              atol=1e-5)
