@@ -84,7 +84,6 @@ class SimulationParams:
     ability_low: float = -0.9
     ability_high: float = 3.2
     ability_jitter: float = 0.15
-    ability_power: float = 1.0
     difficulty_sd: float = 0.9282
     discrimination_sd: float = 1.2633
     sensitivity_sd: float = 0.1505
@@ -195,8 +194,7 @@ GEN_FORMAT = np.array([GENERATION_FORMATS.index(CONFIGS[k].format) for k in GEN]
 def _draw_truth(rng, n_models: int, benchmarks: np.ndarray, gold: np.ndarray,
                 p: SimulationParams) -> SyntheticTruth:
     n_items = len(benchmarks)
-    theta = p.ability_low + (p.ability_high - p.ability_low) * np.linspace(
-        0.0, 1.0, n_models) ** p.ability_power
+    theta = np.linspace(p.ability_low, p.ability_high, n_models)
     theta = theta + rng.normal(0.0, p.ability_jitter, n_models)
     z = (theta - theta.mean()) / (theta.std() or 1.0)
     rho = p.likelihood_rho
