@@ -4,7 +4,7 @@
         benchmarks/synthetic_spread_prefit.json        # 1. spread over seeds -> tolerances
     PYTHONPATH=. nice -n 10 python benchmarks/fit_synthetic.py \
         [--coarse-rounds 1] [--fine-rounds 1] [--start params.json] [--max-seconds S] \
-        [--out benchmarks/fit_synthetic.json]          # 2. the fit (docs/spec.md, v5)
+        [--out benchmarks/fit_synthetic.json]          # 2. the fit (docs/spec.md, v6)
     PYTHONPATH=. python benchmarks/fit_synthetic.py --table   # docs/spec.md's tables
 
 One grid is one draw of twelve models: a generator tuned until one seed matches the paper has

@@ -1,6 +1,6 @@
 """Synthetic grids from a documented generative model (SYNTHETIC: not real model output).
 
-Generator v5, written out with its fitted parameters and figures in docs/spec.md ("The
+Generator v6, written out with its fitted parameters and figures in docs/spec.md ("The
 synthetic generator"). Every model answers every (item, config) with the argmax over the
 four options' scores, so an answer is an option, order effects come from the real option
 permutation of each order config, and the cells of a (model, item) are correlated:
@@ -17,7 +17,8 @@ sqrt(1 - v^2) * z_mi| with v = `knowledge_shared`, z_i once per item for all mod
 - Items: difficulty b_i, discrimination a_i (log-normal), harness sensitivity s_i (log-normal,
   correlated with a_i by `sensitivity_corr`), distractor attractiveness D_ij (gold 0).
   TruthfulQA keeps its gold first in native order (SPEC §1 mc1 assembly).
-- Models: generation ability theta_m (evenly spread plus jitter) with per-format shifts;
+- Models: generation ability theta_m (from `ability_low` to `ability_high`, spaced as
+  t^`ability_power` for t evenly in [0, 1], plus jitter) with per-format shifts;
   likelihood ability lambda_m correlated with theta (`likelihood_rho`) but not equal;
   knowledge k_mi >= 0 lifting the gold in every config (what keeps answers robust), scaled
   by a_i^p: in v3 (p = 0) a low-a item, almost noise-free, was decided by one model's
@@ -25,7 +26,9 @@ sqrt(1 - v^2) * z_mi| with v = `knowledge_shared`, z_i once per item for all mod
   next, so no adjacent pair was ever identical on the stable set (docs/spec.md). In v5 it
   is partly common to all models (`knowledge_shared`): what one model knows, the next one
   mostly knows too (models learn from overlapping data), so adjacent models agree on
-  which items they answer robustly.
+  which items they answer robustly. In v6 the abilities are spaced unevenly (power > 1:
+  closer together at the bottom, the strong models further apart), so the strong half is
+  not a block of similar models that ties at the top of the most discriminative items.
 - Harness noise: per option, shared by the configs of one order (e_order), of one format
   (e_format), and per config; every config gets all three, the reference (o0.letter)
   included: it is one harness among 26, not a noise-free baseline. A weight w of it is
@@ -67,9 +70,10 @@ BENCHMARK_SHARES = {"arc_challenge": 1000, "hellaswag": 1000, "mmlu": 1000, "tru
 BENCHMARK_DIFFICULTY = {"arc_challenge": 0.0, "hellaswag": -0.4, "mmlu": 0.2, "truthfulqa": 0.8}
 GOLD_FIRST = {"truthfulqa"}  # mc1 keeps its gold first in native order (SPEC §1)
 SYNTHETIC_PREFIX = "synthetic"
-GENERATOR_VERSION = 5  # 3: harness noise in the reference config, fitted over seeds;
+GENERATOR_VERSION = 6  # 3: harness noise in the reference config, fitted over seeds;
 # 4: knowledge scaled by a_i^knowledge_power, part of the harness noise common to all models;
-# 5: part of the knowledge common to all models (knowledge_shared), refitted
+# 5: part of the knowledge common to all models (knowledge_shared), refitted;
+# 6: abilities spaced by a power (ability_power), refitted
 # The option shuffles are those of the grid seed a stored synthetic grid has (0): the app
 # re-renders a cell with configs.item_shuffles(grid seed, item_uid), so no cell needs to
 # carry its permutation (that column would triple the shipped file).
@@ -81,30 +85,31 @@ N_OPT = 4
 class SimulationParams:
     """The generator's parameters (docs/spec.md); defaults fitted by benchmarks/fit_synthetic.py."""
 
-    ability_low: float = -0.9
-    ability_high: float = 3.2
+    ability_low: float = -0.6
+    ability_high: float = 3.5
     ability_jitter: float = 0.15
+    ability_power: float = 1.3
     difficulty_sd: float = 0.9282
     discrimination_sd: float = 1.2633
-    sensitivity_sd: float = 0.1505
+    sensitivity_sd: float = 0.1731
     sensitivity_corr: float = 0.85
-    distractor_sd: float = 0.7843
+    distractor_sd: float = 0.9019
     knowledge_sd: float = 1.2
     knowledge_power: float = 0.5
     knowledge_shared: float = 0.7
-    order_sd: float = 0.3
+    order_sd: float = 0.345
     format_sd: float = 0.5385
     config_sd: float = 0.4441
     shared_noise: float = 0.98
     format_shift_sd: float = 2.2588
     position_bias_sd: float = 0.147
     label_bias_sd: float = 0.3891
-    config_bias_sd: float = 0.35
-    likelihood_rho: float = 0.55
+    config_bias_sd: float = 0.2975
+    likelihood_rho: float = 0.4
     likelihood_mean: float = -0.5
-    likelihood_sd: float = 0.4297
-    cloze_shift_sd: float = 0.0151
-    prior_sd: float = 2.01
+    likelihood_sd: float = 0.3975
+    cloze_shift_sd: float = 0.0126
+    prior_sd: float = 1.7085
     cloze_sd: float = 0.7901
 
 
@@ -194,7 +199,8 @@ GEN_FORMAT = np.array([GENERATION_FORMATS.index(CONFIGS[k].format) for k in GEN]
 def _draw_truth(rng, n_models: int, benchmarks: np.ndarray, gold: np.ndarray,
                 p: SimulationParams) -> SyntheticTruth:
     n_items = len(benchmarks)
-    theta = np.linspace(p.ability_low, p.ability_high, n_models)
+    theta = p.ability_low + (p.ability_high - p.ability_low) * np.linspace(
+        0.0, 1.0, n_models) ** p.ability_power
     theta = theta + rng.normal(0.0, p.ability_jitter, n_models)
     z = (theta - theta.mean()) / (theta.std() or 1.0)
     rho = p.likelihood_rho
