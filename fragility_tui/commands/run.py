@@ -1,7 +1,8 @@
 """`fragility-tui run`: evaluate local models under the 26 configs (runners/ does the work).
 
-Thin on purpose: argparse and validation here, torch only inside runners/, imported when
-the command runs, so `fragility-tui --help` and the TUI never load it.
+Thin on purpose: the options are declared in run_options.toml, their checks are here, torch
+only inside runners/, imported when the command runs, so `fragility-tui --help` and the TUI
+never load it.
 """
 
 from __future__ import annotations
