@@ -42,11 +42,11 @@ def tiny_model_folder(tmp_path_factory) -> Path:
     return folder
 
 
-def write_items(path: Path) -> Path:
+def write_items(path: Path, n: int = N_ITEMS) -> Path:
     rows = [{"id": f"q{i}", "benchmark": "toy", "subject": None,
              "question": f"Which number comes after {i}?",
              "choices": [str(i + 1), str(i + 2), str(i - 1), str(i * 7 + 3)], "gold": 0}
-            for i in range(N_ITEMS)]
+            for i in range(n)]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
