@@ -89,15 +89,17 @@ def test_docs_list_the_shipped_parameters():
 
 def test_the_table_reports_a_figure_out_of_tolerance():
     values = {key: paper for key, (_, paper, _, _) in FIGURES.items()}
-    over = {key: {"mean": paper, "q05": paper, "q95": paper}
+    over = {key: {"mean": paper, "q05": paper, "q95": paper, "inside": 24, "seeds": 24}
             for key, (_, paper, _, _) in FIGURES.items()}
     assert "| NO |" not in markdown_table(values, over)
     tau_tol = FIGURES["mean_kendall_tau"][2]
     values["mean_kendall_tau"] = 0.42 + tau_tol + 0.01  # one draw outside, the mean inside
-    over["r"] = {"mean": -0.04, "q05": -0.08, "q95": 0.0}  # the mean itself outside
+    over["r"] = {"mean": -0.04, "q05": -0.08, "q95": 0.0, "inside": 0, "seeds": 24}  # outside
     table = markdown_table(values, over)
     assert (f"| mean Kendall tau vs reference | 0.42 | ± {tau_tol:.2f} | 0.42 | 0.42–0.42 | yes "
-            f"| {0.43 + tau_tol:.2f} | NO |") in table
+            f"| 24 of 24 | {0.43 + tau_tol:.2f} | NO |") in table
+    assert "| discrimination-fragility r | 0.28 | ± 0.04 | -0.04 | -0.08–0.00 | NO | 0 of 24 |" \
+        in table
     assert "| discrimination-fragility r | 0.28 | ± 0.04 | -0.04 | -0.08–0.00 | NO |" in table
     robust_tol = FIGURES["max_robust_accuracy"][2]
     assert not within("max_robust_accuracy", 21.5 + robust_tol + 0.1)
