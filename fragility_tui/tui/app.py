@@ -203,6 +203,7 @@ class FragilityApp(App):
                 full, items, meta = self.view.full, self.view.items, self._grid_meta
             else:
                 self._progress(f"reading grid {grid}…")
+                self.live.baseline(grid)  # runs' counts before the read: later cells reload
                 full, items, meta = self.gateway.load_grid(grid)
                 self._grid_meta = meta
             from fragility_tui.tui.view_model import build_view  # numpy: after the first frame

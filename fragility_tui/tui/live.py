@@ -3,7 +3,10 @@ batches commit — at most once every MIN_GAP_SECONDS, never on the UI thread.
 
 A watcher reads the runs of the open grid every POLL_SECONDS in a worker thread (one small
 query, plus the tail of each active run's events file) and compares each run's committed
-cell count with the last one seen. A change posts `GridWritten`; the app then reloads the
+cell count with the last one seen. The counts seen are first taken just before the app reads
+the grid (`baseline`), so cells committed after that read are noticed even when their run
+ends before the next poll (a short run on a loaded machine), and a run that starts and
+ends between two polls counts too. A change posts `GridWritten`; the app then reloads the
 grid in its own worker, unless it reloaded less than MIN_GAP_SECONDS ago, in which case one
 reload is scheduled for when the gap has passed (debounce: a run committing a batch every
 100 ms costs one reload every few seconds, not ten a second).
@@ -13,6 +16,7 @@ Which models are provisional (items still to come) is read from the cube itself
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -46,6 +50,7 @@ class LiveGrid:
         self.app = app
         self.seen: dict[str, int] = {}  # run_id -> cells done, for runs of `grid`
         self.grid: str | None = None
+        self.lock = threading.Lock()  # `grid` and `seen` change together (two threads)
         self.last_reload = 0.0
         self.pending = None  # the scheduled reload's timer, while one waits
         self.checking = False  # a poll's worker is reading the runs
@@ -69,15 +74,29 @@ class LiveGrid:
         finally:
             self.checking = False
 
+    def baseline(self, grid: str) -> None:
+        """Worker thread, just before the app reads `grid` from the store: the counts to
+        compare later polls with. Without one (the store was busy), the next poll only
+        learns the counts."""
+        try:
+            counts = self._counts(grid)
+        except Exception:  # the grid's read reports a store problem, not the watcher
+            counts, grid = {}, None
+        with self.lock:
+            self.grid, self.seen = grid, counts
+
+    def _counts(self, grid: str) -> dict[str, int]:
+        """Cells done per run of `grid`: the events file's latest count while a run is
+        active, the record's once it ended (no file read per finished run)."""
+        return {run.run_id: (run_progress(run).done if run.status in RunStatus.active()
+                             else run.cells_done or 0)
+                for run in self.app.gateway.runs() if run.grid == grid}
+
     def _compare_counts(self, grid: str) -> None:
-        counts = {}
-        for run in self.app.gateway.runs():
-            if run.grid != grid:
-                continue
-            if run.status in RunStatus.active() or run.run_id in self.seen:
-                counts[run.run_id] = run_progress(run).done
-        first, before = grid != self.grid, self.seen
-        self.grid, self.seen = grid, counts
+        counts = self._counts(grid)
+        with self.lock:
+            first, before = grid != self.grid, self.seen
+            self.grid, self.seen = grid, counts
         if not first and any(counts[r] != before.get(r, 0) for r in counts):
             self.app.post_message(GridWritten(grid))
 
