@@ -62,7 +62,7 @@ async def test_a_cli_run_fills_the_open_grid_while_it_runs(tmp_path, tiny_model_
     items = write_items(tmp_path / "items.jsonl", N_LIVE_ITEMS)
     base = ["run", "--model", str(tiny_model_folder), "--items", str(items), "--grid", "live",
             "--threads", "1", "--display", "none", "--per-benchmark", str(N_LIVE_ITEMS)]
-    # A: every item under one config (complete, so not provisional); B: two configs
+    # A: every item under one config (complete, so not provisional); B: four (CONFIGS)
     run_cli(*base, "--configs", "o0.letter", "--name", "tiny-a", db=db, check=True,
             timeout=300)
     app = FragilityApp(str(db))
