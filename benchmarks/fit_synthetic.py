@@ -80,6 +80,12 @@ def resolution(key: str) -> float:
     return 0.1 if "(%)" in label or "points" in label else 0.01
 
 
+def inside_count(key: str, values: np.ndarray) -> int:
+    """Seeds whose draw is inside the figure's tolerance (an undefined, NaN, one is not:
+    `within` compares it false)."""
+    return int(sum(within(key, x) for x in values))
+
+
 def summarise(draws: dict[str, np.ndarray]) -> dict[str, dict]:
     out = {}
     for key, v in draws.items():
@@ -88,8 +94,7 @@ def summarise(draws: dict[str, np.ndarray]) -> dict[str, dict]:
         step = resolution(key)
         out[key] = {"mean": float(v.mean()), "sd": float(v.std(ddof=1)), "q05": float(q05),
                     "q95": float(q95), "undefined": int(len(draws[key]) - len(v)),
-                    # seeds whose draw is inside the tolerance (an undefined one is not)
-                    "inside": int(sum(within(key, x) for x in v)), "seeds": len(draws[key]),
+                    "inside": inside_count(key, draws[key]), "seeds": len(draws[key]),
                     # half the 5-95% range, rounded up to the paper's resolution
                     "tolerance": round(math.ceil((q95 - q05) / 2 / step - 1e-9) * step, 4)}
     return out
@@ -113,7 +118,7 @@ def shortfall(draws: dict[str, np.ndarray], target: float) -> float:
     half the seeds against 0.9 adds 16; an undefined draw counts as outside)."""
     total = 0.0
     for key, values in draws.items():
-        share = float(np.mean([not np.isnan(v) and within(key, v) for v in values]))
+        share = inside_count(key, values) / len(values)
         total += (max(0.0, target - share) * 10) ** 2
     return total
 
