@@ -13,8 +13,9 @@ store later. Layout (several workers may share one DIR; no two write the same fi
 
 Every file is written under a temporary name starting with "." and renamed into place, so a
 reader (merge, or a rerun) sees whole files only, and a worker killed at any moment loses at
-most the batch in flight. Re-running the same command skips the cells DIR's parts hold
-(resume = rerun).
+most the batch in flight (its hidden temporary is removed when the next worker on that
+host opens DIR). Re-running the same command skips the cells DIR's parts hold (resume =
+rerun).
 
 `PartsStore` implements `CellSink` (store/sink.py), the methods of `Store` that the run loop
 calls, so the loop does not know which one it writes to.
@@ -27,7 +28,7 @@ import os
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.files import write_atomic
+from fragility_tui.files import sweep_stale_temporaries, write_atomic
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import FingerprintMismatch, fingerprint_diff
 from fragility_tui.store.runs import RunRecord, RunStatus, new_run_id
@@ -91,6 +92,7 @@ class PartsStore:
             raise InputError("--out-parts must be a folder", path=str(self.path))
         for sub in (RUNS, ITEMS, CELLS, EVENTS):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
+            sweep_stale_temporaries(self.path / sub)  # a killed worker's half-written file
         self._runs: dict[str, dict] = {}  # run files as JSON documents, by run_id
         self._items: dict[str, tuple[int, Item]] = {}  # this process's items, by uid
         self._held: set[tuple[str, str, str]] | None = None  # (model, item, config) in parts
