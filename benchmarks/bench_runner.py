@@ -155,6 +155,7 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
         "metric_list: [{metric: acc}, {metric: acc_norm}]\n")
     lmeval_cli = Path(python).parent / "lm_eval"
     pairs = []  # (lm-eval seconds, ours seconds), run back to back: the machine drifts
+    default_kernel = []  # ours with torch's default linear kernel / lm-eval, per pair
     for repeat in range(repeats):
         out = work / f"lmeval-out-{repeat}"
         lm_s, lm_rss = run_command(
@@ -166,8 +167,15 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
         db = work / f"lmeval-{repeat}.duckdb"
         ours_s, ours_rss = fragility_run(db, "arc-easy", [str(items_path)], "cloze_qa", threads)
         pairs.append((lm_s, ours_s))
-        print(f"    pair {repeat + 1}/{repeats}: lm-eval {lm_s:.1f} s, ours {ours_s:.1f} s "
-              f"({ours_s / lm_s:.3f}x)", flush=True)
+        line = (f"    pair {repeat + 1}/{repeats}: lm-eval {lm_s:.1f} s, ours {ours_s:.1f} s "
+                f"({ours_s / lm_s:.3f}x)")
+        if DEVICE == "cpu":  # what the linear kernel choice is worth (runners/cpu_linear.py)
+            plain_s, _ = fragility_run(work / f"default-kernel-{repeat}.duckdb", "arc-easy",
+                                       [str(items_path)], "cloze_qa", threads,
+                                       env={"FRAGILITY_CPU_LINEAR": "default"})
+            default_kernel.append(plain_s / lm_s)
+            line += f"; ours with torch's default linear kernel {plain_s:.1f} s ({plain_s / lm_s:.3f}x)"
+        print(line, flush=True)
     ratios = sorted(ours / lm for lm, ours in pairs)
     lm_s, ours_s = (statistics.median(p[i] for p in pairs) for i in (0, 1))
     ratio = statistics.median(ratios)
@@ -187,6 +195,7 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
               for a, b in zip(lls, ours[uid][1]))
     figures = {"items": len(theirs), "lmeval_s": round(lm_s, 1), "ours_s": round(ours_s, 1),
                "wall_ratio": round(ratio, 3), "wall_ratios": [round(r, 3) for r in ratios],
+               "default_kernel_wall_ratios": [round(r, 3) for r in sorted(default_kernel)],
                "same_prediction": same,
                "agreement": round(same / len(theirs), 4), "max_loglikelihood_gap": gap,
                "lmeval_peak_mib": round(lm_rss), "ours_peak_mib": round(ours_rss)}
@@ -201,14 +210,21 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
 
 # -- (b) all 26 configs against the machine's limit -----------------------------------------
 
-def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3) -> dict:
-    """Tokens per second of the decoder alone on random tokens (best of `repeats`)."""
+def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3,
+               kernel: str = "auto") -> dict:
+    """Tokens per second of the decoder alone on random tokens (best of `repeats`), with
+    the runner's linear kernels (`kernel` "default": torch's own, runners.cpu_linear)."""
     import torch
 
+    from runners.cpu_linear import SWITCH
     from runners.prepare import load_spec as load_model
 
     torch.set_num_threads(threads)
-    decoder = load_model(MODEL, dtype=DTYPE, device=DEVICE).model.get_decoder()
+    os.environ[SWITCH] = kernel
+    try:
+        decoder = load_model(MODEL, dtype=DTYPE, device=DEVICE).model.get_decoder()
+    finally:
+        del os.environ[SWITCH]
     rates = {}
     with torch.no_grad():
         for batch, length in shapes:
@@ -236,6 +252,7 @@ def sync() -> None:
 def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
     files = [str(SHARED / f"{name}.jsonl") for name in GRID_FILES]
     rates = dense_rate(threads)
+    default_rates = dense_rate(threads, kernel="default") if DEVICE == "cpu" else None
     db = work / "grid.duckdb"
     wall, rss = fragility_run(db, "grid", files, "generate,likelihood", threads, per_benchmark)
     run = last_run(db)
@@ -246,7 +263,8 @@ def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
     figures = {"items": run["provenance"]["items"], "cells": run["cells_done"],
                "run_tokens": run["tokens"], "run_seconds": round(run["seconds"], 1),
                "command_s": round(wall, 1), "tokens_per_s": round(rate, 1),
-               "dense_tokens_per_s": rates, "vs_dense_8x40": round(rate / reference, 3),
+               "dense_tokens_per_s": rates, "dense_default_kernel_tokens_per_s": default_rates,
+               "vs_dense_8x40": round(rate / reference, 3),
                "vs_dense_8x160": round(rate / rates["8x160"], 3),
                "forwarded_vs_unique": round(tokens["prompt_forwarded"] / tokens["item_tree_tokens"], 3),
                "tokens": tokens, "batching": {k: v for k, v in record.items() if k != "tokens"},
@@ -256,6 +274,10 @@ def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
     print(f"    dense decoder forward here: {rates['8x40']:.0f} tokens/s at 8 x 40, "
           f"{rates['8x160']:.0f} at 8 x 160 -> runner {rate / reference:.2f}x the 8 x 40 rate "
           f"(goal >= 0.6x), {rate / rates['8x160']:.2f}x the 8 x 160 rate")
+    if default_rates:
+        print(f"    (the same forward with torch's default linear kernel: "
+              f"{default_rates['8x40']:.0f} tokens/s at 8 x 40, {default_rates['8x160']:.0f} at "
+              f"8 x 160; runners/cpu_linear.py)")
     print(f"    prompt tokens forwarded {tokens['prompt_forwarded']} vs the items' prompt-tree "
           f"tokens {tokens['item_tree_tokens']}: {figures['forwarded_vs_unique']:.3f}x "
           f"(goal <= 1.15x; without reuse {tokens['prompt_without_reuse']}); padding "

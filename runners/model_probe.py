@@ -54,6 +54,10 @@ def fp32_projection(lm_head):
     Linear in a half dtype gets an fp32 copy of its weights (vocabulary x hidden x 4
     bytes, kept for the run); other heads (quantised modules) run as they are, then widen.
     Returns (projection, whether it computes in fp32)."""
+    from runners.cpu_linear import PackedLinear
+
+    if type(lm_head) is PackedLinear:  # fp32 by construction
+        return lm_head, True
     weight = getattr(lm_head, "weight", None)
     plain = (type(lm_head) is torch.nn.Linear and type(weight) in (torch.Tensor, torch.nn.Parameter))
     if not plain or weight.dtype == torch.float32:

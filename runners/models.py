@@ -256,6 +256,11 @@ def load_model(spec: str, *, prepared, quantize: str | None = None,
         scheme = quantize_model(model, quantize, device=device)
     if not placement:  # loaded on the CPU to be quantised first
         model.to(device)
+    linear_kernel = None
+    if device == "cpu" and str(torch_dtype) == "torch.float32" and not quantize:
+        from runners.cpu_linear import pack_linears
+
+        linear_kernel = pack_linears(model)
     loaded = LoadedModel(
         name=prepared.name, base_model=prepared.base_model, model=model, tokenizer=tokenizer,
         device=device, dtype=dtype_name, quantization=quantize,
@@ -263,6 +268,7 @@ def load_model(spec: str, *, prepared, quantize: str | None = None,
         eos_ids=_eos_ids(model, tokenizer), template_args=dict(prepared.template_args),
         fingerprint=prepared.fingerprint)
     loaded.provenance = model_provenance(prepared, loaded, scheme)
+    loaded.provenance["cpu_linear"] = linear_kernel
     return loaded
 
 
