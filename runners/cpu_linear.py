@@ -3,10 +3,10 @@
 torch runs an fp32 `nn.Linear` on a CPU through MKL's sgemm. On this project's 2-core AMD
 EPYC (AVX-512) oneDNN's fp32 matrix product, on a weight reordered once into its blocked
 layout (the op pair torch's own compiler uses: `mkldnn._reorder_linear_weight`,
-`mkldnn._linear_pointwise`), ran SmolLM2's projections 2.3-2.6x faster, with fp32 rounding
-(docs/runner.md, "CPU kernels"). Which is faster depends on the CPU and the libraries, so
-it is measured where the run is: one projection of the model's own shape, both ways, at the
-run's thread count, before any module is swapped. The packed path is kept only when it
+`mkldnn._linear_pointwise`), ran SmolLM2's projections 2.3-2.6x faster, with fp32
+rounding (docs/runner.md, "Linear layers on a CPU"). Which is faster depends on the CPU and
+the libraries, so it is measured where the run is: one projection of the model's own
+shape, both ways, at the run's thread count, before any module is swapped. The packed path is kept only when it
 agrees with sgemm to fp32 rounding and is faster; otherwise nothing changes
 (`FRAGILITY_CPU_LINEAR=default` keeps torch's kernel whatever the measurement).
 
