@@ -97,3 +97,29 @@ def test_family_loads_and_scores_like_the_plain_loop(tmp_path, model_type):
             assert reference.output.startswith(row.raw_output), (where, row.raw_output,
                                                                  reference.output)
         assert row.pred == reference.pred or reference.margin < 1e-4, where
+
+
+@pytest.mark.parametrize("model_type", list(FAMILIES))
+def test_family_computes_the_same_logits_with_packed_linears(tmp_path, model_type,
+                                                             monkeypatch):
+    """runners.cpu_linear swaps every fp32 nn.Linear for oneDNN on a packed weight when
+    that is measured faster; forced here, each family's logits stay those of torch's own
+    kernel (fused MoE expert weights are not nn.Linear and stay as they are)."""
+    from runners import cpu_linear
+    from runners.prepare import load_spec
+
+    torch.set_num_threads(1)
+    folder = _tiny_folder(tmp_path, model_type, FAMILIES[model_type][0], make_tokenizer())
+    monkeypatch.setenv(cpu_linear.SWITCH, "default")
+    dense = load_spec(str(folder), dtype="fp32", device="cpu")
+    assert dense.provenance["cpu_linear"]["kernel"] == "torch default"
+    monkeypatch.delenv(cpu_linear.SWITCH)
+    monkeypatch.setattr(cpu_linear, "measure", lambda linear: {
+        "dense_s": 2.0, "packed_s": 1.0, "largest_difference": 0.0})
+    packed = load_spec(str(folder), dtype="fp32", device="cpu")
+    record = packed.provenance["cpu_linear"]
+    assert record["kernel"].startswith("oneDNN") and record["modules"] >= 2 * 4 + 1, record
+    ids = torch.tensor([[1, 5, 9, 13, 2, 7, 11, 3]])
+    with torch.no_grad():
+        expected, got = dense.model(ids).logits, packed.model(ids).logits
+    assert torch.allclose(got, expected, atol=1e-4, rtol=1e-5), model_type
