@@ -48,6 +48,7 @@ MODEL = "smollm2-135m-instruct"
 GRID_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
 LMEVAL_VERSION = "0.4.13"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+CPU_LINEAR_SWITCH = "FRAGILITY_CPU_LINEAR"  # runners.cpu_linear.SWITCH (that module imports torch)
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEVICE, DTYPE = "cpu", "fp32"  # set from --device / --dtype
 
@@ -172,7 +173,7 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
         if DEVICE == "cpu":  # what the linear kernel choice is worth (runners/cpu_linear.py)
             plain_s, _ = fragility_run(work / f"default-kernel-{repeat}.duckdb", "arc-easy",
                                        [str(items_path)], "cloze_qa", threads,
-                                       env={"FRAGILITY_CPU_LINEAR": "default"})
+                                       env={CPU_LINEAR_SWITCH: "default"})
             default_kernel.append(plain_s / lm_s)
             line += f"; ours with torch's default linear kernel {plain_s:.1f} s ({plain_s / lm_s:.3f}x)"
         print(line, flush=True)
@@ -211,20 +212,24 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
 # -- (b) all 26 configs against the machine's limit -----------------------------------------
 
 def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3,
-               kernel: str = "auto") -> dict:
+               kernel: str | None = None) -> dict:
     """Tokens per second of the decoder alone on random tokens (best of `repeats`), with
-    the runner's linear kernels (`kernel` "default": torch's own, runners.cpu_linear)."""
+    the linear kernels the runner picks (`kernel` "default": torch's own; runners.cpu_linear)."""
     import torch
 
     from runners.cpu_linear import SWITCH
     from runners.prepare import load_spec as load_model
 
     torch.set_num_threads(threads)
-    os.environ[SWITCH] = kernel
+    before = os.environ.get(SWITCH)
+    if kernel:
+        os.environ[SWITCH] = kernel
     try:
         decoder = load_model(MODEL, dtype=DTYPE, device=DEVICE).model.get_decoder()
     finally:
-        del os.environ[SWITCH]
+        os.environ.pop(SWITCH, None)
+        if before is not None:
+            os.environ[SWITCH] = before
     rates = {}
     with torch.no_grad():
         for batch, length in shapes:

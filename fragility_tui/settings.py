@@ -35,7 +35,11 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
      "runs at once per GPU (0 = no limit); more wait as `queued` (slots.py)"),
     ("FRAGILITY_CPU_SLOTS", "0",
      "runs at once on the CPU (0 = no limit: CPU runs are not queued unless set)"),
+    ("FRAGILITY_CPU_LINEAR", "auto",
+     "`default`: fp32 linear layers on a CPU keep torch's kernel instead of oneDNN on packed "
+     "weights, whatever the start-up measurement says (runners/cpu_linear.py)"),
 )
+CPU_LINEAR_CHOICES = ("auto", "default")
 
 
 def _get(name: str) -> str | None:
@@ -87,6 +91,16 @@ def device_slots(device: str, environ=None) -> int:
         raise ValueError(f"{name} must be a whole number of runs at once (0 = no limit), "
                          f"got {text!r}")
     return int(text)
+
+
+def cpu_linear_kernel() -> str:
+    """$FRAGILITY_CPU_LINEAR: "auto" (oneDNN on packed weights where measured faster) or
+    "default" (torch's kernel); another value is a ValueError naming the variable."""
+    value = (_get("FRAGILITY_CPU_LINEAR") or "auto").strip().lower()
+    if value not in CPU_LINEAR_CHOICES:
+        raise ValueError(f"FRAGILITY_CPU_LINEAR must be one of {', '.join(CPU_LINEAR_CHOICES)}, "
+                         f"got {value!r}")
+    return value
 
 
 def config_dir() -> Path:

@@ -17,17 +17,18 @@ embedding's dense weight and holds a packed copy beside it.
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 
 import torch
 
+from fragility_tui.settings import cpu_linear_kernel
+
 PROBE_ROWS = 256  # tokens of the timing probe: about one prefill row
 PROBE_REPEATS = 3
 MIN_SPEEDUP = 1.1  # below this the swap is not worth the packed copies
 AGREEMENT_RTOL = 1e-4  # of the output's largest magnitude: sgemm and oneDNN both round in fp32
-SWITCH = "FRAGILITY_CPU_LINEAR"  # "default": keep torch's kernel (A/B benchmarks, suspicion)
+SWITCH = "FRAGILITY_CPU_LINEAR"  # fragility_tui.settings reads it; "default" keeps torch's kernel
 
 
 class PackedLinear(torch.nn.Module):
@@ -80,7 +81,7 @@ def measure(linear: torch.nn.Linear) -> dict:
 def pack_linears(model: torch.nn.Module) -> dict:
     """Swap the model's fp32 CPU linears for PackedLinear where that is measured faster
     and agrees; what was decided, for provenance."""
-    if os.environ.get(SWITCH, "auto") == "default":
+    if cpu_linear_kernel() == "default":
         return {"kernel": "torch default", "reason": f"{SWITCH}=default"}
     linears = _plain_linears(model)
     if not linears:

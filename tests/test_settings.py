@@ -96,3 +96,15 @@ def test_a_bad_lock_wait_names_the_variable(monkeypatch, raw):
     monkeypatch.setenv("FRAGILITY_LOCK_WAIT_S", raw)
     with pytest.raises(ValueError, match="FRAGILITY_LOCK_WAIT_S .* got"):
         settings.lock_wait_s()
+
+
+def test_the_cpu_linear_switch_takes_auto_or_default_and_names_itself_otherwise(monkeypatch):
+    from fragility_tui import settings
+
+    monkeypatch.delenv("FRAGILITY_CPU_LINEAR", raising=False)
+    assert settings.cpu_linear_kernel() == "auto"
+    monkeypatch.setenv("FRAGILITY_CPU_LINEAR", " Default ")
+    assert settings.cpu_linear_kernel() == "default"
+    monkeypatch.setenv("FRAGILITY_CPU_LINEAR", "mkl")
+    with pytest.raises(ValueError, match="FRAGILITY_CPU_LINEAR must be one of auto, default"):
+        settings.cpu_linear_kernel()
