@@ -135,10 +135,7 @@ class DecodingRows:
         group, keys = self.queue.popleft()
         slots = torch.zeros(self.cache.get_seq_length(), dtype=torch.long)
         slots[:len(keys)] = keys
-        fresh = self.pool.gather(slots[None], room=0)
-        for layer, new in zip(self.cache.layers, fresh.layers):
-            if hasattr(layer, "replace_row"):
-                layer.replace_row(r, new.keys[0], new.values[0])
+        self.pool.fill_row(self.cache, r, slots)
         visible, lengths = self._see(group, keys, self.visible.shape[1])
         device = self.calls.device
         self.visible[r] = False

@@ -19,7 +19,8 @@ class KVPool:
     sharded across GPUs keeps each layer's pool beside it). Slot 0 stays zero: it is what
     padding gathers. Layers that keep no cache of their own (KV sharing) stay None."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, scratch: "KVScratch | None" = None):
+        self.scratch = scratch  # where gathered caches go on a CPU (KVScratch)
         self.capacity = capacity + 1
         self.used = 1
         self.keys: list[torch.Tensor | None] = []
@@ -43,12 +44,16 @@ class KVPool:
 
     def gather(self, index: torch.Tensor, room: int):
         """A cache whose row r holds the slots index[r] (shape [rows, length]), with room
-        for `room` more positions per row before it has to grow."""
+        for `room` more positions per row before it has to grow. One copy per layer: the
+        index is padded with slot 0 over the room, so what index_select writes is the
+        RoomyLayer's buffer itself."""
         from transformers import DynamicCache
         from transformers.cache_utils import DynamicLayer
 
         rows, length = index.shape
-        flat, on = index.reshape(-1), {}  # on: the index moved to each device once
+        padded = torch.zeros(rows, length + room, dtype=index.dtype)
+        padded[:, :length] = index
+        flat, on = padded.reshape(-1), {}  # on: the index moved to each device once
         layers = []
         for keys, values in zip(self.keys, self.values):
             if keys is None:  # a layer that reads another layer's cache
@@ -56,12 +61,31 @@ class KVPool:
                 continue
             if keys.device not in on:
                 on[keys.device] = flat.to(keys.device)
-            at = on[keys.device]
-            layers.append(roomy_layer(*(t.index_select(0, at).view(rows, length, *t.shape[1:])
-                                        .transpose(1, 2) for t in (keys, values)), room))
+            at, shape = on[keys.device], (rows, length + room, *keys.shape[1:])
+            layers.append(roomy_layer(*(self._gathered(t, at, shape, (len(layers), kind))
+                                        for kind, t in enumerate((keys, values))), length))
         cache = DynamicCache()
         cache.layers = layers
         return cache
+
+    def _gathered(self, pool: torch.Tensor, at: torch.Tensor, shape, key) -> torch.Tensor:
+        if self.scratch is None or pool.device.type != "cpu":
+            return pool.index_select(0, at).view(shape)
+        out = self.scratch.take(key, shape, pool)
+        torch.index_select(pool, 0, at, out=out.view(-1, *pool.shape[1:]))
+        return out
+
+    def fill_row(self, cache, row: int, slots: torch.Tensor) -> None:
+        """Row `row` of a gathered cache becomes the slots `slots` (its first len(slots)
+        positions), copied straight from the pool into the row."""
+        at = {}
+        for layer, keys, values in zip(cache.layers, self.keys, self.values):
+            if keys is None:
+                continue
+            if keys.device not in at:
+                at[keys.device] = slots.to(keys.device)
+            for pool, buffer in zip((keys, values), layer.token_major_states()):
+                torch.index_select(pool, 0, at[keys.device], out=buffer[row, :len(slots)])
 
     def store(self, cache, offset: int, rows: torch.Tensor, cols: torch.Tensor,
               slots: torch.Tensor) -> None:
@@ -76,29 +100,30 @@ class KVPool:
         for layer, keys, values in zip(cache.layers, self.keys, self.values):
             if keys is None:
                 continue
-            for source, pool in ((layer.keys, keys), (layer.values, values)):
-                new = source[:, :, offset:]  # [rows, heads, new positions, dim]
-                count, heads, width, dim = new.shape
+            for source, pool in zip(token_major(layer), (keys, values)):
+                count, width, heads, dim = source.shape
                 if (pool.device, width) not in index:
-                    index[pool.device, width] = (rows * width + cols).to(pool.device)
-                # The new positions made contiguous, then whole [heads, dim] blocks picked
-                # straight into the slot range: half the time of indexing [rows, :, cols].
-                flat = new.transpose(1, 2).reshape(count * width, heads, dim)
+                    index[pool.device, width] = (rows * width + offset + cols).to(pool.device)
+                # Whole [heads, dim] blocks picked straight into the slot range.
+                flat = source.view(count * width, heads, dim)
                 torch.index_select(flat, 0, index[pool.device, width], out=pool[first:end])
 
     def _allocate_like(self, cache) -> None:
-        for layer in cache.layers:
+        for number, layer in enumerate(cache.layers):
             if getattr(layer, "keys", None) is None or layer.keys.numel() == 0:
                 self.keys.append(None)
                 self.values.append(None)
                 continue
-            for source, pool in ((layer.keys, self.keys), (layer.values, self.values)):
+            for kind, (source, pool) in enumerate(((layer.keys, self.keys),
+                                                   (layer.values, self.values))):
                 _, heads, _, dim = source.shape
                 # Uninitialised but slot 0 (what padding gathers): every other slot is
                 # stored right after the call that forwards its token, before any gather
                 # reads it. (Zero-filling the whole pool was a tenth of the host time.)
-                tensor = torch.empty(self.capacity, heads, dim, dtype=source.dtype,
-                                     device=source.device)
+                shape = (self.capacity, heads, dim)
+                tensor = (torch.empty(shape, dtype=source.dtype, device=source.device)
+                          if self.scratch is None or source.device.type != "cpu" else
+                          self.scratch.take(("pool", number, kind), shape, source))
                 tensor[0] = 0
                 pool.append(tensor)
 
@@ -107,68 +132,119 @@ class KVPool:
                    if t is not None)
 
 
+class KVScratch:
+    """Memory that gathered caches are written into on a CPU, kept from one call to the
+    next. A fresh tensor of hundreds of MB costs a page fault per 4 KiB on first touch,
+    which made a decoding batch's gather several times slower than the copy itself
+    (SmolLM2, 16 rows x 524 positions: 0.56 s). The pools are kept here too, one batch's
+    after the other's. A caller gathers into it only once the cache gathered before is no
+    longer used (a prefill call's cache is dropped after its store; a decoding batch's
+    rows after their last step), and a batch's pool is made once the batch before is
+    done. GPUs have their caching allocator and do not use this."""
+
+    def __init__(self):
+        self.tensors: dict[tuple, torch.Tensor] = {}  # (layer, keys or values) -> flat
+
+    def take(self, key: tuple, shape, like: torch.Tensor) -> torch.Tensor:
+        """An uninitialised tensor of `shape` (like's dtype and device) on kept memory."""
+        numel = 1
+        for size in shape:
+            numel *= size
+        held = self.tensors.get(key)
+        if held is None or held.numel() < numel or held.dtype != like.dtype:
+            held = torch.empty(numel + numel // 4, dtype=like.dtype, device=like.device)
+            self.tensors[key] = held
+        return held[:numel].view(shape)
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.tensors.values())
+
+
+def token_major(layer) -> tuple[torch.Tensor, torch.Tensor]:
+    """A cache layer's keys and values as contiguous [rows, positions, heads, dim]: a
+    RoomyLayer's buffers as they are, another layer's states transposed (one copy)."""
+    if hasattr(layer, "token_major_states"):
+        return layer.token_major_states()
+    return tuple(t.transpose(1, 2).contiguous() for t in (layer.keys, layer.values))
+
+
 def _roomy_layer_class():
     from transformers.cache_utils import DynamicLayer
 
     class RoomyLayer(DynamicLayer):
         """A DynamicLayer that appends in place into a buffer with spare room (growing by a
-        quarter when full): DynamicLayer concatenates, copying a row's whole cache at every decoding
-        step, which dominated decoding on a CPU."""
+        quarter when full): DynamicLayer concatenates, copying a row's whole cache at every
+        decoding step, which dominated decoding on a CPU.
 
-        def __init__(self, keys: torch.Tensor, values: torch.Tensor, room: int):
+        The buffers are token-major, [rows, capacity, kv heads, dim], the pool's own layout:
+        a gather from the pool writes them in one copy and a store reads them without a
+        transpose. The model sees `keys`/`values` as [rows, heads, length, dim] views of
+        them (strided; SDPA's CPU flash kernel reads this layout natively)."""
+
+        def __init__(self, keys: torch.Tensor, values: torch.Tensor, length: int):
             super().__init__()
             self.is_initialized, self.device = True, keys.device
-            self.length = keys.shape[-2]
-            self._keys = self._buffer(keys, self.length + max(room, 1))
-            self._values = self._buffer(values, self.length + max(room, 1))
+            self.length, self.rows = length, keys.shape[0]
+            self._keys, self._values = keys, values
             self._views()
 
-        @staticmethod
-        def _buffer(states: torch.Tensor, capacity: int) -> torch.Tensor:
-            # The room past `length` is written (update, replace_row) before any view
-            # covers it, so it need not be zeroed: zeroing was a sixth of the host time.
-            buffer = states.new_empty(*states.shape[:-2], capacity, states.shape[-1])
-            buffer[..., :states.shape[-2], :] = states
-            return buffer
-
         def _views(self) -> None:
-            self.keys = self._keys[..., :self.length, :]
-            self.values = self._values[..., :self.length, :]
+            live = slice(0, self.rows)
+            self.keys = self._keys[live, :self.length].transpose(1, 2)
+            self.values = self._values[live, :self.length].transpose(1, 2)
+
+        def token_major_states(self) -> tuple[torch.Tensor, torch.Tensor]:
+            return self._keys, self._values
 
         def update(self, key_states, value_states, *args, **kwargs):
             count = key_states.shape[-2]
-            if self.length + count > self._keys.shape[-2]:
+            if self.length + count > self._keys.shape[1]:
                 capacity = self.length + count + max(64, self.length // 4)
-                self._keys = self._buffer(self.keys, capacity)
-                self._values = self._buffer(self.values, capacity)
-            self._keys[..., self.length:self.length + count, :] = key_states
-            self._values[..., self.length:self.length + count, :] = value_states
-            self.length += count
+                self._keys, self._values = (self._grown(t, capacity)
+                                            for t in (self._keys, self._values))
+            end = self.length + count
+            self._keys[:self.rows, self.length:end] = key_states.transpose(1, 2)
+            self._values[:self.rows, self.length:end] = value_states.transpose(1, 2)
+            self.length = end
             self._views()
             return self.keys, self.values
+
+        def _grown(self, buffer: torch.Tensor, capacity: int) -> torch.Tensor:
+            # The room past `length` is written (update, fill_row) before any view
+            # covers it, so it need not be zeroed: zeroing was a sixth of the host time.
+            grown = buffer.new_empty(self.rows, capacity, *buffer.shape[2:])
+            grown[:, :self.length] = buffer[:self.rows, :self.length]
+            return grown
 
         def get_seq_length(self) -> int:
             return self.length
 
-        def replace_row(self, row: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-            """Row `row` becomes keys/values ([heads, length, dim], length = this layer's)."""
-            self._keys[row, :, :self.length] = keys
-            self._values[row, :, :self.length] = values
-
         def batch_select_indices(self, indices: torch.Tensor) -> None:
-            indices = indices.to(self._keys.device)  # layers of a sharded model differ
-            self._keys, self._values = self._keys[indices], self._values[indices]
+            """Keep rows `indices`: ascending ones (dropping finished rows) are moved down
+            in place, a row copy each, rather than copying the whole cache."""
+            kept = indices.tolist()
+            if all(a < b for a, b in zip(kept, kept[1:])):
+                for to, source in enumerate(kept):
+                    if to != source:
+                        for buffer in (self._keys, self._values):
+                            buffer[to, :self.length] = buffer[source, :self.length]
+                self.rows = len(kept)
+            else:
+                indices = indices.to(self._keys.device)  # layers of a sharded model differ
+                self._keys, self._values = self._keys[indices], self._values[indices]
+                self.rows = len(kept)
             self._views()
 
     return RoomyLayer
 
 
-def roomy_layer(keys: torch.Tensor, values: torch.Tensor, room: int):
-    """Built lazily: transformers is imported only when a model scores."""
+def roomy_layer(keys: torch.Tensor, values: torch.Tensor, length: int):
+    """A RoomyLayer over token-major buffers whose first `length` positions are filled.
+    Built lazily: transformers is imported only when a model scores."""
     global _ROOMY_LAYER
     if _ROOMY_LAYER is None:
         _ROOMY_LAYER = _roomy_layer_class()
-    return _ROOMY_LAYER(keys, values, room)
+    return _ROOMY_LAYER(keys, values, length)
 
 
 _ROOMY_LAYER = None

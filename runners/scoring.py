@@ -30,7 +30,7 @@ from collections import deque
 import torch
 
 from runners.decoding import DECODE_GROUP_LEAVES, DecodingRows, decode_groups, take_rows
-from runners.kv_pool import KVPool
+from runners.kv_pool import KVPool, KVScratch
 from runners.model_calls import ModelCalls
 from runners.model_probe import kv_bytes_per_token
 from runners.prefill import (Fragment, NodeState, PendingLogprobs, forward_groups,
@@ -68,6 +68,7 @@ class Scorer:
             # SmolLM2). On CUDA a mask with GQA would fall back to the math kernel: not there.
             os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
         self.calls = ModelCalls(model, self.device)
+        self.scratch = KVScratch()  # gathered caches, kept from batch to batch on a CPU
         self.kv_bytes_per_token = kv_bytes_per_token(model, self.calls.cache_kw, self.device)
         self.packing = self.calls.tree_masks and pack_tokens > 0
         self.probe: dict = {"ran": False}  # the tree-mask probe's outcome (provenance)
@@ -127,7 +128,7 @@ class Scorer:
         result = BatchResult()
         result.stats.unique_prompt_tokens = count_tokens(build_tree(sequences, share=True))
         result.stats.total_prompt_tokens = sum(map(len, sequences))
-        pool = KVPool(count_tokens(roots, forwarded=True))
+        pool = KVPool(count_tokens(roots, forwarded=True), self.scratch)
         pending = PendingLogprobs()
         leaves: dict[int, NodeState] = {}
         paths: dict[int, list] = {}  # likelihood request index -> its path's logprob parts

@@ -156,8 +156,8 @@ def test_prefill_batches_rows_and_the_pool_holds_each_token_once(tiny_model, tin
     pools = []
     original = scoring.KVPool.__init__
 
-    def spy(self, capacity):
-        original(self, capacity)
+    def spy(self, capacity, scratch=None):
+        original(self, capacity, scratch)
         pools.append(self)
 
     with pytest.MonkeyPatch.context() as mp:
