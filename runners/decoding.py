@@ -38,11 +38,18 @@ def take_rows(queue: deque, max_slots: int, max_new_tokens: int) -> list:
     """Groups off the front of `queue` (longest keys first) while the rows, padded to the
     first one's keys plus room for new tokens (twice a row's worth: refilled rows add theirs
     later), fit max_slots; at least one."""
-    width = len(queue[0][1]) + 2 * DECODE_GROUP_LEAVES * max_new_tokens
+    width = len(queue[0][1]) + decode_room(DECODE_GROUP_LEAVES, max_new_tokens, refills=True)
     taken = [queue.popleft()]
     while queue and (len(taken) + 1) * width <= max_slots:
         taken.append(queue.popleft())
     return taken
+
+
+def decode_room(leaves: int, max_new_tokens: int, refills: bool) -> int:
+    """Key columns a decoding batch appends, at most, before a row is refilled: one per
+    leaf per step; twice that with refills (refilled rows add theirs later, and the cache
+    grows past it)."""
+    return leaves * max_new_tokens * (2 if refills else 1)
 
 
 def common_prefix(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -64,7 +71,7 @@ class DecodingRows:
     copy of the whole visibility per step."""
 
     def __init__(self, calls: ModelCalls, groups, leaves: dict[int, NodeState], pool: KVPool,
-                 queue: deque | None):
+                 queue: deque | None, max_new_tokens: int):
         self.calls, self.leaves_by_index, self.pool, self.queue = calls, leaves, pool, queue
         # A queue of waiting groups comes only with tree masks (grouped rows need them).
         self.tree_masks = queue is not None
@@ -79,7 +86,9 @@ class DecodingRows:
             pad = width - len(keys)
             gather[r, pad:] = keys
             visible[r, :, pad:], lengths[r] = self._see(group, keys, most)
-        device, room = calls.device, 4 * most
+        # Room for every step's tokens (what take_rows budgets): growing the cache copies
+        # all of it, and was a tenth of decoding's time with room for four steps.
+        device, room = calls.device, decode_room(most, max_new_tokens, queue is not None)
         self.keys = width  # key columns in use (the cache's length)
         self.visible = torch.zeros(count, most, width + room, dtype=torch.bool, device=device)
         self.visible[:, :, :width] = visible.to(device)
@@ -87,7 +96,6 @@ class DecodingRows:
         self.key_positions[:, :width] = pool.positions[gather].to(device)
         self.lengths = lengths.to(device)
         self.fed = torch.zeros(count, most, dtype=torch.long, device=device)  # per leaf
-        # Room for a few tokens per leaf; the buffer grows for rows that ramble on.
         self.cache = pool.gather(gather, room=room)
         self.first_logits = self._first_logits(self.leaves)
         self._forget(self.leaves)

@@ -298,7 +298,8 @@ class Scorer:
         queue = deque(sorted(decode_groups(leaves, DECODE_GROUP_LEAVES if self.packing else 1), key=lambda group: -len(group[1])))
         while queue:
             state = DecodingRows(self.calls, take_rows(queue, max_slots, self.max_new_tokens),
-                                 leaves, pool, queue if self.packing else None)
+                                 leaves, pool, queue if self.packing else None,
+                                 self.max_new_tokens)
             self._decode_rows(gen, state, result)
         pool.release()
 
