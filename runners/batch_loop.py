@@ -90,6 +90,9 @@ class ModelBatches:
                 timing.scorer_host_s += max(0.0, time.perf_counter() - t0
                                             - (clock.seconds - calls0))
             if oom:
+                forget = getattr(self.scorer, "forget_kept_memory", None)
+                if forget:  # kept at the size that failed: made again at the new budget's
+                    forget()
                 planner.put_back(chunk + upcoming.result())  # planned again on the new budget
                 if not budget.shrink(len(chunk)):
                     raise RunFailed(f"out of memory on {name} even with one item per batch "

@@ -159,6 +159,9 @@ class KVScratch:
     def nbytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in self.tensors.values())
 
+    def clear(self) -> None:
+        self.tensors.clear()
+
 
 def token_major(layer) -> tuple[torch.Tensor, torch.Tensor]:
     """A cache layer's keys and values as contiguous [rows, positions, heads, dim]: a

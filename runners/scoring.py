@@ -112,6 +112,10 @@ class Scorer:
 
     # -- public -------------------------------------------------------------------------
 
+    def forget_kept_memory(self) -> None:
+        """Let go of the memory kept for pools and caches (after running out of memory)."""
+        self.scratch.clear()
+
     @torch.no_grad()  # not inference_mode: optimum-quanto tensors refuse it
     def score(self, gen: list[GenRequest], lik: list[LikelihoodRequest], *,
               max_slots: int = DEFAULT_MAX_SLOTS) -> BatchResult:

@@ -361,7 +361,10 @@ def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folde
     def oom_once(self, loaded, scorer, chunk, max_slots):
         calls.append((len(chunk), max_slots))
         if len(calls) == 1:
+            scorer.scratch.take(("pool", 0, 0), (4, 2), torch.zeros(1))
             raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        if len(calls) == 2:  # the memory kept at the failed size was let go
+            assert scorer.scratch.nbytes() == 0
         return original(self, loaded, scorer, chunk, max_slots)
 
     monkeypatch.setattr(Run, "score_chunk", oom_once)
