@@ -255,12 +255,17 @@ class RunFailed(Exception):
     smallest budget, disk full, ...); runners.loop records it as the run's failure."""
 
 
+# What torch's allocators say when memory runs out: CUDA's raise OutOfMemoryError; the CPU's
+# raises a plain RuntimeError ("DefaultCPUAllocator: can't allocate memory: ...").
+OOM_MESSAGES = ("out of memory", "can't allocate memory", "not enough memory")
+
+
 def is_oom(exc: BaseException) -> bool:
     import torch
 
     if isinstance(exc, (MemoryError, torch.OutOfMemoryError)):
         return True
-    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+    return isinstance(exc, RuntimeError) and any(m in str(exc).lower() for m in OOM_MESSAGES)
 
 
 def attempt(call, *args):

@@ -246,3 +246,15 @@ def test_a_model_too_big_for_one_gpu_is_sharded_across_them_or_refused(tmp_path,
     _fake_gpus(monkeypatch, [20 << 30])
     with pytest.raises(InputError, match="needs about 33.0 GiB.*--quantize int8"):
         _placement(folder, "cuda:0", torch.bfloat16, None)
+
+
+def test_a_failed_cpu_allocation_counts_as_out_of_memory():
+    """torch's CPU allocator raises a plain RuntimeError, not OutOfMemoryError: a CPU run
+    that asks for more than the machine has halves its batch like a GPU run."""
+    from runners.batching import is_oom
+
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError) as failed:
+        torch.empty(1 << 60, dtype=torch.uint8)
+    assert is_oom(failed.value)
+    assert not is_oom(RuntimeError("shape mismatch"))

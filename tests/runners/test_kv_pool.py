@@ -108,3 +108,4 @@ def test_a_cache_that_runs_out_of_room_grows_and_keeps_its_rows():
     assert keys.shape == (2, HEADS, 9, DIM)
     assert torch.equal(keys[:, 0, :4, 0].round(), INDEX[[0, 2]].float())
     assert torch.equal(keys[0, 0, 4:, 0], torch.tensor([80.0, 81, 82, 83, 84]))
+
