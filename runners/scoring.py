@@ -29,6 +29,7 @@ from collections import deque
 
 import torch
 
+from runners import folded_attention
 from runners.decoding import DECODE_GROUP_LEAVES, DecodingRows, decode_groups, take_rows
 from runners.kv_pool import KVPool, KVScratch
 from runners.model_calls import ModelCalls
@@ -67,6 +68,7 @@ class Scorer:
             # have transformers copy them once per query head (a third of decoding time for
             # SmolLM2). On CUDA a mask with GQA would fall back to the math kernel: not there.
             os.environ.setdefault("TRANSFORMERS_SDPA_FORCE_GQA", "1")
+        folded_attention.install()  # a decoding step's few queries per row: heads folded
         self.calls = ModelCalls(model, self.device)
         self.scratch = KVScratch()  # gathered caches, kept from batch to batch on a CPU
         self.kv_bytes_per_token = kv_bytes_per_token(model, self.calls.cache_kw, self.device)
