@@ -5,9 +5,10 @@
     lmeval_venv() below makes; created on first use, skipped with a reason when it cannot
     be): wall-time ratio and per-item agreement with lm-eval's acc_norm.
 (b) all 26 configs on 40 real items (10 per benchmark): the run's own tokens / its recorded
-    seconds against a dense batched forward of the same weights in this process (batch 8 x
-    40 and 8 x 160 tokens, decoder only: the machine's limit), and prompt tokens forwarded
-    against the unique tokens of the items' prompt trees.
+    seconds against a dense batched forward of the same weights (decoder only: the
+    machine's limit), measured before and after the run: sustained over 20 s at 8 x 40
+    tokens (the goal's yardstick), and as bursts at 8 x 40 and 8 x 160; and prompt tokens
+    forwarded against the unique tokens of the items' prompt trees.
 (c) peak memory (max RSS) of a 265-starter-item x 26-config run, and of the runner before
     the batched scorer (--baseline-rev, run from a git worktree) on the --baseline-items
     longest starter items: its batches held 4 items and went shortest first, so its peak is
@@ -51,6 +52,7 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFL
 CPU_LINEAR_SWITCH = "FRAGILITY_CPU_LINEAR"  # runners.cpu_linear.SWITCH (that module imports torch)
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEVICE, DTYPE = "cpu", "fp32"  # set from --device / --dtype
+DENSE_SUSTAINED_S = 20.0  # seconds of back-to-back dense forwards before and after (b)
 
 
 def run_command(argv: list[str], *, threads: int, cwd: Path = REPO, env: dict | None = None):
@@ -212,9 +214,12 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
 # -- (b) all 26 configs against the machine's limit -----------------------------------------
 
 def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3,
-               kernel: str | None = None) -> dict:
-    """Tokens per second of the decoder alone on random tokens (best of `repeats`), with
-    the linear kernels the runner picks (`kernel` "default": torch's own; runners.cpu_linear)."""
+               kernel: str | None = None, sustained_s: float = 0.0) -> dict:
+    """Tokens per second of the decoder alone on random tokens, with the linear kernels the
+    runner picks (`kernel` "default": torch's own; runners.cpu_linear): per shape the best
+    of `repeats` forwards (a burst), and with `sustained_s` also "sustained_8x40", the
+    tokens of back-to-back 8 x 40 forwards over that many seconds divided by their time
+    (a mean rate, like the runner's own tokens / seconds)."""
     import torch
 
     from runners.cpu_linear import SWITCH
@@ -243,6 +248,15 @@ def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3,
                 sync()
                 best = min(best, time.perf_counter() - started)
             rates[f"{batch}x{length}"] = round(batch * length / best, 1)
+        if sustained_s:
+            ids = torch.randint(0, 49000, (8, 40), device=DEVICE)
+            forwards, started = 0, time.perf_counter()
+            while time.perf_counter() - started < sustained_s:
+                decoder(input_ids=ids)
+                sync()
+                forwards += 1
+            rates["sustained_8x40"] = round(forwards * ids.numel()
+                                            / (time.perf_counter() - started), 1)
     return rates
 
 
@@ -255,30 +269,43 @@ def sync() -> None:
 
 
 def bench_grid(work: Path, threads: int, per_benchmark: int) -> dict:
+    """The run's tokens / seconds against the dense forward, measured just before and just
+    after the run: this machine's speed drifts by 10-40% between minutes, and a burst (best
+    of 3 forwards of 0.3 s) catches its fast moments while the run averages over 80 s. The
+    goal is judged on the sustained rate (20 s of forwards, before and after, averaged); the
+    burst ratios are printed beside it."""
     files = [str(SHARED / f"{name}.jsonl") for name in GRID_FILES]
-    rates = dense_rate(threads)
+    before = dense_rate(threads, sustained_s=DENSE_SUSTAINED_S)
     default_rates = dense_rate(threads, kernel="default") if DEVICE == "cpu" else None
     db = work / "grid.duckdb"
     wall, rss = fragility_run(db, "grid", files, "generate,likelihood", threads, per_benchmark)
+    after = dense_rate(threads, sustained_s=DENSE_SUSTAINED_S)
     run = last_run(db)
     record = run["provenance"]["batching"][MODEL]
     tokens = record["tokens"]
     rate = run["tokens"] / run["seconds"]
-    reference = rates["8x40"]
+    sustained = (before["sustained_8x40"] + after["sustained_8x40"]) / 2
+    burst = {shape: max(before[shape], after[shape]) for shape in ("8x40", "8x160")}
     figures = {"items": run["provenance"]["items"], "cells": run["cells_done"],
                "run_tokens": run["tokens"], "run_seconds": round(run["seconds"], 1),
                "command_s": round(wall, 1), "tokens_per_s": round(rate, 1),
-               "dense_tokens_per_s": rates, "dense_default_kernel_tokens_per_s": default_rates,
-               "vs_dense_8x40": round(rate / reference, 3),
-               "vs_dense_8x160": round(rate / rates["8x160"], 3),
+               "dense_tokens_per_s": {"before": before, "after": after},
+               "dense_default_kernel_tokens_per_s": default_rates,
+               "vs_dense_sustained_8x40": round(rate / sustained, 3),
+               "vs_dense_8x40": round(rate / burst["8x40"], 3),
+               "vs_dense_8x160": round(rate / burst["8x160"], 3),
                "forwarded_vs_unique": round(tokens["prompt_forwarded"] / tokens["item_tree_tokens"], 3),
                "tokens": tokens, "batching": {k: v for k, v in record.items() if k != "tokens"},
                "peak_mib": round(rss)}
     print(f"(b) all 26 configs, {figures['items']} real items ({figures['cells']} cells): "
           f"{run['tokens']} tokens in {run['seconds']:.1f} s recorded = {rate:.0f} tokens/s")
-    print(f"    dense decoder forward here: {rates['8x40']:.0f} tokens/s at 8 x 40, "
-          f"{rates['8x160']:.0f} at 8 x 160 -> runner {rate / reference:.2f}x the 8 x 40 rate "
-          f"(goal >= 0.6x), {rate / rates['8x160']:.2f}x the 8 x 160 rate")
+    print(f"    dense decoder forward here, 8 x 40 sustained over {DENSE_SUSTAINED_S:.0f} s: "
+          f"{before['sustained_8x40']:.0f} tokens/s before the run, "
+          f"{after['sustained_8x40']:.0f} after -> runner {rate / sustained:.2f}x their mean "
+          f"(goal >= 0.6x)")
+    print(f"    bursts (best of 3 forwards, the higher of before/after): {burst['8x40']:.0f} "
+          f"tokens/s at 8 x 40, {burst['8x160']:.0f} at 8 x 160 -> runner "
+          f"{rate / burst['8x40']:.2f}x and {rate / burst['8x160']:.2f}x")
     if default_rates:
         print(f"    (the same forward with torch's default linear kernel: "
               f"{default_rates['8x40']:.0f} tokens/s at 8 x 40, {default_rates['8x160']:.0f} at "
