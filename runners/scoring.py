@@ -30,7 +30,8 @@ from collections import deque
 import torch
 
 from runners import folded_attention
-from runners.decoding import DECODE_GROUP_LEAVES, DecodingRows, decode_groups, take_rows
+from runners.decoding import (DECODE_GROUP_LEAVES, DecodingRows, decode_groups, decode_order,
+                              take_rows)
 from runners.kv_pool import KVPool, KVScratch
 from runners.model_calls import ModelCalls
 from runners.model_probe import kv_bytes_per_token
@@ -301,7 +302,8 @@ class Scorer:
         shared prefix once, and a row whose leaves are all done takes the next waiting group
         (continuous batching: one call per step for the whole batch, however many rows the
         budget holds at once). Without tree masks a row is one prompt, decoded in chunks."""
-        queue = deque(sorted(decode_groups(leaves, DECODE_GROUP_LEAVES if self.packing else 1), key=lambda group: -len(group[1])))
+        groups = decode_groups(leaves, DECODE_GROUP_LEAVES if self.packing else 1)
+        queue = deque(sorted(groups, key=decode_order))
         while queue:
             state = DecodingRows(self.calls, take_rows(queue, max_slots, self.max_new_tokens),
                                  leaves, pool, queue if self.packing else None,

@@ -1,0 +1,54 @@
+"""The decoding queue (runners.decoding): groups with the most leaves go first, so rows
+decoded together carry about as many queries each, and a call's rows are padded to the
+longest keys it took, not the first."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from runners import decoding  # noqa: E402
+from runners.decoding import decode_order, decode_room, take_rows  # noqa: E402
+from test_scoring import _assert_matches_reference, _scorer  # noqa: E402
+
+
+def _group(leaves: int, keys: int):
+    return list(range(leaves)), torch.arange(keys)
+
+
+def test_groups_are_queued_most_leaves_first_then_longest_keys():
+    groups = [_group(1, 90), _group(4, 30), _group(2, 70), _group(4, 60), _group(1, 10)]
+    ordered = sorted(groups, key=decode_order)
+    assert [(len(g), len(k)) for g, k in ordered] == [(4, 60), (4, 30), (2, 70), (1, 90),
+                                                     (1, 10)]
+
+
+def test_a_call_is_budgeted_at_the_longest_keys_it_takes():
+    room = decode_room(decoding.DECODE_GROUP_LEAVES, 4, refills=True)
+    queue = deque([_group(4, 10), _group(4, 10), _group(2, 50), _group(2, 10)])
+    # two rows of 10 keys fit; a third row of 50 would make three rows of 50 keys
+    taken = take_rows(queue, max_slots=2 * (10 + room) + 1, max_new_tokens=4)
+    assert len(taken) == 2 and len(queue) == 2
+    taken = take_rows(queue, max_slots=3 * (50 + room), max_new_tokens=4)
+    assert [len(k) for _, k in taken] == [50, 10]
+    queue = deque([_group(4, 10), _group(2, 50)])
+    assert len(take_rows(queue, max_slots=2 * (50 + room) - 1, max_new_tokens=4)) == 1
+
+
+def test_ordering_by_leaves_pads_fewer_decoding_queries(tiny_model, tiny_tokenizer, monkeypatch):
+    """Rows of 200 prompt keys at most split the toy prompts into groups of 1-4 leaves (real
+    prompts of 100-650 tokens do it at 512): ordered by leaves, the same answers as the
+    plain loop, in as many calls as ordered by keys, with fewer padded query positions."""
+    monkeypatch.setattr(decoding, "DECODE_GROUP_KEYS", 200)
+    _, by_leaves = _assert_matches_reference(tiny_model, tiny_tokenizer,
+                                             _scorer(tiny_model, tiny_tokenizer), True,
+                                             max_slots=1000)
+    monkeypatch.setattr("runners.scoring.decode_order", lambda group: -len(group[1]))
+    _, by_keys = _assert_matches_reference(tiny_model, tiny_tokenizer,
+                                           _scorer(tiny_model, tiny_tokenizer), True,
+                                           max_slots=1000)
+    assert by_leaves.stats.decode_calls == by_keys.stats.decode_calls
+    assert by_leaves.stats.decode_padding < 0.5 * by_keys.stats.decode_padding
