@@ -68,14 +68,16 @@ def _seconds(call, hidden: torch.Tensor) -> float:
 
 @torch.no_grad()
 def measure(linear: torch.nn.Linear) -> dict:
-    """sgemm against oneDNN on one projection: seconds of each, their agreement."""
+    """sgemm against oneDNN on one projection: seconds of each, their agreement, and the
+    packed module (the swap reuses it rather than reordering the weight again)."""
     generator = torch.Generator().manual_seed(0)
     hidden = torch.randn(PROBE_ROWS, linear.in_features, generator=generator)
     packed = PackedLinear(linear)
     dense_out, packed_out = linear(hidden), packed(hidden)
     scale = float(dense_out.abs().max()) or 1.0
     return {"dense_s": _seconds(linear, hidden), "packed_s": _seconds(packed, hidden),
-            "largest_difference": float((dense_out - packed_out).abs().max()) / scale}
+            "largest_difference": float((dense_out - packed_out).abs().max()) / scale,
+            "packed": packed}
 
 
 def pack_linears(model: torch.nn.Module) -> dict:
@@ -102,7 +104,6 @@ def pack_linears(model: torch.nn.Module) -> dict:
     except (RuntimeError, TypeError) as exc:  # a oneDNN build that refuses this shape, or an op
         # whose signature moved
         return {"kernel": "torch default", "reason": f"oneDNN probe failed: {exc}"}
-    del probed
     speedup = probe["dense_s"] / probe["packed_s"]
     record = {"probe_shape": [PROBE_ROWS, in_features, out_features],
               "speedup": round(speedup, 2),
@@ -112,7 +113,9 @@ def pack_linears(model: torch.nn.Module) -> dict:
     if speedup < MIN_SPEEDUP:
         return {"kernel": "torch default", "reason": "oneDNN not faster here", **record}
     for parent, name in linears:
-        setattr(parent, name, PackedLinear(getattr(parent, name)))
+        linear = getattr(parent, name)
+        setattr(parent, name, probe["packed"] if linear is probed else PackedLinear(linear))
+    del linear, probed, probe
     # The checkpoint is memory-mapped; while any tensor (an embedding, a norm) still lives
     # in the mapping, all its pages stay resident beside the packed copies (+0.5 GB for
     # SmolLM2). Copied out, the mapping goes with the last dense weight.

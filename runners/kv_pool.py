@@ -68,10 +68,15 @@ class KVPool:
         cache.layers = layers
         return cache
 
+    def _scratch_for(self, tensor: torch.Tensor) -> "KVScratch | None":
+        """The kept scratch memory for tensors like `tensor`: only on a CPU (KVScratch)."""
+        return self.scratch if tensor.device.type == "cpu" else None
+
     def _gathered(self, pool: torch.Tensor, at: torch.Tensor, shape, key) -> torch.Tensor:
-        if self.scratch is None or pool.device.type != "cpu":
+        scratch = self._scratch_for(pool)
+        if scratch is None:
             return pool.index_select(0, at).view(shape)
-        out = self.scratch.take(key, shape, pool)
+        out = scratch.take(key, shape, pool)
         torch.index_select(pool, 0, at, out=out.view(-1, *pool.shape[1:]))
         return out
 
@@ -121,9 +126,10 @@ class KVPool:
                 # stored right after the call that forwards its token, before any gather
                 # reads it. (Zero-filling the whole pool was a tenth of the host time.)
                 shape = (self.capacity, heads, dim)
+                scratch = self._scratch_for(source)
                 tensor = (torch.empty(shape, dtype=source.dtype, device=source.device)
-                          if self.scratch is None or source.device.type != "cpu" else
-                          self.scratch.take(("pool", number, kind), shape, source))
+                          if scratch is None else scratch.take(("pool", number, kind), shape,
+                                                               source))
                 tensor[0] = 0
                 pool.append(tensor)
 

@@ -30,7 +30,8 @@ def test_a_packed_linear_computes_what_the_linear_does(bias, shape):
 
 def _faster(monkeypatch, dense_s=2.0, packed_s=1.0, difference=1e-7):
     monkeypatch.setattr(cpu_linear, "measure", lambda linear: {
-        "dense_s": dense_s, "packed_s": packed_s, "largest_difference": difference})
+        "dense_s": dense_s, "packed_s": packed_s, "largest_difference": difference,
+        "packed": PackedLinear(linear)})
 
 
 def test_a_model_computes_the_same_logits_after_the_swap(tiny_tokenizer, monkeypatch):
@@ -85,6 +86,20 @@ def test_the_measurement_runs_both_kernels_on_the_model_shape():
     probe = cpu_linear.measure(linear)
     assert probe["dense_s"] > 0 and probe["packed_s"] > 0
     assert probe["largest_difference"] < cpu_linear.AGREEMENT_RTOL
+
+
+def test_each_weight_is_reordered_once_the_probed_one_included(tiny_tokenizer, monkeypatch):
+    """The probe's packed module replaces the probed linear: no second reorder."""
+    timings = iter([2.0, 1.0])  # dense, then packed: oneDNN measured faster
+    monkeypatch.setattr(cpu_linear, "_seconds", lambda call, hidden: next(timings))
+    reorders = []
+    original = torch.ops.mkldnn._reorder_linear_weight
+    monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight",
+                        lambda *a: reorders.append(1) or original(*a))
+    model = make_model(tiny_tokenizer)
+    linears = sum(type(m) is torch.nn.Linear for m in model.modules())
+    assert pack_linears(model)["modules"] == linears
+    assert len(reorders) == linears
 
 
 def test_the_switch_keeps_torch_s_kernel(tiny_tokenizer, monkeypatch):
