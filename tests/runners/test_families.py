@@ -115,7 +115,8 @@ def test_family_computes_the_same_logits_with_packed_linears(tmp_path, model_typ
     assert dense.provenance["cpu_linear"]["kernel"] == "torch default"
     monkeypatch.delenv(cpu_linear.SWITCH)
     monkeypatch.setattr(cpu_linear, "measure", lambda linear: {
-        "dense_s": 2.0, "packed_s": 1.0, "largest_difference": 0.0})
+        "dense_s": 2.0, "packed_s": 1.0, "largest_difference": 0.0,
+        "packed": cpu_linear.PackedLinear(linear)})
     packed = load_spec(str(folder), dtype="fp32", device="cpu")
     record = packed.provenance["cpu_linear"]
     assert record["kernel"].startswith("oneDNN") and record["modules"] >= 2 * 4 + 1, record
