@@ -17,6 +17,7 @@ embedding's dense weight and holds a packed copy beside it.
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 
@@ -29,6 +30,13 @@ PROBE_REPEATS = 3
 MIN_SPEEDUP = 1.1  # below this the swap is not worth the packed copies
 AGREEMENT_RTOL = 1e-4  # of the output's largest magnitude: sgemm and oneDNN both round in fp32
 SWITCH = "FRAGILITY_CPU_LINEAR"  # fragility_tui.settings reads it; "default" keeps torch's kernel
+# oneDNN caches up to 1,024 primitives by default, one per (input rows, weight shape), and the
+# runner's calls come in hundreds of row counts: on the 40-item grid the cache held ~120 MB
+# at the run's peak. Sixteen keep one forward's five projection shapes warm; fewer made no
+# difference to speed (docs/runner.md, "Measured"). oneDNN reads the variable once, when it
+# makes its first primitive, which the timing probe below is; a value the user set stays.
+PRIMITIVE_CACHE = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"
+PRIMITIVE_CACHE_CAPACITY = 16
 
 
 class PackedLinear(torch.nn.Module):
@@ -99,6 +107,7 @@ def pack_linears(model: torch.nn.Module) -> dict:
     (out_features, in_features), _ = weight_by_shape.most_common(1)[0]
     probed = next(getattr(parent, name) for parent, name in linears
                   if tuple(getattr(parent, name).weight.shape) == (out_features, in_features))
+    cache = os.environ.setdefault(PRIMITIVE_CACHE, str(PRIMITIVE_CACHE_CAPACITY))
     try:
         probe = measure(probed)
     except (RuntimeError, TypeError) as exc:  # a oneDNN build that refuses this shape, or an op
@@ -107,7 +116,8 @@ def pack_linears(model: torch.nn.Module) -> dict:
     speedup = probe["dense_s"] / probe["packed_s"]
     record = {"probe_shape": [PROBE_ROWS, in_features, out_features],
               "speedup": round(speedup, 2),
-              "largest_difference": float(f"{probe['largest_difference']:.2e}")}
+              "largest_difference": float(f"{probe['largest_difference']:.2e}"),
+              "primitive_cache_capacity": cache}
     if probe["largest_difference"] > AGREEMENT_RTOL:
         return {"kernel": "torch default", "reason": "oneDNN disagreed with sgemm", **record}
     if speedup < MIN_SPEEDUP:

@@ -108,3 +108,22 @@ def test_the_switch_keeps_torch_s_kernel(tiny_tokenizer, monkeypatch):
     model = make_model(tiny_tokenizer)
     assert pack_linears(model)["reason"] == "FRAGILITY_CPU_LINEAR=default"
     assert not any(isinstance(m, PackedLinear) for m in model.modules())
+
+
+def test_the_onednn_primitive_cache_is_bounded_before_its_first_primitive(tiny_tokenizer,
+                                                                           monkeypatch):
+    """oneDNN reads its cache capacity once, at its first primitive (the probe): pack_linears
+    sets it first, records it, and leaves a value the user set."""
+    seen = {}
+
+    def probe(linear):
+        seen["capacity"] = cpu_linear.os.environ.get(cpu_linear.PRIMITIVE_CACHE)
+        return {"dense_s": 2.0, "packed_s": 1.0, "largest_difference": 1e-7,
+                "packed": PackedLinear(linear)}
+
+    monkeypatch.setattr(cpu_linear, "measure", probe)
+    monkeypatch.delenv(cpu_linear.PRIMITIVE_CACHE, raising=False)
+    record = pack_linears(make_model(tiny_tokenizer))
+    assert seen["capacity"] == record["primitive_cache_capacity"] == "16"
+    monkeypatch.setenv(cpu_linear.PRIMITIVE_CACHE, "1024")
+    assert pack_linears(make_model(tiny_tokenizer))["primitive_cache_capacity"] == "1024"
