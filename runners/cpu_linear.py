@@ -31,7 +31,7 @@ MIN_SPEEDUP = 1.1  # below this the swap is not worth the packed copies
 AGREEMENT_RTOL = 1e-4  # of the output's largest magnitude: sgemm and oneDNN both round in fp32
 SWITCH = "FRAGILITY_CPU_LINEAR"  # fragility_tui.settings reads it; "default" keeps torch's kernel
 # oneDNN caches up to 1,024 primitives by default, one per (input rows, weight shape), and the
-# runner's calls come in hundreds of row counts: on the 40-item grid the cache held ~120 MB
+# runner's calls come in hundreds of row counts: on the 40-item grid the cache held ~130 MB
 # at the run's peak. Sixteen keep one forward's five projection shapes warm; fewer made no
 # difference to speed (docs/runner.md, "Measured"). oneDNN reads the variable once, when it
 # makes its first primitive, which the timing probe below is; a value the user set stays.

@@ -122,7 +122,8 @@ def test_the_onednn_primitive_cache_is_bounded_before_its_first_primitive(tiny_t
                 "packed": PackedLinear(linear)}
 
     monkeypatch.setattr(cpu_linear, "measure", probe)
-    monkeypatch.delenv(cpu_linear.PRIMITIVE_CACHE, raising=False)
+    monkeypatch.setenv(cpu_linear.PRIMITIVE_CACHE, "unset")  # restored (or removed) after
+    monkeypatch.delenv(cpu_linear.PRIMITIVE_CACHE)
     record = pack_linears(make_model(tiny_tokenizer))
     assert seen["capacity"] == record["primitive_cache_capacity"] == "16"
     monkeypatch.setenv(cpu_linear.PRIMITIVE_CACHE, "1024")
