@@ -438,6 +438,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dtype", default="fp32", choices=sorted(TORCH_DTYPES))
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
+    if args.grid_repeats < 1:
+        parser.error(f"--grid-repeats must be at least 1, not {args.grid_repeats}")
     global DEVICE, DTYPE
     DEVICE, DTYPE = args.device, args.dtype
     if not SHARED.is_dir():
