@@ -33,12 +33,12 @@ most seeds). So the target here is each reference figure's mean over seeds.
    on fewer than SHARE of the seeds (`shortfall`): the loss alone fits means, while the
    acceptance counts seeds. Every trial is then judged on all FIT_SEEDS.
 
-`--jobs N` draws and reports N grids at once (one process each, one BLAS thread each; each
+`--jobs N` draws and reports N grids at once, one process and one BLAS thread each. Each
 grid is a function of its seed, so the figures are those of one process up to the last
-digits, which BLAS's summation order moves: `--resummarise --jobs 2` changed no count
-inside and no mean beyond 1e-15): on this
-2-core machine, 8 seeds at the fit's resamples took 1.1 s with `--jobs 2` against 2.6 s in
-one process (one BLAS thread both) and 3.1 s in one process with numpy's default threads.
+digits, which BLAS's summation order moves (`--resummarise --jobs 2` changed no count inside
+and no mean beyond 1e-15). On this 2-core machine, 8 seeds at the fit's resamples took 1.1 s
+with `--jobs 2`, 2.6 s in one process with one BLAS thread, and 3.1 s in one process with
+numpy's default threads.
 
 FIT_SEEDS (100-123) are disjoint from the shipped grid's seed 0 and the acceptance seeds 1-8
 (tests/grid/test_synthetic_figures.py), so the acceptance is measured on draws the fit never
@@ -89,7 +89,7 @@ def _seed_figures(args) -> dict[str, float]:
 
 def figure_draws(params: SimulationParams, seeds, **report) -> dict[str, np.ndarray]:
     """Each figure over the seeds (NaN where a seed leaves it undefined); one seed per
-    worker with --jobs (the grids are independent, the result the same)."""
+    worker with --jobs (the grids are independent: the same figures, up to BLAS rounding)."""
     tasks = [(params, s, report) for s in seeds]
     rows = _POOL[0].map(_seed_figures, tasks) if _POOL else [_seed_figures(t) for t in tasks]
     return {k: np.array([np.nan if r[k] is None else r[k] for r in rows], float)
@@ -291,6 +291,8 @@ def main() -> None:
                     help="recompute --out's figure summary at the shipped parameters "
                          "(the rest of the file, the fit's record, is kept)")
     args = ap.parse_args()
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, not {args.jobs}")
     if args.jobs > 1:
         import multiprocessing
 
