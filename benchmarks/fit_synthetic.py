@@ -36,9 +36,9 @@ most seeds). So the target here is each reference figure's mean over seeds.
 `--jobs N` draws and reports N grids at once, one process and one BLAS thread each. Each
 grid is a function of its seed, so the figures are those of one process up to the last
 digits, which BLAS's summation order moves (`--resummarise --jobs 2` changed no count inside
-and no mean beyond 1e-15). On this 2-core machine, 8 seeds at the fit's resamples took 1.1 s
-with `--jobs 2`, 2.6 s in one process with one BLAS thread, and 3.1 s in one process with
-numpy's default threads.
+and no mean beyond 1e-15). On this 2-core machine, `--resummarise --jobs 2` (24 grids at the
+report defaults) took 0.585x the wall time of `--resummarise` in one process with numpy's
+default threads (median of 3 `farm-bench` pairs: 9.8 s against 16.8 s, 2026-12-03).
 
 FIT_SEEDS (100-123) are disjoint from the shipped grid's seed 0 and the acceptance seeds 1-8
 (tests/grid/test_synthetic_figures.py), so the acceptance is measured on draws the fit never
@@ -52,7 +52,7 @@ import sys
 
 if any(a.startswith("--jobs") for a in sys.argv[1:]):
     # one BLAS thread per worker, set before numpy loads: two workers of two threads each on
-    # 2 cores ran no faster than one process; with one thread each, 2.4x faster (8 seeds)
+    # 2 cores ran no faster than one process (8 seeds, 3.0 s against 3.1 s)
     for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, "1")
 
