@@ -1,6 +1,6 @@
 """Synthetic grids from a documented generative model (SYNTHETIC: not real model output).
 
-Generator v6, written out with its fitted parameters and figures in docs/spec.md ("The
+Generator v7, written out with its fitted parameters and figures in docs/spec.md ("The
 synthetic generator"). Every model answers every (item, config) with the argmax over the
 four options' scores, so an answer is an option, order effects come from the real option
 permutation of each order config, and the cells of a (model, item) are correlated:
@@ -18,7 +18,10 @@ sqrt(1 - v^2) * z_mi| with v = `knowledge_shared`, z_i once per item for all mod
   correlated with a_i by `sensitivity_corr`), distractor attractiveness D_ij (gold 0).
   TruthfulQA keeps its gold first in native order (SPEC §1 mc1 assembly).
 - Models: generation ability theta_m (from `ability_low` to `ability_high`, spaced as
-  t^`ability_power` for t evenly in [0, 1], plus jitter) with per-format shifts;
+  t^`ability_power` for t evenly in [0, 1], plus jitter) with per-format shifts: the three
+  formats other than letter move it by -c, 0 and +c (c = `format_shift`) in a random order
+  per model (v7; v6 drew three independent normals, and the twelve models' largest draws
+  decided the discrimination-fragility r and the discriminative champions of a grid);
   likelihood ability lambda_m correlated with theta (`likelihood_rho`) but not equal;
   knowledge k_mi >= 0 lifting the gold in every config (what keeps answers robust), scaled
   by a_i^p: in v3 (p = 0) a low-a item, almost noise-free, was decided by one model's
@@ -70,10 +73,11 @@ BENCHMARK_SHARES = {"arc_challenge": 1000, "hellaswag": 1000, "mmlu": 1000, "tru
 BENCHMARK_DIFFICULTY = {"arc_challenge": 0.0, "hellaswag": -0.4, "mmlu": 0.2, "truthfulqa": 0.8}
 GOLD_FIRST = {"truthfulqa"}  # mc1 keeps its gold first in native order (SPEC §1)
 SYNTHETIC_PREFIX = "synthetic"
-GENERATOR_VERSION = 6  # 3: harness noise in the reference config, fitted over seeds;
+GENERATOR_VERSION = 7  # 3: harness noise in the reference config, fitted over seeds;
 # 4: knowledge scaled by a_i^knowledge_power, part of the harness noise common to all models;
 # 5: part of the knowledge common to all models (knowledge_shared), refitted;
-# 6: abilities spaced by a power (ability_power), refitted
+# 6: abilities spaced by a power (ability_power), refitted; 7: each model's format shifts
+# are -c, 0, +c in a random order (format_shift), refitted
 # The option shuffles are those of the grid seed a stored synthetic grid has (0): the app
 # re-renders a cell with configs.item_shuffles(grid seed, item_uid), so no cell needs to
 # carry its permutation (that column would triple the shipped file).
@@ -89,26 +93,26 @@ class SimulationParams:
     ability_high: float = 3.5
     ability_jitter: float = 0.15
     ability_power: float = 1.3
-    difficulty_sd: float = 0.9282
+    difficulty_sd: float = 1.2067
     discrimination_sd: float = 1.2633
-    sensitivity_sd: float = 0.1731
-    sensitivity_corr: float = 0.85
+    sensitivity_sd: float = 0.225
+    sensitivity_corr: float = 0.95
     distractor_sd: float = 0.9019
     knowledge_sd: float = 1.2
     knowledge_power: float = 0.5
     knowledge_shared: float = 0.7
-    order_sd: float = 0.345
+    order_sd: float = 0.4485
     format_sd: float = 0.5385
     config_sd: float = 0.4441
     shared_noise: float = 0.98
-    format_shift_sd: float = 2.2588
-    position_bias_sd: float = 0.147
+    format_shift: float = 2.186
+    position_bias_sd: float = 0.0504
     label_bias_sd: float = 0.3891
     config_bias_sd: float = 0.2975
-    likelihood_rho: float = 0.4
+    likelihood_rho: float = 0.1
     likelihood_mean: float = -0.5
-    likelihood_sd: float = 0.3975
-    cloze_shift_sd: float = 0.0126
+    likelihood_sd: float = 0.2782
+    cloze_shift_sd: float = 0.0062
     prior_sd: float = 1.7085
     cloze_sd: float = 0.7901
 
@@ -244,7 +248,9 @@ def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prio
     a = truth.discrimination.astype(f32)[:, None, None]
     scale = (truth.discrimination * truth.sensitivity).astype(f32)[:, None, None]
     normal = lambda *shape: rng.standard_normal(shape, dtype=f32)  # noqa: E731
-    fmt_shift = np.concatenate([[0.0], rng.normal(0.0, p.format_shift_sd, 3)]).astype(f32)
+    # each model follows one format better than letter and one worse, by the same size
+    fmt_shift = np.concatenate([[0.0], p.format_shift * rng.permutation(
+        np.array([-1.0, 0.0, 1.0]))]).astype(f32)
     bias = (rng.normal(0.0, p.position_bias_sd, (1, N_OPT))
             + rng.normal(0.0, p.label_bias_sd, (len(GENERATION_FORMATS), N_OPT))[GEN_FORMAT]
             + rng.normal(0.0, p.config_bias_sd, (len(GEN), N_OPT))).astype(f32)  # [24, pos]
