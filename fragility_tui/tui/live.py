@@ -115,6 +115,8 @@ class LiveGrid:
         self._reload()
 
     def _reload(self) -> None:
+        if not self.app.screen_stack:  # the app is closing (a timer outlived its screens)
+            return
         if self.app.computing:  # a computation is on its way: come back after the gap
             self.pending = self.app.set_timer(MIN_GAP_SECONDS, self._reload_later)
             return
