@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from fragility_tui.harness.configs import CONFIG_IDS, REFERENCE
+from fragility_tui.harness.configs import CONFIG_IDS, GENERATION_FORMATS, REFERENCE
 from fragility_tui.grid.simulate import SimulationParams, simulate
 
 
@@ -142,7 +142,7 @@ def test_each_model_has_one_format_better_one_as_good_and_one_worse_than_letter(
     cube = simulate(8, 400, 2, params=quiet).cube
     acc = cube.bits.mean(axis=1)  # [model, config]
     letter = acc[:, CONFIG_IDS.index("o0.letter")]
-    others = np.stack([acc[:, CONFIG_IDS.index(f"o0.{f}")] for f in ("paren", "digit", "instruct")],
+    others = np.stack([acc[:, CONFIG_IDS.index(f"o0.{f}")] for f in GENERATION_FORMATS[1:]],
                       axis=1)
     assert ((others > letter[:, None]).sum(axis=1) == 1).all()
     assert ((others == letter[:, None]).sum(axis=1) == 1).all()
