@@ -4,7 +4,7 @@
         benchmarks/synthetic_spread_prefit.json        # 1. spread over seeds -> tolerances
     PYTHONPATH=. nice -n 10 python benchmarks/fit_synthetic.py \
         [--coarse-rounds 1] [--fine-rounds 1] [--start params.json] [--max-seconds S] \
-        [--jobs 2] [--out benchmarks/fit_synthetic.json]  # 2. the fit (docs/spec.md, v7)
+        [--jobs 2] [--out benchmarks/fit_synthetic.json]  # 2. the fit (docs/spec.md, v8)
     PYTHONPATH=. python benchmarks/fit_synthetic.py --table   # docs/spec.md's tables
     PYTHONPATH=. python benchmarks/fit_synthetic.py --resummarise  # the summary again, at
                                                     # the shipped parameters (~20 s)

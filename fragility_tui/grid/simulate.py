@@ -1,18 +1,20 @@
 """Synthetic grids from a documented generative model (SYNTHETIC: not real model output).
 
-Generator v7, written out with its fitted parameters and figures in docs/spec.md ("The
+Generator v8, written out with its fitted parameters and figures in docs/spec.md ("The
 synthetic generator"). Every model answers every (item, config) with the argmax over the
 four options' scores, so an answer is an option, order effects come from the real option
 permutation of each order config, and the cells of a (model, item) are correlated:
 
     score[m,i,c,j] = [j = gold] * a_i * (theta_mc - b_i)            2PL gold advantage
                    + D_ij + [j = gold] * a_i^p * k_mi                distractors, knowledge
+                   + a_i * g * u_mij                                 conviction
                    + a_i * s_i * (sqrt(1 - w^2) * e_mic + w * e_ic)  harness noise
                    + a_i * bias_mc[position of option j in config c] position/label bias
 
 (p = `knowledge_power`, w = `shared_noise`; e = e_order + e_format + e_config, drawn per
 model (e_mic) and once for all models (e_ic); k_mi = `knowledge_sd` * |v * z_i +
-sqrt(1 - v^2) * z_mi| with v = `knowledge_shared`, z_i once per item for all models.)
+sqrt(1 - v^2) * z_mi| with v = `knowledge_shared`, z_i once per item for all models;
+g = `conviction_sd`, u_mij ~ N(0, 1) per model, item and option, the same in every config.)
 
 - Items: difficulty b_i, discrimination a_i (log-normal), harness sensitivity s_i (log-normal,
   correlated with a_i by `sensitivity_corr`), distractor attractiveness D_ij (gold 0).
@@ -32,6 +34,10 @@ sqrt(1 - v^2) * z_mi| with v = `knowledge_shared`, z_i once per item for all mod
   which items they answer robustly. In v6 the abilities are spaced unevenly (power > 1:
   closer together at the bottom, the strong models further apart), so the strong half is
   not a block of similar models that ties at the top of the most discriminative items.
+  In v8 each model also has its own conviction about each item's options (u_mij), held in
+  every config: knowledge only ever lifts the gold, so before v8 nothing made a model
+  robustly wrong (or right) on an item for reasons of its own, and the
+  discrimination-fragility r ran high.
 - Harness noise: per option, shared by the configs of one order (e_order), of one format
   (e_format), and per config; every config gets all three, the reference (o0.letter)
   included: it is one harness among 26, not a noise-free baseline. A weight w of it is
@@ -54,7 +60,8 @@ seeds 1-8 against those tolerances.
 The true parameters travel with the grid (`SyntheticGrid.truth`, `.meta()` for the store);
 the app's item drill-down shows them. The draw is a pure function of the seed (numpy
 PCG64): item and model parameters from stream [seed, 0], model m's cells from [seed, 1, m],
-the shared harness noise from [seed, 2], the common knowledge z_i from [seed, 3], one model
+the shared harness noise from [seed, 2], the common knowledge z_i from [seed, 3], model m's
+conviction from [seed, 4, m] (so at `conviction_sd` 0 a v8 grid is the v7 grid), one model
 at a time so memory stays O(items x configs) per model.
 """
 
@@ -73,11 +80,12 @@ BENCHMARK_SHARES = {"arc_challenge": 1000, "hellaswag": 1000, "mmlu": 1000, "tru
 BENCHMARK_DIFFICULTY = {"arc_challenge": 0.0, "hellaswag": -0.4, "mmlu": 0.2, "truthfulqa": 0.8}
 GOLD_FIRST = {"truthfulqa"}  # mc1 keeps its gold first in native order (SPEC §1)
 SYNTHETIC_PREFIX = "synthetic"
-GENERATOR_VERSION = 7  # 3: harness noise in the reference config, fitted over seeds;
+GENERATOR_VERSION = 8  # 3: harness noise in the reference config, fitted over seeds;
 # 4: knowledge scaled by a_i^knowledge_power, part of the harness noise common to all models;
 # 5: part of the knowledge common to all models (knowledge_shared), refitted;
 # 6: abilities spaced by a power (ability_power), refitted; 7: each model's format shifts
-# are -c, 0, +c in a random order (format_shift), refitted
+# are -c, 0, +c in a random order (format_shift), refitted; 8: a model's conviction about
+# an item's options, the same in every config (conviction_sd), refitted
 # The option shuffles are those of the grid seed a stored synthetic grid has (0): the app
 # re-renders a cell with configs.item_shuffles(grid seed, item_uid), so no cell needs to
 # carry its permutation (that column would triple the shipped file).
@@ -115,6 +123,7 @@ class SimulationParams:
     cloze_shift_sd: float = 0.0062
     prior_sd: float = 1.7085
     cloze_sd: float = 0.7901
+    conviction_sd: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -241,7 +250,7 @@ def _harness_noise(rng, n_items: int, p: SimulationParams) -> np.ndarray:
 
 def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prior: np.ndarray,
                   pos: np.ndarray, p: SimulationParams, shared: np.ndarray,
-                  common_knowledge: np.ndarray) -> np.ndarray:
+                  common_knowledge: np.ndarray, conviction: np.ndarray) -> np.ndarray:
     """Scores [I, 26, 4] (float32) of model m: generation configs, then the cloze pair."""
     n_items = len(truth.difficulty)
     f32 = np.float32
@@ -261,7 +270,9 @@ def _model_scores(rng, m: int, truth: SyntheticTruth, gold_hot: np.ndarray, prio
     own = normal(n_items)
     knows = p.knowledge_sd * np.abs(v * common_knowledge + np.sqrt(1 - v * v) * own) * (
         truth.discrimination.astype(f32) ** f32(p.knowledge_power))
-    base = (truth.distractors.astype(f32) + gold_hot[:, 0, :] * knows[:, None])[:, None, :]
+    base = (truth.distractors.astype(f32) + gold_hot[:, 0, :] * knows[:, None]
+            + truth.discrimination.astype(f32)[:, None] * f32(p.conviction_sd) * conviction
+            )[:, None, :]
 
     ability = (truth.ability[m] + fmt_shift[GEN_FORMAT]).astype(f32)  # [24]
     gap = a * (ability[None, :, None] - truth.difficulty.astype(f32)[:, None, None])
@@ -302,8 +313,10 @@ def simulate(n_models: int = 12, n_items: int = 3679, seed: int = 0,
     common_knowledge = np.random.default_rng([seed, 3]).standard_normal(n_items,
                                                                         dtype=np.float32)
     for m in range(n_models):  # one model at a time: scores are [I, 26, 4] float32
+        conviction = np.random.default_rng([seed, 4, m]).standard_normal((n_items, N_OPT),
+                                                                         dtype=np.float32)
         scores = _model_scores(np.random.default_rng([seed, 1, m]), m, truth, gold_hot,
-                               prior, pos, p, shared, common_knowledge)
+                               prior, pos, p, shared, common_knowledge, conviction)
         pred[m] = scores.argmax(axis=2)
     bits = pred == gold[None, :, None]
     cube = Cube(tuple(model_names(n_models)), tuple(uids), CONFIG_IDS, bits,
