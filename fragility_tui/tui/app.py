@@ -259,6 +259,8 @@ class FragilityApp(App):
                     severity="error", markup=False, timeout=8)
 
     def set_status(self, text: str) -> None:
+        if not self.screen_stack:  # closing: a late line (a worker's progress) has no screen
+            return
         self.main_screen.query_one("#status", Static).update(Text(text))
 
     def _progress(self, text: str) -> None:

@@ -1,6 +1,6 @@
-"""A reload the live watcher scheduled must not fire into an app that is closing: quitting
-while a run writes into the open grid left a debounce timer whose reload found no screen
-(IndexError from `main_screen` during shutdown, seen in CI)."""
+"""A reload the live watcher scheduled, or a status line, must not reach an app that is
+closing: quitting while a run writes into the open grid left a debounce timer whose reload
+found no screen (IndexError from `main_screen` during shutdown, seen in CI)."""
 
 from __future__ import annotations
 
@@ -26,3 +26,13 @@ def test_a_scheduled_reload_while_the_app_runs_reloads():
     app = fake_app([object()])
     LiveGrid(app)._reload_later()
     assert app.reloads == 1
+
+
+def test_a_status_line_that_arrives_after_the_screens_are_gone_is_dropped():
+    """The same race through the status line: a worker's progress (`_progress`) or a
+    recompute can reach `set_status` after the screens are gone."""
+    from fragility_tui.tui.app import FragilityApp
+
+    app = FragilityApp()
+    assert not app.screen_stack
+    app.set_status("computing … under the selection")  # IndexError before the guard
