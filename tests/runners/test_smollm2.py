@@ -30,7 +30,7 @@ DTYPE = os.environ.get("FRAGILITY_REFERENCE_DTYPE", "fp32")
 SCORE_TOLERANCE, NEAR_TIE = {"fp32": (1e-3, 1e-4)}.get(DTYPE, (0.1, 0.05))
 # 10 per benchmark is the acceptance check (`make test-reference`: ~30 min of plain
 # model.generate on a 2-core CPU); `make test` runs the same comparison on 2 per benchmark
-# (208 cells: 318 s of the suite's 32 min in a CI run on 2026-12-03, its slowest test).
+# (208 cells: 255-318 s of the suite's 24-32 min in two CI runs on 2026-12-03; the slowest test).
 PER_BENCHMARK = int(os.environ.get("FRAGILITY_REFERENCE_PER_BENCHMARK", "2"))
 
 
