@@ -13,6 +13,7 @@ Panning and zooming are off: the arrow keys keep moving through the tables."""
 from __future__ import annotations
 
 from contextlib import ExitStack
+from math import ceil, floor, log10
 from typing import Sequence
 
 from rich.segment import Segment
@@ -56,6 +57,32 @@ class ConfigAxis(AxisFormatter):
             config = self.configs[int(round(t))]
             out.append(config.split(".")[0] if "." in config else "cl")
         return out
+
+
+class RowTicks(NumericAxisFormatter):
+    """y ticks at a nice step (1, 2 or 5 × 10^k), more than a row of points apart (a tick a
+    row apart can round onto its neighbour's row) and at most `max_ticks`: textual-plot picks 5-8 ticks at any height, and on a six-row plot two
+    of them shared a row, the later label winning (Compare's zero line read as -10)."""
+
+    def __init__(self, rows: int):
+        self.rows = max(1, rows)
+
+    def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
+        span = max_ - min_
+        if not span > 0:
+            return [min_]
+        row = span / max(1, self.rows - 1)  # one row of points, in data units
+        power = 10.0 ** floor(log10(max(row, span / max_ticks)))
+        for step in (m * power for m in (1, 2, 5, 10, 20, 50)):  # the finest that fits
+            first, last = ceil(min_ / step - 1e-9), floor(max_ / step + 1e-9)
+            if step >= 1.25 * row and last - first + 1 <= max_ticks:
+                break
+        return [k * step for k in range(first, last + 1)]
+
+
+def _row_ticks(plot: PlotWidget) -> RowTicks:
+    """For the plot's current size: its canvas rows less the two axis lines."""
+    return RowTicks(plot.query_one("#plot", Canvas).size.height - 2)
 
 
 class FigurePlot(PlotWidget):
@@ -124,6 +151,7 @@ def draw_item_scatter(plot: PlotWidget, discrimination, fragility) -> int:
     plot.set_x_formatter(NumericAxisFormatter())
     plot.set_xlabel("discrimination (reference config)")
     plot.set_ylabel("fragility")
+    plot.set_y_formatter(_row_ticks(plot))
     plot.scatter(d[ok], f[ok], marker="•", marker_style="cyan")
     plot.set_ylimits(-0.02, 1.02)
     lo, hi = (float(d[ok].min()), float(d[ok].max())) if ok.any() else (-1.0, 1.0)
@@ -141,6 +169,7 @@ def draw_config_accuracy(plot: PlotWidget, configs: Sequence[str],
     plot.set_x_formatter(ConfigAxis(configs))
     plot.set_xlabel("config (o0…o5: orders · cl: cloze)")
     plot.set_ylabel("accuracy %")
+    plot.set_y_formatter(_row_ticks(plot))
     for k, (model, values) in enumerate(list(accuracy.items())[:MAX_SERIES]):
         xs = [j for j, v in enumerate(values) if v is not None]
         ys = [100 * values[j] for j in xs]
@@ -164,6 +193,7 @@ def draw_pair_deltas(plot: PlotWidget, configs: Sequence[str], deltas: list) -> 
     plot.set_x_formatter(ConfigAxis(configs))
     plot.set_xlabel("config (o0…o5: orders · cl: cloze)")
     plot.set_ylabel("Δ̂ A−B, points")
+    plot.set_y_formatter(_row_ticks(plot))
     n = len(configs)
     plot.plot([-0.5, n - 0.5], [0, 0], line_style="dim", hires_mode=HiResMode.BRAILLE)
     xs, ys, ends = [], [], []
