@@ -24,9 +24,12 @@ from fragility_tui.tui.sanitize import clean
 # ---------------------------------------------------------------- modal forms
 class HelpScreen(ModalScreen):
     """Every binding of the app, its panes, screens and tables: (keys, does, where, id) rows
-    handed down by the app, which knows them all and the user's keymap."""
+    handed down by the app, which knows them all and the user's keymap. The columns fit the
+    box and long cells wrap: at 80 columns the descriptions were cut off mid-word."""
 
     BINDINGS = [Binding("escape,f1,question_mark,q", "dismiss", "Close", id="help.close")]
+    KEY_WIDTH, WHERE_WIDTH, ID_WIDTH = 14, 12, 19
+    ID_COLUMN_FROM = 110  # terminal columns from which the keymap id has a column of its own
 
     def __init__(self, rows: list[tuple[str, str, str, str]]):
         super().__init__()
@@ -39,12 +42,34 @@ class HelpScreen(ModalScreen):
             yield DataTable(id="help-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
+        self._fill()
+        self.query_one(DataTable).focus()
+
+    def on_resize(self) -> None:
+        self._fill()
+
+    def _fill(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("key", "where", "does", "id (keymap.toml)")
+        cursor = table.cursor_row
+        table.clear(columns=True)
+        own_id = self.app.size.width >= self.ID_COLUMN_FROM
+        fixed = [self.KEY_WIDTH, self.WHERE_WIDTH] + ([self.ID_WIDTH] if own_id else [])
+        # the box is 90% of the screen; its border, the scrollbar and each column's padding
+        inner = int(self.app.size.width * 0.9) - 4 - 2 * table.cell_padding * (len(fixed) + 1)
+        table.add_column("key", width=self.KEY_WIDTH)
+        table.add_column("where", width=self.WHERE_WIDTH)
+        table.add_column("does" if own_id else "does  (keymap.toml id)",
+                         width=max(20, inner - sum(fixed)))
+        if own_id:
+            table.add_column("id (keymap.toml)", width=self.ID_WIDTH)
         for key, description, where, binding_id in self.rows:
-            table.add_row(Text(key, style="bold"), Text(where, style="dim"), Text(description),
-                          Text(binding_id, style="dim"))
-        table.focus()
+            does = Text(description)
+            if binding_id and not own_id:
+                does.append(f"  {binding_id}", style="dim")
+            cells = [Text(key, style="bold"), Text(where, style="dim"), does]
+            table.add_row(*cells, *([Text(binding_id, style="dim")] if own_id else []),
+                          height=None)
+        table.move_cursor(row=min(cursor, table.row_count - 1))
 
     def action_dismiss(self) -> None:
         self.dismiss(None)
