@@ -53,6 +53,36 @@ async def test_selection_lists_never_cut_two_models_alike(shipped_store, monkeyp
         assert all(label in shown for label in labels)
 
 
+def _labels(app, name: str) -> list[tuple[str, str]]:
+    widget = app.screen.query_one(f"#sel-{name}", SelectionList)
+    return [(str(widget.get_option_at_index(k).prompt), widget.get_option_at_index(k).value)
+            for k in range(widget.option_count)]
+
+
+async def test_selection_lists_show_whole_names_at_80_columns_and_refit_on_resize(
+        synthetic_store):
+    """At 80 columns a third of the box each cut "o0.instruct" and "arc_challenge"; the
+    configs and benchmarks lists are now as wide as their names. A resize cuts the labels
+    again for the new widths, and gives them back when there is room."""
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot)
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.pause()
+        for name in ("configs", "models", "benchmarks"):
+            assert all(label == value for label, value in _labels(app, name)), name
+        await pilot.resize_terminal(50, 24)
+        await pilot.pause()
+        await pilot.pause()
+        models = [label for label, _ in _labels(app, "models")]
+        assert any("…" in label for label in models) and len(set(models)) == len(models)
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        await pilot.pause()
+        assert all(label == value for label, value in _labels(app, "models"))
+
+
 async def test_the_selection_form_changes_the_reference(synthetic_store):
     """Issue 24 (9): the app measures against another reference, as `report --reference`
     does, and the reference must stay among the configs in view."""

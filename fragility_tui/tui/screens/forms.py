@@ -111,6 +111,23 @@ class SelectionScreen(ModalScreen[Selection | None]):
                 yield Button("Cancel (Esc)", id="cancel")
 
     def on_mount(self) -> None:
+        self._size_lists()
+
+    def on_resize(self) -> None:
+        self._size_lists()
+
+    def _size_lists(self) -> None:
+        """Configs and benchmarks as wide as their longest name, up to a third of the screen
+        each (a third of the box each cut "o0.instruct" and "arc_challenge" at 80 columns);
+        the models take the rest. Then every label is cut to its list's new width."""
+        for name in ("configs", "benchmarks"):
+            widget = self.query_one(f"#sel-{name}", SelectionList)
+            longest = max((len(str(widget.get_option_at_index(k).value))
+                           for k in range(widget.option_count)), default=0)
+            # the border and the padding take 2 each, a scrollbar 2 more when rows overflow
+            scrollbar = 2 if widget.option_count > self.app.size.height // 2 else 0
+            widget.styles.width = min(longest + CHECKBOX_WIDTH + 4 + scrollbar,
+                                      self.app.size.width // 3)
         self.call_after_refresh(self._fit_labels)
 
     def _fit_labels(self) -> None:
