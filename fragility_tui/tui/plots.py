@@ -60,9 +60,10 @@ class ConfigAxis(AxisFormatter):
 
 
 class RowTicks(NumericAxisFormatter):
-    """y ticks at a nice step (1, 2 or 5 × 10^k), more than a row of points apart (a tick a
-    row apart can round onto its neighbour's row) and at most `max_ticks`: textual-plot picks 5-8 ticks at any height, and on a six-row plot two
-    of them shared a row, the later label winning (Compare's zero line read as -10)."""
+    """y ticks at a nice step (1, 2 or 5 × 10^k), more than a row of points apart (a tick
+    one row apart can round onto its neighbour's row) and at most `max_ticks`. textual-plot
+    picks 5-8 ticks at any height: on a six-row plot two of them shared a row, the later
+    label winning (Compare's zero line read as -10)."""
 
     def __init__(self, rows: int):
         self.rows = max(1, rows)
