@@ -40,7 +40,9 @@ def provenance_card(row) -> str:
                                                  limit=2000, one_line=True))
     lines += [f"  warning: {clean(w, limit=2000, one_line=True)}"
               for w in load.get("warnings") or []]
-    lines.append(f"  per benchmark {p.get('per_benchmark')}, seed {p.get('seed')}, "
+    per_benchmark = p.get("per_benchmark")  # None: every item of each benchmark
+    lines.append(f"  per benchmark {'all' if per_benchmark is None else per_benchmark}, "
+                 f"seed {p.get('seed')}, "
                  f"item-set sha256 {p.get('item_set_hash')}")
     for name, m in models.items():
         quant = m.get("quantization")

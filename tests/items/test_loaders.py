@@ -469,3 +469,7 @@ def test_the_run_card_lists_a_folders_files_and_warnings():
     assert ("files            arc_challenge_test.jsonl (test), arc_challenge_validation.jsonl "
             "(validation)") in card
     assert "warning: benchmarks: arc_challenge is read from 2 files, which mixes splits" in card
+    assert "per benchmark all, seed" in card  # no per-benchmark cap: not Python's None
+    capped = provenance_card({"run_id": "r", "status": "finished", "grid": "g",
+                              "provenance": {"per_benchmark": 10, "seed": 0}})
+    assert "per benchmark 10, seed 0" in capped
