@@ -10,6 +10,12 @@ def _one_line(text) -> str:
     return clean(text, limit=200, one_line=True)
 
 
+def _known(value, missing: str = "not recorded") -> str:
+    """A recorded value, or what its absence means (a served model has no weights file or
+    dtype of ours): the card never prints Python's None."""
+    return missing if value is None else str(value)
+
+
 def provenance_card(row) -> str:
     """The harness disclosure card of a run (SPEC §10), scoring first: a RunRecord (store/runs.py,
     a layer above this one) or its `to_dict()` as exports and the runs JSON carry it."""
@@ -25,12 +31,13 @@ def provenance_card(row) -> str:
     configs = p.get("configs") or spec.get("configs") or []
     lines.append(f"  configs          {len(configs)}: {', '.join(configs)}")
     lines.append(f"  generation       {p.get('decoding', 'greedy')}; max_new_tokens "
-                 f"{p.get('max_new_tokens', spec.get('max_new_tokens'))}; parser "
+                 f"{_known(p.get('max_new_tokens', spec.get('max_new_tokens')))}; parser "
                  f"{p.get('parser_version', '?')}; prompts {p.get('prompt_version', '?')}")
     lines.append(f"  likelihood       {p.get('likelihood', '?')}")
     for name, m in models.items():
-        lines.append(f"  {_one_line(name):<16} {m.get('prompt_mode')}; BOS "
-                     f"{'added' if m.get('add_bos') else 'not added'}; EOS ids {m.get('eos_ids')}")
+        lines.append(f"  {_one_line(name):<16} {_known(m.get('prompt_mode'))}; BOS "
+                     f"{'added' if m.get('add_bos') else 'not added'}; EOS ids "
+                     f"{_known(m.get('eos_ids'))}")
     lines.append(f"  spec version     {p.get('spec_version', '?')}")
     lines += ["", "Items"]
     lines.append(f"  {p.get('items', '?')} items from {', '.join(map(_one_line, p.get('item_sources') or spec.get('items') or []))}")
@@ -41,27 +48,26 @@ def provenance_card(row) -> str:
     lines += [f"  warning: {clean(w, limit=2000, one_line=True)}"
               for w in load.get("warnings") or []]
     per_benchmark = p.get("per_benchmark")  # None: every item of each benchmark
-    lines.append(f"  per benchmark {'all' if per_benchmark is None else per_benchmark}, "
-                 f"seed {p.get('seed')}, "
-                 f"item-set sha256 {p.get('item_set_hash')}")
+    lines.append(f"  per benchmark {_known(per_benchmark, 'all')}, seed "
+                 f"{_known(p.get('seed'))}, item-set sha256 {_known(p.get('item_set_hash'))}")
     for name, m in models.items():
         quant = m.get("quantization")
         lines += ["", f"Model {_one_line(name)}"]
         lines.append(f"  source           {_one_line(m.get('source'))}")
         if m.get("revision"):
             lines.append(f"  revision         {m['revision']}")
-        lines.append(f"  weights sha256   {m.get('weights_sha256')}")
+        lines.append(f"  weights sha256   {_known(m.get('weights_sha256'))}")
         gguf = m.get("gguf")
         if gguf:
             lines.append(f"  GGUF             {_one_line(gguf.get('file'))}, quant type "
                          f"{gguf.get('quant_type') or 'unknown'}; {_one_line(gguf.get('compute'))}")
-        lines.append(f"  dtype            {m.get('dtype')}")
+        lines.append(f"  dtype            {_known(m.get('dtype'))}")
         lines.append("  quantisation     " + (f"{quant['weights']} weights, {quant['library']} "
                                               f"{quant['version']} (base: {m.get('base_model')})"
                                               if quant else "none"))
         if quant and quant.get("execution"):
             lines.append(f"  executed as      {quant['execution']}")
-        lines.append(f"  tokenizer sha256 {m.get('tokenizer_sha256')}")
+        lines.append(f"  tokenizer sha256 {_known(m.get('tokenizer_sha256'))}")
         lines.append(f"  chat template    {m.get('chat_template_sha256') or 'none'}"
                      + (f"; arguments {_one_line(m['template_args'])}"
                         if m.get("template_args") else ""))
@@ -83,11 +89,11 @@ def provenance_card(row) -> str:
                          + (", sharded across GPUs" if m.get("device_map") else ""))
     libs = p.get("libraries") or {}
     lines += ["", "Runtime"]
-    lines.append(f"  device {p.get('device', '?')}, threads {p.get('threads')}, batch size "
-                 f"{p.get('batch_size')}, token budget {p.get('batch_tokens', 'auto')}, "
-                 f"prefix reuse {p.get('prefix_reuse')}, "
+    lines.append(f"  device {p.get('device', '?')}, threads {_known(p.get('threads'))}, batch "
+                 f"size {_known(p.get('batch_size'))}, token budget {p.get('batch_tokens', 'auto')}, "
+                 f"prefix reuse {_known(p.get('prefix_reuse'))}, "
                  f"host overlap {'on' if p.get('overlap') else 'off'}")
-    lines.append(f"  padding          {p.get('padding')}")
+    lines.append(f"  padding          {_known(p.get('padding'))}")
     for name, b in (p.get("batching") or {}).items():
         items = b.get("items_per_batch") or {}
         lines.append(f"  batches {_one_line(name)}: {b.get('batches')} of {items.get('min')}–"

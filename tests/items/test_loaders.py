@@ -473,3 +473,8 @@ def test_the_run_card_lists_a_folders_files_and_warnings():
     capped = provenance_card({"run_id": "r", "status": "finished", "grid": "g",
                               "provenance": {"per_benchmark": 10, "seed": 0}})
     assert "per benchmark 10, seed 0" in capped
+    served = provenance_card({"run_id": "r", "status": "finished", "grid": "g", "provenance": {
+        "models": {"m": {"source": "openai", "served_model": "x", "endpoint_host": "h",
+                         "endpoint": "completions", "template": "t"}}}})
+    model_block = served.split("Model m")[1].split("Runtime")[0]
+    assert "weights sha256   not recorded" in model_block and "None" not in model_block
