@@ -13,9 +13,9 @@ pytestmark = pytest.mark.anyio
 ROWS_OF_POINTS = 6  # the plot's frame, axes and labels take 8 rows of its height
 
 
-@pytest.mark.parametrize("size", [(100, 30), (120, 40)])
-async def test_the_compare_plot_keeps_six_rows_of_points(shipped_store, size):
-    app = FragilityApp(str(shipped_store.path))
+@pytest.mark.parametrize("size", [(80, 30), (120, 40)])
+async def test_the_compare_plot_keeps_six_rows_of_points(synthetic_store, size):
+    app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=size) as pilot:
         await wait_ready(app, pilot)
         await show_pane(app, pilot, "8")
