@@ -8,6 +8,11 @@ STAMP := $(VENV)/.installed
 HAS_CUDA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
 TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.13.0)
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist). On 2 cores, 2 workers took the suite from 28.7 to 21.3 min
+# (2026-12-04, one run each); tests/conftest.py keeps torch's threads from spinning on a
+# core the other worker holds. TEST_WORKERS=0 runs serially (snapshot updates, debugging).
+TEST_WORKERS ?= 2
+PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
 .PHONY: install run test test-reference test-bf16 test-fast bench gpu-check synthetic-grid sample-grid clean \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 llama-server serve-smollm2 test-llama-server
@@ -30,7 +35,7 @@ run: install
 	$(VENV)/bin/fragility-tui
 
 test: install
-	$(PY) -m pytest -q --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PARALLEL) --durations=25 $(PYTEST_ARGS)
 
 # DEVICE / DTYPE: where the reference check runs (`make test-reference DEVICE=cuda DTYPE=bf16`
 # on a GPU box); by default the CPU in fp32.
@@ -48,7 +53,7 @@ test-bf16: install  # bf16 vs batching on SmolLM2, 12 real items x 26 configs (t
 	FRAGILITY_BF16_CHECK=1 $(PY) -m pytest -q -s tests/runners/test_bf16_near_ties.py
 
 test-fast: install
-	$(PY) -m pytest -q -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -q $(PARALLEL) -m "not slow" $(PYTEST_ARGS)
 
 bench: install
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

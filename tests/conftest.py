@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -10,6 +11,18 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from helpers import require_shared_benchmarks, run_cli  # noqa: E402
+
+# `make test` runs two workers on two cores. torch's OpenMP threads spin while they wait, so
+# a 2-thread forward whose second core is taken by the other worker ran 4.4x slower than
+# alone; passive waiting brings it to a 1-thread forward's speed (/tmp probe, 2026-12-04).
+# Set before torch loads, in this process and every process a test starts.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def pytest_collection_modifyitems(items):
+    """Tests marked `long` first: started last, one would run alone at the end of a parallel
+    run while the other worker sits idle. (Stable: the rest keep their order.)"""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 @pytest.fixture

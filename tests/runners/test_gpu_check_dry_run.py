@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.slow, pytest.mark.shared]
+pytestmark = [pytest.mark.slow, pytest.mark.shared, pytest.mark.long]
 
 REPO = Path(__file__).parents[2]
 
