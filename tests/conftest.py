@@ -19,12 +19,6 @@ from helpers import require_shared_benchmarks, run_cli  # noqa: E402
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
-def pytest_collection_modifyitems(items):
-    """Tests marked `long` first: started last, one would run alone at the end of a parallel
-    run while the other worker sits idle. (Stable: the rest keep their order.)"""
-    items.sort(key=lambda item: item.get_closest_marker("long") is None)
-
-
 @pytest.fixture
 def shared_benchmarks() -> Path:
     return require_shared_benchmarks()

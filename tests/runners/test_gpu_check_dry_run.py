@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.slow, pytest.mark.shared, pytest.mark.long]
+pytestmark = [pytest.mark.slow, pytest.mark.shared]
 
 REPO = Path(__file__).parents[2]
 

@@ -30,8 +30,7 @@ DTYPE = os.environ.get("FRAGILITY_REFERENCE_DTYPE", "fp32")
 SCORE_TOLERANCE, NEAR_TIE = {"fp32": (1e-3, 1e-4)}.get(DTYPE, (0.1, 0.05))
 # 10 per benchmark is the acceptance check (`make test-reference`: ~30 min of plain
 # model.generate on a 2-core CPU); `make test` runs the same comparison on 2 per benchmark
-# (208 cells; the slowest test: 315 s alone, 367 s beside the other test worker on
-# 2026-12-04, so it is marked `long` and collected first).
+# (208 cells; the slowest test: 315 s alone, 367 s beside the other test worker on 2026-12-04).
 PER_BENCHMARK = int(os.environ.get("FRAGILITY_REFERENCE_PER_BENCHMARK", "2"))
 
 
@@ -60,7 +59,6 @@ def real_items(shared_benchmarks):  # tests/conftest.py: skips (fails in CI) wit
     return items
 
 
-@pytest.mark.long
 def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items):
     from fragility_tui.harness.configs import CONFIG_IDS
     from runners.plain_loop import reference_cell
