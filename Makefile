@@ -9,8 +9,8 @@ HAS_CUDA := $(shell command -v nvidia-smi >/dev/null 2>&1 && echo yes)
 TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.13.0)
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist). On 2 cores, 2 workers took the suite from 28.7 to 19.7-21.3 min
-# (2026-12-04, fresh clones, idle machine, one serial and two parallel runs); tests/conftest.py keeps torch's threads from spinning on a
-# core the other worker holds. TEST_WORKERS=0 runs serially (snapshot updates, debugging).
+# (2026-12-04, fresh clones, idle machine, one serial and two parallel runs);
+# tests/conftest.py keeps torch's threads from spinning on a core the other worker holds. TEST_WORKERS=0 runs serially (snapshot updates, debugging).
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
