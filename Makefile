@@ -10,7 +10,8 @@ TORCH_PIN := $(if $(or $(HAS_CUDA),$(filter any,$(FRAGILITY_TORCH))),,torch==2.1
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist). On 2 cores, 2 workers took the suite from 28.7 to 19.7-21.3 min
 # (2026-12-04, fresh clones, idle machine, one serial and two parallel runs);
-# tests/conftest.py keeps torch's threads from spinning on a core the other worker holds. TEST_WORKERS=0 runs serially (snapshot updates, debugging).
+# tests/conftest.py keeps torch's threads from spinning on a core the other worker holds.
+# TEST_WORKERS=0 runs serially (snapshot updates, debugging).
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
