@@ -4,8 +4,7 @@ A row is keyed by (grid, key, pair): `key` is a digest of the grid's content as 
 (the canonical cube's names, bits and presence), the reference and every setting
 (calibration.cache_key), so a changed grid can never be served an old result: its key
 differs. Rows are also deleted, like the packed cube (cube_cache.py), in the transaction
-that adds cells or items to a grid or deletes it (Store.write_cell_table, add_items,
-delete_grid), so old keys do not pile up. (A calibration that was computing while its grid
+that adds cells or items to a grid or deletes it (schema.forget_derived; delete_grid), so old keys do not pile up. (A calibration that was computing while its grid
 changed may still write its row afterwards under its old key; it is never read and goes with
 the grid's next change.) Its table is declared with the others in schema.py (migration 5)."""
 
@@ -14,14 +13,6 @@ from __future__ import annotations
 import json
 
 from fragility_tui.store.schema import utc_now
-
-
-def invalidate(con, grids) -> None:
-    """Forget the calibrations of these grids (their cells or items change)."""
-    grids = list(grids)
-    if grids:
-        con.execute(f"DELETE FROM calibration_cache WHERE grid IN ({', '.join('?' * len(grids))})",
-                    grids)
 
 
 class CalibrationRecords:

@@ -3,9 +3,10 @@
 Building the cube from the cells table joins every cell on three strings: ~10 s for a
 100 × 20,000 × 26 grid (52 M cells). The packed bits of that cube are 13 MB and read back
 in well under a second. Every change to a grid's cells or items deletes its entry in the
-same transaction (Store.write_cell_table, add_items, delete_grid), and an entry is written
-only when the grid is provably unchanged since its cells were read (same cell and item
-counts, same creation time), so a cached cube is never stale.
+same transaction (schema.forget_derived, called by Store.write_cell_table, add_items and
+merge; delete_grid), and an entry is written only when the grid is provably unchanged
+since its cells were read (same cell and item counts, same creation time), so a cached
+cube is never stale.
 Its table is declared with the others in schema.py (migration 4)."""
 
 from __future__ import annotations
@@ -48,11 +49,3 @@ def write(con, grid: str, stamp: tuple, models, configs, bits: np.ndarray,
                  json.dumps(list(configs)), json.dumps(list(bits.shape)),
                  np.packbits(bits.ravel()).tobytes(), np.packbits(present.ravel()).tobytes()])
     return True
-
-
-def invalidate(con, grids) -> None:
-    """Forget the cached cubes of these grids (their cells or items change)."""
-    grids = list(grids)
-    if grids:
-        con.execute(f"DELETE FROM cube_cache WHERE grid IN ({', '.join('?' * len(grids))})",
-                    grids)

@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 
 from fragility_tui.errors import InputError
-from fragility_tui.store import calibration_cache, cube_cache
+from fragility_tui.store import cube_cache
+from fragility_tui.store.schema import forget_derived
 from fragility_tui.harness.configs import CONFIG_IDS
 
 BATCH_ROWS = 1 << 20
@@ -165,8 +166,7 @@ class CellMerger:
     def pack_cube(self) -> None:
         """Keep the merged grid's cube packed (its configs: those with a cell)."""
         if self.added:
-            cube_cache.invalidate(self.con, [self.grid])
-            calibration_cache.invalidate(self.con, [self.grid])
+            forget_derived(self.con, [self.grid])
         if not self.present.any():
             return
         held = self.present.any(axis=(0, 1))

@@ -48,6 +48,10 @@ CALIBRATION_CACHE_TABLE = """CREATE TABLE IF NOT EXISTS calibration_cache (
     grid VARCHAR NOT NULL, key VARCHAR NOT NULL, a VARCHAR NOT NULL, b VARCHAR NOT NULL,
     created_at TIMESTAMP, result VARCHAR, PRIMARY KEY (grid, key, a, b))"""
 
+# The tables derived from a grid's cells and items: the transaction that changes those
+# deletes the grid's rows here (forget_derived), so no reader is served a stale one.
+DERIVED_TABLES = ("cube_cache", "calibration_cache")
+
 # Each entry upgrades the schema from version i+1 to i+2; append, never edit.
 MIGRATIONS: list[str] = [
     # 2: a run's process is identified by pid and start time (a reused pid is not the run)
@@ -116,6 +120,16 @@ class GridInfo:
                 "configs": self.configs, "cells": self.cells, "complete": self.complete,
                 "synthetic": self.synthetic, "description": self.description,
                 "created_at": self.created_at}
+
+
+def forget_derived(con, grids) -> None:
+    """Delete what is derived from these grids (DERIVED_TABLES), inside the caller's
+    transaction that adds cells or items to them."""
+    grids = list(grids)
+    if grids:
+        marks = ", ".join("?" * len(grids))
+        for table in DERIVED_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE grid IN ({marks})", grids)
 
 
 def utc_now() -> datetime:

@@ -28,14 +28,15 @@ import numpy as np
 from fragility_tui import settings
 from fragility_tui.errors import InputError, StoreBusyError
 from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
-from fragility_tui.store import calibration_cache, cube_cache
+from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
 from fragility_tui.grid.cube import Cube
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import ModelRecords
 from fragility_tui.store.runs import RunRecords
-from fragility_tui.store.schema import (MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION,
-                                             CellRow, GridInfo, cell_table, utc_now)
+from fragility_tui.store.schema import (DERIVED_TABLES, MIGRATIONS, SCHEMA_V1,
+                                        SCHEMA_VERSION, CellRow, GridInfo, cell_table,
+                                        forget_derived, utc_now)
 
 APP_NAME = settings.APP_NAME
 LOCK_WAIT_S = settings.lock_wait_s()  # read once, at import, as the default of Store()
@@ -192,8 +193,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
     def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
         def run(c):
             for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),
-                                  ("cube_cache", "grid"), ("calibration_cache", "grid"),
-                                  ("grids", "name")):
+                                  *((t, "grid") for t in DERIVED_TABLES), ("grids", "name")):
                 c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
 
         self._in_transaction(con, run)
@@ -231,8 +231,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
         con.register("_new_items", table)
         con.execute("INSERT INTO items SELECT * FROM _new_items")
         con.unregister("_new_items")
-        cube_cache.invalidate(con, [grid])
-        calibration_cache.invalidate(con, [grid])
+        forget_derived(con, [grid])
         return len(new)
 
     def load_items(self, grid: str) -> list[Item]:
@@ -289,8 +288,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
             if added:
                 grids = [r[0] for r in con.execute("SELECT DISTINCT grid FROM _new_cells")
                          .fetchall()]
-                cube_cache.invalidate(con, grids)
-                calibration_cache.invalidate(con, grids)
+                forget_derived(con, grids)
             return added
         finally:
             con.unregister("_new_cells")
@@ -300,6 +298,12 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
             rows = con.execute("SELECT item_uid, config_id FROM cells WHERE grid = ? AND model = ?",
                                [grid, model]).fetchall()
         return set(rows)
+
+    def cells_of_run(self, grid: str, run_id: str) -> int:
+        """How many of the grid's cells the run wrote (a merge's check that none was lost)."""
+        with self.connect() as con:
+            return con.execute("SELECT count(*) FROM cells WHERE grid = ? AND run_id = ?",
+                               [grid, run_id]).fetchone()[0]
 
     def count_cells(self, grid: str | None = None) -> int:
         with self.connect() as con:
