@@ -33,7 +33,7 @@ from fragility_tui.store.calibration_cache import CalibrationRecords
 from fragility_tui.grid.cube import Cube
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import ModelRecords
-from fragility_tui.store.runs import RunRecords
+from fragility_tui.store.run_table import RunRecords
 from fragility_tui.store.schema import (DERIVED_TABLES, MIGRATIONS, SCHEMA_V1,
                                         SCHEMA_VERSION, CellRow, GridInfo, cell_table,
                                         forget_derived, utc_now)
