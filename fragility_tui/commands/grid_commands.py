@@ -98,7 +98,8 @@ def cmd_grids_delete(args) -> int:
     if not args.yes:
         raise InputError(f"this deletes {what}; nothing deleted: repeat with --yes",
                          field="--yes")
-    store.delete_runs([r.run_id for r in runs])
+    if runs:  # an imported or simulated grid has no run records
+        store.delete_runs([r.run_id for r in runs])
     store.delete_grid(args.name)
     print(f"deleted {what}")
     return 0

@@ -33,6 +33,15 @@ def test_grids_delete_asks_for_yes_then_deletes_the_grid_and_its_runs(tmp_path):
     assert out.returncode == 2 and "no grid named 'sim'" in out.stderr
 
 
+def test_grids_delete_of_a_grid_without_runs(tmp_path):
+    """Issue 44: a simulated grid has no run records; deleting it must not crash."""
+    db, store, _ = make_store(tmp_path)
+    out = run_cli("grids", "delete", "other", "--yes", db=db)
+    assert out.returncode == 0, out.stderr
+    assert "0 run record(s)" in out.stdout and "Traceback" not in out.stderr
+    assert not store.has_grid("other") and store.has_grid("sim")
+
+
 def test_runs_delete_asks_for_yes_and_keeps_the_cells(tmp_path):
     db, store, run_id = make_store(tmp_path)
     out = run_cli("runs", "delete", run_id, db=db)
