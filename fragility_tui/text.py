@@ -89,3 +89,39 @@ def md_cell(value: object) -> str:
         return ""
     text = json.dumps(value) if isinstance(value, list) else str(value)
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", "").replace("\n", "<br>")
+
+
+SECRET_FRAGMENT = 8  # characters: a piece of a key this long or longer is removed
+SECRET_MARK = "[api key]"
+
+
+def redact_secret(text: str, secret: str | None, *, fragment: int = SECRET_FRAGMENT) -> str:
+    """`text` with every piece of `secret` at least `fragment` characters long replaced by
+    "[api key]" (a key shorter than that: the whole key). Applied before any cut, so a key
+    that a cut would have split is gone whole; a piece of it is gone too, where a server
+    quoted only part of it. Linear in the text: each `fragment`-long window is looked up
+    among the key's windows, and runs of matching windows are replaced together."""
+    if not secret or not text:
+        return text
+    if len(secret) < fragment:
+        return text.replace(secret, SECRET_MARK)
+    windows = {secret[i:i + fragment] for i in range(len(secret) - fragment + 1)}
+    out, start = [], None  # start: where the current run of key windows began
+    end = -1  # how far the current run reaches
+    for i in range(len(text) - fragment + 1):
+        if text[i:i + fragment] in windows:
+            if start is None or i > end:
+                if start is not None:
+                    out.append((start, end))
+                start = i
+            end = i + fragment
+    if start is not None:
+        out.append((start, end))
+    if not out:
+        return text
+    pieces, at = [], 0
+    for a, b in out:
+        pieces += [text[at:a], SECRET_MARK]
+        at = b
+    pieces.append(text[at:])
+    return "".join(pieces)
