@@ -21,8 +21,8 @@ from fragility_tui.analysis.classify import bands
 from fragility_tui.analysis.decisions import TARGETS, decide_pairs
 from fragility_tui.analysis.itemstats import item_summary
 from fragility_tui.analysis.near_ties import near_tie_fragility
-from fragility_tui.analysis.pairs import (adjacent_pairs, gap_splits, pairs_summary,
-                                          reference_ranking)
+from fragility_tui.analysis.pairs import (GapSplit, PairsSummary, adjacent_pairs, gap_splits,
+                                          pairs_summary, reference_ranking)
 from fragility_tui.analysis.pooled_share import pooled_share_ci
 from fragility_tui.analysis.rankings import rankings
 from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
@@ -40,10 +40,6 @@ def _num(x) -> float | None:
         return None
     x = float(x)
     return x if math.isfinite(x) else None
-
-
-def _pair(t) -> list | None:
-    return None if t is None else [float(t[0]), float(t[1])]
 
 
 def _mean_defined(values) -> float | None:
@@ -235,112 +231,131 @@ def _ci(ci, scale: float = 100.0, digits: int = 1) -> str:
     return "-" if ci is None else f"[{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
 
 
-def _sections(report: dict) -> list[dict]:
+def _sections(report: Report) -> list[dict]:
     """The report as titled tables, shared by both renderings."""
-    g = report["grid"]
-    target = report.get("settings", {}).get("target", "observed")
-    secs = [{"title": "Grid", "notes": [
-        f"grid {g.get('name') or '-'}: {len(g['models'])} models x {g['n_items']} items x "
-        f"{len(g['configs'])} configs; reference {g['reference']}; spec v{report['spec_version']}",
-    ] + ([] if g["reference"] == REFERENCE else [
-        f"reference {g['reference']} stands in for SPEC's {REFERENCE}: every figure is "
-        "measured against it"])}]
-    secs.append({
-        "title": "Bands (accuracy %, SPEC 5)",
-        "headers": ["#", "model", "ref", "min", "min at", "max", "max at", "spread", "robust",
-                    "frag%ref", "RC", "RW", "frag", "inc"],
-        "rows": [[b.get("rank") or "-", b["model"], _pct(b["reference"]), _pct(b["min"]),
-                  b["min_config"] or "-",
-                  _pct(b["max"]), b["max_config"] or "-", _pct(b["spread"]),
-                  _pct(b["robust_accuracy"]), _pct(b["fragile_share_of_reference_correct"]),
-                  b["robust_correct"], b["robust_wrong"], b["fragile"], b["incomplete"]]
-                 for b in report["bands"]]})
-    if report.get("costs"):
+    g = report.grid
+    notes = [f"grid {g.name or '-'}: {len(g.models)} models x {g.n_items} items x "
+             f"{len(g.configs)} configs; reference {g.reference}; spec v{report.spec_version}"]
+    if g.reference != REFERENCE:
+        notes.append(f"reference {g.reference} stands in for SPEC's {REFERENCE}: every figure "
+                     "is measured against it")
+    secs = [{"title": "Grid", "notes": notes}, _bands_table(report.bands)]
+    if report.costs:
         secs.append({
             "title": "Cost per item (beside accuracy, not folded into it)",
             "headers": ["model", "ref acc", "seconds", "tokens"],
-            "rows": [[m, _pct(b["reference"]), _flt(c["seconds_per_item"], 3),
-                      _flt(c["tokens_per_item"], 1)]
-                     for b in report["bands"]
-                     for m, c in [(b["model"], report["costs"][b["model"]])]]})
-    if any(row["near_tie_cells"] for row in report.get("near_ties", [])):
+            "rows": [[row.band.model, _pct(row.band.reference),
+                      _flt(report.costs[row.band.model].seconds_per_item, 3),
+                      _flt(report.costs[row.band.model].tokens_per_item, 1)]
+                     for row in report.bands]})
+    if any(row.near_tie_cells for row in report.near_ties or ()):
         secs.append({
             "title": "Near-ties: fragility that rounding alone can explain",
             "headers": ["model", "fragile rows", "only via near-ties", "near-tie cells"],
-            "rows": [[r["model"], r["fragile"], r["only_near_ties"], r["near_tie_cells"]]
-                     for r in report["near_ties"]],
+            "rows": [[r.model, r.fragile, r.only_near_ties, r.near_tie_cells]
+                     for r in report.near_ties],
             "notes": ["a fragile row is fragile only via near-ties when its cells outside "
                       "the run's rounding tolerance (margin, near_tie) all agree"]})
-    ps = report["pairs_summary"]
-    secs.append({
+    secs += [_pairs_table(report.pairs, report.pairs_summary), _configs_table(report.configs),
+             _rankings_notes(report.rankings, len(g.models)), _axes_table(report.axes),
+             _discrimination_notes(report.discrimination, report.compression),
+             _decisions_table(report)]
+    return secs
+
+
+def _bands_table(bands: tuple[BandRow, ...]) -> dict:
+    return {
+        "title": "Bands (accuracy %, SPEC 5)",
+        "headers": ["#", "model", "ref", "min", "min at", "max", "max at", "spread", "robust",
+                    "frag%ref", "RC", "RW", "frag", "inc"],
+        "rows": [[row.rank or "-", b.model, _pct(b.reference), _pct(b.min), b.min_config or "-",
+                  _pct(b.max), b.max_config or "-", _pct(b.spread), _pct(b.robust_accuracy),
+                  _pct(b.fragile_share_of_reference_correct), b.robust_correct,
+                  b.robust_wrong, b.fragile, b.incomplete]
+                 for row in bands for b in [row.band]]}
+
+
+def _pairs_table(pairs: tuple[GapSplit, ...], ps: PairsSummary) -> dict:
+    return {
         "title": "Pairs: gap split in items (SPEC 6)",
         "headers": ["A", "B", "gap", "|S|", "A+", "B+", "stab", "inc", "frag", "share%",
                     "verdict", "man", "rev"],
-        "rows": [[p["a"], p["b"], p["gap"], p["stable_items"], p["a_only_stable"],
-                  p["b_only_stable"], p["stable_gap"], p.get("incomplete_gap", 0),
-                  p["fragile_gap"], _pct(p["fragile_share"]),
-                  p["verdict"] + ("" if p.get("adjacent", True) else " *"),
-                  "yes" if p["manufactured"] else "no", p["reversals"]]
-                 for p in report["pairs"]],
-        "notes": [f"{ps['nonzero_gaps']} nonzero adjacent gaps, {ps['manufactured']} manufactured; "
-                  f"fragile share mean {_pct(ps['mean_fragile_share'])}%, pooled "
-                  f"{_pct(ps['pooled_fragile_share'])}% (95% CI "
-                  f"{_ci(ps.get('pooled_fragile_share_ci'))} resampling items)",
+        "rows": [[p.a, p.b, p.gap, p.stable_items, p.a_only_stable, p.b_only_stable,
+                  p.stable_gap, p.incomplete_gap, p.fragile_gap, _pct(p.fragile_share),
+                  p.verdict + ("" if p.adjacent else " *"),
+                  "yes" if p.manufactured else "no", p.reversals]
+                 for p in pairs],
+        "notes": [f"{ps.nonzero_gaps} nonzero adjacent gaps, {ps.manufactured} manufactured; "
+                  f"fragile share mean {_pct(ps.mean_fragile_share)}%, pooled "
+                  f"{_pct(ps.pooled_fragile_share)}% (95% CI "
+                  f"{_ci(ps.pooled_fragile_share_ci)} resampling items)",
                   "A+/B+: stable items only A / only B gets right in every config; "
                   "inc: the part of gap on items with a missing cell (not fragility); "
                   "* = a named pair, not adjacent"]
-                 + [f"{p['a']} vs {p['b']}: {p['detail']}" for p in report["pairs"]
-                    if p.get("detail")]})
-    secs.append({
+                 + [f"{p.a} vs {p.b}: {p.detail}" for p in pairs if p.detail]}
+
+
+def _configs_table(configs: tuple[ConfigRow, ...]) -> dict:
+    return {
         "title": "Configs (SPEC 6)",
         "headers": ["config", "champion(s)", "acc", "margin", "tau-b", "flipped"],
-        "rows": [[c["config"], ", ".join(c["champions"]) or "-",
-                  _pct(c["accuracy"].get(c["champions"][0]) if c["champions"] else None),
-                  "-" if c["margin_items"] is None else c["margin_items"],
-                  _flt(c["kendall_tau"]), _pct(c["flipped_pair_fraction"])]
-                 for c in report["configs"]]})
-    r = report["rankings"]
-    secs.append({"title": "Rankings", "notes": [
-        f"{r['champion_count']} of {len(g['models'])} models are champion somewhere: "
-        + (", ".join(r["champions"]) or "-"),
-        f"{len(r['top3_models'])} reach the top 3: " + (", ".join(r["top3_models"]) or "-"),
-        f"mean Kendall tau-b {_flt(r['mean_kendall_tau'])}; mean flipped pair fraction "
-        f"{_pct(r['mean_flipped_pair_fraction'])}%",
+        "rows": [[c.config, ", ".join(c.champions) or "-",
+                  _pct(c.accuracy.get(c.champions[0]) if c.champions else None),
+                  "-" if c.margin_items is None else c.margin_items,
+                  _flt(c.kendall_tau), _pct(c.flipped_pair_fraction)]
+                 for c in configs]}
+
+
+def _rankings_notes(r: RankingsSummary, n_models: int) -> dict:
+    return {"title": "Rankings", "notes": [
+        f"{r.champion_count} of {n_models} models are champion somewhere: "
+        + (", ".join(r.champions) or "-"),
+        f"{len(r.top3_models)} reach the top 3: " + (", ".join(r.top3_models) or "-"),
+        f"mean Kendall tau-b {_flt(r.mean_kendall_tau)}; mean flipped pair fraction "
+        f"{_pct(r.mean_flipped_pair_fraction)}%",
         "median margin (items): " + (", ".join(f"{m} {v:g}" for m, v in
-                                               r["median_margin_by_champion"].items()) or "-"),
-    ]})
-    ax = report["axes"]
-    secs.append({
+                                               r.median_margin_by_champion.items()) or "-"),
+    ]}
+
+
+def _axes_table(ax: AxisAblation) -> dict:
+    return {
         "title": "Axis ablation: preserved fraction of reference-correct (SPEC 7)",
         "headers": ["model", *AXES],
-        "rows": [[m, *(_flt(v[a]) for a in AXES)] for m, v in ax["per_model"].items()]
-                + [["mean", *(_flt(ax["mean"][a]) for a in AXES)]]})
-    d, c = report["discrimination"], report["compression"]
-    rng = c["discriminative_range"]
-    method = {"irt": "2PL IRT slope"}.get(d.get("method"), "item-total correlation")
-    secs.append({"title": "Discrimination, fragility, compression (SPEC 8)", "notes": [
-        f"discrimination-fragility r {_flt(d['r'])}; 95% CI {_ci(d['ci'], 1.0, 2)} "
-        f"resampling items, {_ci(d.get('ci_two_way'), 1.0, 2)} resampling items and models",
+        "rows": [[m, *(_flt(v[a]) for a in AXES)] for m, v in ax.per_model.items()]
+                + [["mean", *(_flt(ax.mean[a]) for a in AXES)]]}
+
+
+def _discrimination_notes(d: DiscriminationSummary, c: CompressionSummary) -> dict:
+    rng = c.discriminative_range
+    method = {"irt": "2PL IRT slope"}.get(d.method, "item-total correlation")
+    irt = d.irt or {}  # analysis.irt.irt_limits: the fit's model count and slope errors
+    return {"title": "Discrimination, fragility, compression (SPEC 8)", "notes": [
+        f"discrimination-fragility r {_flt(d.r)}; 95% CI {_ci(d.ci, 1.0, 2)} "
+        f"resampling items, {_ci(d.ci_two_way, 1.0, 2)} resampling items and models",
         f"discrimination = {method}"
-        + ("" if not (d.get("irt") or {}).get("slope_se_median") else
-           f" (median slope standard error {_flt(d['irt']['slope_se_median'])})"),
-        *([] if not (d.get("irt") or {}).get("warning") else [f"warning: {d['irt']['warning']}"]),
-        f"mean fragility: top-{d['top_k']} discriminative {_flt(d['top_k_mean_fragility'])} "
-        f"vs all items {_flt(d['mean_fragility'])}",
-        f"champions with {c['k']} items: random {_flt(c['random_mean_champions'], 1)}, "
-        f"by discrimination {_flt(c['discriminative_mean_champions'], 1)}"
+        + ("" if not irt.get("slope_se_median") else
+           f" (median slope standard error {_flt(irt['slope_se_median'])})"),
+        *([] if not irt.get("warning") else [f"warning: {irt['warning']}"]),
+        f"mean fragility: top-{d.top_k} discriminative {_flt(d.top_k_mean_fragility)} "
+        f"vs all items {_flt(d.mean_fragility)}",
+        f"champions with {c.k} items: random {_flt(c.random_mean_champions, 1)}, "
+        f"by discrimination {_flt(c.discriminative_mean_champions, 1)}"
         + ("" if rng is None else f" (range {rng[0]}-{rng[1]})"),
-    ]})
-    rows = [[x["a"], x["b"], x["target"], _pct(x["delta"]), _ci(x["ci"]), x["label"],
-             ", ".join(x["flags"][1:]) or "-"]
-            for x in sorted(report["decisions"], key=lambda x: x["target"] != target)]
-    secs.append({
-        "title": f"Decisions at {g['reference']} (SPEC 9; delta in points, "
-                 f"margin {report.get('settings', {}).get('margin', 2.0):g})",
+    ]}
+
+
+def _decisions_table(report: Report) -> dict:
+    target = report.settings.target if report.settings else "observed"
+    margin = report.settings.margin if report.settings else 2.0
+    rows = [[x.a, x.b, x.target, _pct(x.delta), _ci(x.ci), x.label, ", ".join(x.flags[1:]) or "-"]
+            for x in sorted(report.decisions, key=lambda x: x.target != target)]
+    return {
+        "title": f"Decisions at {report.grid.reference} (SPEC 9; delta in points, "
+                 f"margin {margin:g})",
         "headers": ["A", "B", "target", "delta", "95% CI", "label", "more flags"],
         "rows": rows,
-        "notes": ["more flags: the blocking flags after the label"]})
-    return secs
+        "notes": ["more flags: the blocking flags after the label"]}
 
 
 def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:
@@ -365,7 +380,8 @@ def _is_number(text: str) -> bool:
     return text.lstrip("-[").replace(".", "", 1)[:1].isdigit()
 
 
-def render_text(report: dict, width: int = TEXT_WIDTH) -> str:
+def render_text(report: Report, width: int = TEXT_WIDTH) -> str:
+    """The full report (report_of's, not a partial one) as text tables within width."""
     return render_sections(_sections(report), width)
 
 
@@ -395,7 +411,8 @@ def _md_cell(value) -> str:
     return _one_line(value).replace("\\", "\\\\").replace("|", "\\|")
 
 
-def render_markdown(report: dict) -> str:
+def render_markdown(report: Report) -> str:
+    """The full report as Markdown tables."""
     out = []
     for sec in _sections(report):
         out.append(f"### {sec['title']}")

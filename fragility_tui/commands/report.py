@@ -127,9 +127,9 @@ def run(args) -> int:
     report = grid_report(store, args.grid, cube=cube, target=args.target, margin=args.margin,
                          seed=args.seed, pairs=pairs, n_boot=args.boot, k=args.k,
                          n_random=args.random_draws,
-                         discrimination=args.discrimination).to_json()
+                         discrimination=args.discrimination)
     if args.json:
-        text = json.dumps(report, indent=2, allow_nan=False)
+        text = json.dumps(report.to_json(), indent=2, allow_nan=False)
     elif args.markdown:
         text = render_markdown(report)
     else:

@@ -62,9 +62,9 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
         from fragility_tui.analysis.report import render_markdown
         from fragility_tui.services.reports import grid_report
 
-        report = grid_report(store, grid, **(report_options or {})).to_json()
-        write_atomic(out, json.dumps(report, indent=2, allow_nan=False) + "\n" if fmt == "json"
-                     else render_markdown(report) + "\n")
+        report = grid_report(store, grid, **(report_options or {}))
+        write_atomic(out, json.dumps(report.to_json(), indent=2, allow_nan=False) + "\n"
+                     if fmt == "json" else render_markdown(report) + "\n")
         return f"wrote the report of {grid} to {out}"
     doc = provenance_document(store, grid)
     write_atomic(out, json.dumps(doc, indent=2, default=str) + "\n" if fmt == "json"

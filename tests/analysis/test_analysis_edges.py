@@ -160,17 +160,18 @@ def test_incomplete_rows_are_their_own_part_of_the_gap():
     missing cell as fragility: fragile gap 2)."""
     from analysis_grids import make_cube
 
-    from fragility_tui.analysis.report import build_report, render_text
+    from fragility_tui.analysis.report import render_text, report_of
 
     cube = make_cube({"A": ["11", "1.", "10", "11"], "B": ["00", "00", "00", "11"]},
                      ["b1"] * 4, configs=("o0.letter", "o0.paren"))
-    report = build_report(cube, n_boot=20, k=2, n_random=5)
+    typed = report_of(cube, n_boot=20, k=2, n_random=5)
+    report = typed.to_json()
     (pair,) = report["pairs"]
     assert (pair["gap"], pair["stable_gap"], pair["incomplete_gap"], pair["fragile_gap"]) == (
         3, 1, 1, 1)
     assert pair["fragile_share"] == pytest.approx(1 / 3)
     assert pair["detail"] == "too few stable disagreements to order (n = 1)"
     assert report["spec_version"] == "3"
-    text = render_text(report)
+    text = render_text(typed)
     assert "inc" in text.split("Pairs: gap split")[1].splitlines()[2].split()
     assert "A vs B: too few stable disagreements to order (n = 1)" in text

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fragility_tui.analysis.irt import _objective, _quadrature, fit_2pl, irt_discrimination
-from fragility_tui.analysis.report import build_report, render_text
+from fragility_tui.analysis.report import build_report, render_text, report_of
 from fragility_tui.grid.cube import Cube
 
 FAST = dict(n_boot=50, k=10, n_random=20)
@@ -72,7 +72,8 @@ def test_constant_and_sparse_items_are_undefined():
 def test_report_switches_discrimination_behind_r_top_k_and_compression():
     cube, *_ = simulated(n_models=60, n_items=40, seed=2)
     ctt = build_report(cube, **FAST)
-    irt = build_report(cube, discrimination="irt", **FAST)
+    typed_irt = report_of(cube, discrimination="irt", **FAST)
+    irt = typed_irt.to_json()
     assert ctt["discrimination"]["method"] == "item-total"
     assert irt["discrimination"]["method"] == irt["settings"]["discrimination"] == "irt"
     assert irt["discrimination"]["r"] != ctt["discrimination"]["r"]
@@ -80,7 +81,7 @@ def test_report_switches_discrimination_behind_r_top_k_and_compression():
     # everything outside §8 is the same report
     for key in ("bands", "pairs", "configs", "decisions", "axes"):
         assert irt[key] == ctt[key]
-    assert "discrimination = 2PL IRT slope" in render_text(irt)
+    assert "discrimination = 2PL IRT slope" in render_text(typed_irt)
     with pytest.raises(ValueError, match="discrimination must be one of"):
         build_report(cube, discrimination="rasch", **FAST)
 
@@ -113,12 +114,13 @@ def test_report_warns_below_the_model_count_where_recovery_is_poor():
     from fragility_tui.analysis.irt import MIN_MODELS
 
     few, *_ = simulated(n_models=60, n_items=40, seed=2)
-    report = build_report(few, discrimination="irt", **FAST)
+    typed = report_of(few, discrimination="irt", **FAST)
+    report = typed.to_json()
     info = report["discrimination"]["irt"]
     assert (info["n_models"], info["min_models"]) == (60, MIN_MODELS)
     assert "below 100 models slope recovery is poor" in info["warning"]
     assert info["slope_se_median"] > 0
-    assert "warning: 2PL slopes from 60 models" in render_text(report)
+    assert "warning: 2PL slopes from 60 models" in render_text(typed)
     many, *_ = simulated(n_models=MIN_MODELS, n_items=40, seed=3)
     assert build_report(many, discrimination="irt", **FAST)["discrimination"]["irt"][
         "warning"] is None

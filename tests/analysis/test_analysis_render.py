@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from fragility_tui.analysis.report import build_report, render_markdown, render_text
+from fragility_tui.analysis.report import build_report, render_markdown, render_text, report_of
 
 from analysis_grids import TINY, TINY_BENCHMARKS, make_cube
 
 
 def _report(names=None):
     rows = TINY if names is None else dict(zip(names, TINY.values()))
-    return build_report(make_cube(rows, TINY_BENCHMARKS), n_boot=50, k=3, n_random=10,
-                        name="tiny")
+    return report_of(make_cube(rows, TINY_BENCHMARKS), n_boot=50, k=3, n_random=10,
+                     name="tiny")
 
 
 def test_text_fits_100_columns_even_with_long_names():
@@ -61,5 +61,5 @@ def test_costs_are_shown_beside_accuracy_not_folded_in():
         "m2": {"seconds_per_item": None, "tokens_per_item": None},
         "m3": {"seconds_per_item": None, "tokens_per_item": None}}
     assert plain.pop("costs") is None and with_costs == plain
-    assert "Cost per item" in render_text(build_report(cube, n_boot=50, k=3, n_random=10,
-                                                       costs=costs))
+    assert "Cost per item" in render_text(report_of(cube, n_boot=50, k=3, n_random=10,
+                                                    costs=costs))

@@ -14,7 +14,7 @@ from fragility_tui.analysis.itemstats import (STREAM_POOLED_SHARE, STREAM_TWO_WA
                                               resample_counts, rng_for, two_way_pearson_ci)
 from fragility_tui.analysis.pairs import adjacent_pairs, gap_splits
 from fragility_tui.analysis.pooled_share import pooled_share_ci
-from fragility_tui.analysis.report import build_report, render_text
+from fragility_tui.analysis.report import render_text, report_of
 from fragility_tui.grid.cube import Cube
 
 
@@ -85,10 +85,11 @@ def test_pooled_share_interval_matches_explicit_resamples(seed):
 
 
 def test_report_names_each_interval_by_what_it_resamples():
-    report = build_report(random_cube(5, n_items=60), n_boot=50, k=5, n_random=5)
+    typed = report_of(random_cube(5, n_items=60), n_boot=50, k=5, n_random=5)
+    report = typed.to_json()
     d, ps = report["discrimination"], report["pairs_summary"]
     assert (d["ci_unit"], d["ci_two_way_unit"], ps["pooled_fragile_share_ci_unit"]) == (
         "items", "items and models", "items")
     assert d["ci_two_way"][0] < d["ci"][0] and d["ci"][1] < d["ci_two_way"][1]
-    text = render_text(report)
+    text = render_text(typed)
     assert "resampling items and models" in text and "resampling items)" in text

@@ -59,8 +59,9 @@ def test_the_report_counts_near_tie_fragility_from_the_stored_cells(tmp_path):
             CellRow("m", "x/2", "o0.letter", True, 0, margin=2.0, near_tie=False),
             CellRow("m", "x/2", "o0.paren", False, 1, margin=3.0, near_tie=False)]
     store.write_cells("g", rows)
-    report = grid_report(store, "g").to_json()
+    typed = grid_report(store, "g")
+    report = typed.to_json()
     assert report["near_ties"] == [{"model": "m", "fragile": 2, "only_near_ties": 1,
                                     "near_tie_cells": 1}]
-    text = render_text(report)
+    text = render_text(typed)
     assert "Near-ties" in text and "only via near-ties" in text

@@ -65,14 +65,14 @@ def test_cells_markdown_reads_back_row_by_row(db, tmp_path):
 
 def test_report_json_equals_build_report(db, tmp_path):
     """The export is `report`'s own report, cost section included (one builder)."""
-    from fragility_tui.analysis.report import build_report, render_markdown
+    from fragility_tui.analysis.report import render_markdown, report_of
 
     store = Store(db)
     cube = store.load_cube("sim")
-    report = build_report(cube, name="sim", costs=store.model_costs("sim"),
-                          near_tie=store.near_tie_mask("sim", cube))
-    assert report["costs"] is not None
-    assert json.loads(_export(db, tmp_path, "sim", "report", "json").read_text()) == report
+    report = report_of(cube, name="sim", costs=store.model_costs("sim"),
+                       near_tie=store.near_tie_mask("sim", cube))
+    assert report.costs is not None
+    assert json.loads(_export(db, tmp_path, "sim", "report", "json").read_text()) == report.to_json()
     assert _export(db, tmp_path, "sim", "report", "markdown").read_text() == render_markdown(report) + "\n"
 
 
