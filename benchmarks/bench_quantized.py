@@ -2,7 +2,7 @@
 
 Loads SmolLM2-135M-Instruct twice with the same quanto scheme: once as optimum-quanto leaves
 it (every forward de-quantises every weight), once as the runner runs it
-(runners.quantized.dequantize_once). Both score the same starter items alternately; the
+(runners.models.quantized.dequantize_once). Both score the same starter items alternately; the
 script checks that their log-likelihoods and generations are identical and prints the
 speed-up (ratio of summed times in this process).
 
@@ -31,10 +31,10 @@ def main(argv=None) -> int:
 
     from fragility_tui.harness.configs import CONFIG_IDS
     from fragility_tui.items.loaders import load_items
-    from runners import models
-    from runners.prepare import load_spec
-    from runners.item_requests import Encoder, plan_item
-    from runners.scoring import Scorer
+    from runners.models import load as models
+    from runners.models.prepare import load_spec
+    from runners.plan.item_requests import Encoder, plan_item
+    from runners.backends.transformers.scoring import Scorer
 
     torch.set_num_threads(args.threads)
     once = load_spec("smollm2-135m-instruct", dtype="fp32", device="cpu",

@@ -50,7 +50,7 @@ MODEL = "smollm2-135m-instruct"
 GRID_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
 LMEVAL_VERSION = "0.4.13"
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-CPU_LINEAR_SWITCH = "FRAGILITY_CPU_LINEAR"  # runners.cpu_linear.SWITCH (that module imports torch)
+CPU_LINEAR_SWITCH = "FRAGILITY_CPU_LINEAR"  # runners.models.cpu_linear.SWITCH (that module imports torch)
 TORCH_DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 DEVICE, DTYPE = "cpu", "fp32"  # set from --device / --dtype
 DENSE_SUSTAINED_S = 20.0  # seconds of back-to-back dense forwards before and after (b)
@@ -135,7 +135,7 @@ def arc_easy_items(path: Path, count: int):
 def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict:
     from fragility_tui.store.lmeval import ItemMatcher, predict, read_samples
     from fragility_tui.hashing import sha256_file
-    from runners.models import converted_gguf_folder, resolve_spec
+    from runners.models.load import converted_gguf_folder, resolve_spec
 
     python = lmeval_venv()
     if isinstance(python, str):
@@ -173,7 +173,7 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
         pairs.append((lm_s, ours_s))
         line = (f"    pair {repeat + 1}/{repeats}: lm-eval {lm_s:.1f} s, ours {ours_s:.1f} s "
                 f"({ours_s / lm_s:.3f}x)")
-        if DEVICE == "cpu":  # what the linear kernel choice is worth (runners/cpu_linear.py)
+        if DEVICE == "cpu":  # what the linear kernel choice is worth (runners/models/cpu_linear.py)
             plain_s, _ = fragility_run(work / f"default-kernel-{repeat}.duckdb", "arc-easy",
                                        [str(items_path)], "cloze_qa", threads,
                                        env={CPU_LINEAR_SWITCH: "default"})
@@ -217,14 +217,14 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
 def dense_rate(threads: int, shapes=((8, 40), (8, 160)), repeats: int = 3,
                kernel: str | None = None, sustained_s: float = 0.0) -> dict:
     """Tokens per second of the decoder alone on random tokens, with the linear kernels the
-    runner picks (`kernel` "default": torch's own; runners.cpu_linear): per shape the best
+    runner picks (`kernel` "default": torch's own; runners.models.cpu_linear): per shape the best
     of `repeats` forwards (a burst), and with `sustained_s` also "sustained_8x40", the
     tokens of back-to-back 8 x 40 forwards over that many seconds divided by their time
     (a mean rate, like the runner's own tokens / seconds)."""
     import torch
 
-    from runners.cpu_linear import SWITCH
-    from runners.prepare import load_spec as load_model
+    from runners.models.cpu_linear import SWITCH
+    from runners.models.prepare import load_spec as load_model
 
     torch.set_num_threads(threads)
     before = os.environ.get(SWITCH)
@@ -339,7 +339,7 @@ def print_grid(figures: dict, default_rates: dict | None) -> None:
     if default_rates:
         print(f"    (the same forward with torch's default linear kernel: "
               f"{default_rates['8x40']:.0f} tokens/s at 8 x 40, {default_rates['8x160']:.0f} at "
-              f"8 x 160; runners/cpu_linear.py)")
+              f"8 x 160; runners/models/cpu_linear.py)")
     print(f"    prompt tokens forwarded {tokens['prompt_forwarded']} vs the items' prompt-tree "
           f"tokens {tokens['item_tree_tokens']}: {figures['forwarded_vs_unique']:.3f}x "
           f"(goal <= 1.15x; without reuse {tokens['prompt_without_reuse']}); padding "
@@ -353,7 +353,7 @@ def bench_overlap(work: Path, threads: int, per_benchmark: int) -> dict:
     """The same grid run with --no-overlap and then with overlap, back to back: host
     milliseconds per item (planning, parsing, writing, the scorer's own Python) and the
     share of the scoring's wall time with no model call in flight (provenance
-    `host_overlap`, from runners.model_calls.CallClock)."""
+    `host_overlap`, from runners.backends.transformers.model_calls.CallClock)."""
     files = [str(SHARED / f"{name}.jsonl") for name in GRID_FILES]
     figures = {}
     for label, extra in (("serial", ["--no-overlap"]), ("overlap", [])):

@@ -6,11 +6,11 @@ and no network, it prints:
 - the scorer's start-up probe: its largest log-likelihood difference from plain forwards
   in each dtype, and the prefill layout it chose;
 - N real items x 26 configs (8 on a GPU) scored batched in fp32 and bf16 and by the plain
-  loop (runners.plain_loop, fp32): prediction flips, near-ties (when the cells carry
+  loop (runners.backends.transformers.plain_loop, fp32): prediction flips, near-ties (when the cells carry
   `near_tie`), the largest log-likelihood gap;
 - bf16 with the items shuffled and three token budgets: flips against the first bf16 pass,
   and those outside near-ties;
-- the first batch's peak memory against the budget's estimate (runners.batching), and an
+- the first batch's peak memory against the budget's estimate (runners.backends.transformers.memory), and an
   out-of-memory forced with torch.cuda.set_per_process_memory_fraction, recovered by halving;
 - optimum-quanto int8 / int4 builds: flips against fp32, tokens/s;
 - vLLM when installed: prompt_logprobs per prompt token, the same scores with the requests
@@ -92,8 +92,8 @@ CONFIGS: list[str] = []  # all 26 on a GPU; a few in the CPU dry run (main)
 
 def score_cells(loaded, model, items, *, order=None, max_slots=16384, batch_items=4):
     """{(item, config): CellRow} from the batched scorer, and (tokens forwarded, seconds)."""
-    from runners.item_requests import Encoder, cells_for, plan_item
-    from runners.scoring import Scorer
+    from runners.plan.item_requests import Encoder, cells_for, plan_item
+    from runners.backends.transformers.scoring import Scorer
 
     scorer = Scorer(model, loaded.tokenizer, loaded.eos_ids)
     encoder = Encoder(loaded.tokenizer, loaded.is_instruct, loaded.template_args)
@@ -135,7 +135,7 @@ def probe_gap(loaded, model) -> float:
     """The largest |batched - plain| log-likelihood on the scorer's start-up probe."""
     import torch
 
-    from runners.scoring import LikelihoodRequest, Scorer
+    from runners.backends.transformers.scoring import LikelihoodRequest, Scorer
 
     scorer = Scorer(model, loaded.tokenizer, loaded.eos_ids)
     vocab = model.config.vocab_size
@@ -156,7 +156,7 @@ def probe_gap(loaded, model) -> float:
 def versions(device: str) -> None:
     import torch
 
-    from runners.vllm_backend import installed_version
+    from runners.backends.vllm import installed_version
 
     cuda = device.startswith("cuda")
     row("torch", torch.__version__)
@@ -179,7 +179,7 @@ def versions(device: str) -> None:
 
 
 def grid_section(loaded, fp32, bf16, items, plain: bool):
-    from runners.plain_loop import reference_cell
+    from runners.backends.transformers.plain_loop import reference_cell
 
     fp32_cells, scorer32, rate32 = score_cells(loaded, fp32, items)
     bf16_cells, scorer16, rate16 = score_cells(loaded, bf16, items)
@@ -227,8 +227,9 @@ def batching_section(loaded, bf16, items, bf16_cells) -> None:
 def memory_section(loaded, model, items) -> None:
     import torch
 
-    from runners.batching import TokenBudget, attempt, call_bytes_per_token, initial_budget
-    from runners.scoring import Scorer
+    from runners.backends.transformers.memory import call_bytes_per_token, initial_budget
+    from runners.plan.budget import TokenBudget, attempt
+    from runners.backends.transformers.scoring import Scorer
 
     cuda = loaded.device.startswith("cuda")
     kv = Scorer(model, loaded.tokenizer, loaded.eos_ids).kv_bytes_per_token
@@ -283,7 +284,7 @@ def memory_section(loaded, model, items) -> None:
 
 
 def quanto_section(items, device: str, fp32_cells) -> None:
-    from runners.prepare import load_spec as load_model
+    from runners.models.prepare import load_spec as load_model
 
     for scheme in ("int8", "int4"):
         try:
@@ -298,7 +299,7 @@ def quanto_section(items, device: str, fp32_cells) -> None:
 
 
 def vllm_section(items, device: str) -> None:
-    from runners.vllm_backend import installed_version
+    from runners.backends.vllm import installed_version
 
     if installed_version() is None or not device.startswith("cuda"):
         row("vLLM", "skipped (" + ("not installed" if installed_version() is None
@@ -311,16 +312,17 @@ def vllm_section(items, device: str) -> None:
 
 
 def _vllm_checks(items) -> None:
-    from runners.item_requests import Encoder, plan_item
-    from runners.loop import RunSpec
-    from runners.prepare import prepare_model
-    from runners.vllm_backend import load_vllm
+    from runners.plan.item_requests import Encoder, plan_item
+    from runners.run.loop import RunSpec
+    from runners.models.prepare import prepare_model
+    from runners.backends.vllm import load_vllm
 
     results = {}
     for caching in (True, False):
         spec = RunSpec(models=[MODEL], items=[], grid="gpu-check", dtype="bf16", device="cuda",
                        backend="vllm", prefix_reuse=caching)
-        prepared = prepare_model(MODEL, dtype="bf16", device="cuda", backend="vllm")
+        prepared = prepare_model(MODEL, dtype="bf16", device="cuda", backend="vllm",
+                                 engine_attention="chosen by vllm")
         loaded, scorer = load_vllm(prepared, spec)
         encoder = Encoder(loaded.tokenizer, loaded.is_instruct, loaded.template_args)
         gen, lik = [], []
@@ -352,12 +354,12 @@ def main(argv=None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the table as JSON")
     args = parser.parse_args(argv)
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
-    from runners.batching import configure_allocator
+    from runners.backends.base import configure_allocator
 
     configure_allocator()  # as a run does, before CUDA is first used
     import torch
 
-    from runners.prepare import load_spec as load_model
+    from runners.models.prepare import load_spec as load_model
 
     device = args.device
     if device.startswith("cuda") and not torch.cuda.is_available():

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import importlib.util
 import sys
 
 from fragility_tui import __version__
@@ -53,9 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.db_parent = _db_parent(True)  # commands pass parents=[sub.db_parent]
     for name in COMMAND_MODULES:
-        if importlib.util.find_spec(name) is None:
-            continue  # a command module not built yet
-        module = importlib.import_module(name)
+        module = importlib.import_module(name)  # a missing one is a broken install: say so
         before = set(sub.choices)
         module.register(sub)
         for added in set(sub.choices) - before:

@@ -1,5 +1,5 @@
 """The built-in model aliases: offline models shipped inside pip wheels, so a machine
-without a hub can run (runners.models loads them; the app checks a run form against them
+without a hub can run (runners.models.load loads them; the app checks a run form against them
 without importing the runner)."""
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ VARIABLES: tuple[tuple[str, str, str], ...] = (
      "runs at once on the CPU (0 = no limit: CPU runs are not queued unless set)"),
     ("FRAGILITY_CPU_LINEAR", "auto",
      "`default`: fp32 linear layers on a CPU keep torch's kernel instead of oneDNN on packed "
-     "weights, whatever the start-up measurement says (runners/cpu_linear.py)"),
+     "weights, whatever the start-up measurement says (runners/models/cpu_linear.py)"),
 )
 CPU_LINEAR_CHOICES = ("auto", "default")
 

@@ -13,6 +13,11 @@ from helpers import REPO
 PACKAGE = REPO / "fragility_tui"
 SQL_WRITE = re.compile(r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|"
                        r"CREATE\s+TABLE)\b")
+# A read of the store's tables (a file read through DuckDB, read_parquet, is not one).
+STORE_TABLES = ("cells", "runs", "grids", "items", "models", "configs", "meta", "cube_cache",
+                "calibration_cache")
+SQL_READ = re.compile(r"\bSELECT\b[\s\S]*?\bFROM\s+(%s)\b" % "|".join(STORE_TABLES),
+                      re.IGNORECASE)
 # Keys only a run record (or its progress) has: read by string key in the app, they mean a
 # run passed around as a dict again.
 RUN_KEYS = {"run_id", "pid", "pid_started", "cells_done", "cells_total", "events_path",
@@ -36,6 +41,20 @@ def test_sql_writes_only_in_the_store():
                  if isinstance(node, ast.Constant) and isinstance(node.value, str)
                  and SQL_WRITE.search(node.value)]
     assert not offenders, offenders
+
+
+def test_sql_reads_of_the_store_only_in_the_store():
+    offenders = [_where(path, node) for path, tree in _sources(PACKAGE, REPO / "runners")
+                 if PACKAGE / "store" not in path.parents
+                 for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                 and SQL_READ.search(node.value)]
+    assert not offenders, offenders
+    store_reads = [node.value for _, tree in _sources(PACKAGE / "store")
+                   for node in ast.walk(tree)
+                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   and SQL_READ.search(node.value)]
+    assert store_reads  # the pattern is not vacuous: the store's own reads match it
 
 
 def test_the_scan_sees_sql_writes():
@@ -80,7 +99,7 @@ def test_the_app_reads_no_run_record_by_string_key():
 
 
 def test_the_run_loop_and_the_gateway_look_nothing_up_by_name():
-    for path in (REPO / "runners" / "loop.py", PACKAGE / "tui" / "gateway.py"):
+    for path in (REPO / "runners" / "run" / "loop.py", PACKAGE / "tui" / "gateway.py"):
         calls = [_where(path, node) for node in ast.walk(ast.parse(path.read_text()))
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                  and node.func.id in {"getattr", "hasattr"}]

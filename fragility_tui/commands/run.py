@@ -15,6 +15,7 @@ import sys
 from contextlib import contextmanager
 
 from fragility_tui import settings
+from fragility_tui.backends import backend_info, served_backends
 from fragility_tui.devices import normalise_device
 from fragility_tui.errors import InputError
 from fragility_tui.processes import pid_alive
@@ -54,13 +55,14 @@ def _require_minimum(args: argparse.Namespace, flag: str, minimum: int,
 
 
 def spec_from_args(args: argparse.Namespace):
-    from runners.loop import RunSpec
+    from runners.run.loop import RunSpec
 
     if not args.items:  # a first run needs no data of one's own: our starter items
         from fragility_tui.store.sample_grids import SAMPLE_GRIDS_DIR
 
         args.items = [str(SAMPLE_GRIDS_DIR / "starter_items.jsonl")]
-    served = args.backend == "openai"  # --model optional: the served model's tokenizer
+    backend = backend_info(args.backend)
+    served = backend.server_flags  # --model optional: the served model's tokenizer
     missing = [f"--{flag}" for flag in SPEC_FLAGS
                if not getattr(args, flag) and not (served and flag == "model")]
     if missing:
@@ -78,13 +80,14 @@ def spec_from_args(args: argparse.Namespace):
         server = _server_options(args)
     elif args.base_url or args.served_model or args.api_key_env:
         raise InputError("--base-url, --served-model and --api-key-env go with --backend "
-                         "openai", field="--backend")
+                         f"{' or '.join(served_backends())}", field="--backend")
     if args.name and len(args.model) > 1:
         raise InputError("--name names one model; give a single --model with it",
                          field="--name")
-    if args.backend == "vllm" and len(args.model) > 1:  # one engine holds the GPU per process
-        raise InputError("--backend vllm evaluates one --model per run: vLLM does not reliably "
-                         "free the GPU between engines in one process", field="--model")
+    if backend.one_model_per_run and len(args.model) > 1:  # one engine holds the GPU
+        raise InputError(f"--backend {backend.name} evaluates one --model per run: its engine "
+                         "does not reliably free the GPU between engines in one process",
+                         field="--model")
     try:
         device = normalise_device(args.device)
     except ValueError as exc:
@@ -98,7 +101,7 @@ def spec_from_args(args: argparse.Namespace):
             shard = list(parse_shard(args.shard))
         except ValueError as exc:
             raise InputError(str(exc), field="--shard") from None
-    from runners.admission import item_path
+    from runners.run.admission import item_path
 
     # Absolute where they name files: the record resumes from any working directory.
     return RunSpec(models=list(args.model), items=[item_path(p) for p in args.items],
@@ -131,7 +134,7 @@ def _server_options(args: argparse.Namespace) -> dict:
 
 
 def _resumed_spec(store, run_id: str, args):
-    from runners.loop import RunSpec
+    from runners.run.loop import RunSpec
 
     run = store.get_run(run_id)
     if run is None:
@@ -155,8 +158,8 @@ def _resumed_spec(store, run_id: str, args):
 
 def run(args: argparse.Namespace) -> int:
     from fragility_tui.bootstrap import open_store
-    from runners.events import choose_display
-    from runners.loop import Run
+    from runners.run.events import choose_display
+    from runners.run.loop import Run
 
     if args.ray is not None:
         return _launch_on_ray(args)
@@ -183,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:  # recorded as failed by the run; one line for the user
         if settings.debug():
             raise
-        from runners.loop import failure_reason
+        from runners.run.failure import failure_reason
 
         print(f"error: run {runner.run_id} failed: {failure_reason(exc)}", file=sys.stderr)
         return 1
@@ -207,17 +210,17 @@ def _imports_not_collected():
 
 def _launch_on_ray(args: argparse.Namespace) -> int:
     from fragility_tui.bootstrap import open_store
-    from runners.events import choose_display
-    from runners.loop import RunFailed
-    from runners.ray_launcher import Launch
+    from runners.run.events import choose_display
+    from runners.run.failure import RunFailed
+    from runners.cluster.launcher import Launch
 
     if args.resume:
         raise InputError("--ray does not take --resume: run the same command again (it skips "
                          "the cells the parts hold)", field="--resume")
     spec = spec_from_args(args)
-    if spec.backend == "openai":  # its tasks would be per --model spec; not built yet
-        raise InputError("--ray does not take --backend openai yet: run shards with --shard "
-                         "I/N against the server instead", field="--ray")
+    if not backend_info(spec.backend).ray:  # e.g. a served model: not built yet
+        raise InputError(f"--ray does not take --backend {spec.backend} yet: run shards with "
+                         "--shard I/N against the server instead", field="--ray")
     launch = Launch(spec, open_store(args.db), address=args.ray or None, shards=args.shards,
                     folder=args.out_parts, gpus_per_task=args.gpus_per_task,
                     display=choose_display(args.display))

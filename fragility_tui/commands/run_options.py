@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fragility_tui.backends import DEFAULT_BACKEND, backend_names
 from fragility_tui.items.item import DEFAULT_PER_BENCHMARK
 from fragility_tui.tomlfile import tomllib
 
@@ -16,7 +17,9 @@ TABLE = Path(__file__).with_name("run_options.toml")
 TYPES = {"int": int, "float": float}
 ACTIONS = ("store_true", "append")
 KEYS = {"flag", "action", "nargs", "const", "type", "default", "choices", "metavar", "help"}
-DEFAULTS = {"--per-benchmark": DEFAULT_PER_BENCHMARK}  # defaults owned by code, not the table
+# defaults and choices owned by code, not the table
+DEFAULTS = {"--per-benchmark": DEFAULT_PER_BENCHMARK, "--backend": DEFAULT_BACKEND}
+CHOICES = {"--backend": backend_names}  # fragility_tui/backends.py: one list of backends
 
 
 class OptionTableError(ValueError):
@@ -52,4 +55,6 @@ def _argparse_kwargs(option: dict, path: Path) -> tuple[str, dict]:
         kwargs["choices"] = tuple(kwargs["choices"])
     if flag in DEFAULTS:
         kwargs["default"] = DEFAULTS[flag]
+    if flag in CHOICES:
+        kwargs["choices"] = CHOICES[flag]()
     return flag, kwargs

@@ -3,7 +3,7 @@ transformers (the TUI never imports it): the same Jinja sandbox, filters and glo
 transformers' `apply_chat_template(tokenize=False, add_generation_prompt=True)` uses
 (`transformers.utils.chat_template_utils._compile_jinja_template`), fed the template text,
 the pinned template arguments and the special tokens the runner recorded with the model
-(runners/run_provenance.py). tests/harness/test_chat.py checks it against transformers.
+(runners/models/provenance.py). tests/harness/test_chat.py checks it against transformers.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import json
 from dataclasses import dataclass, field
 from datetime import datetime
 
-# The date a template that reads it sees (runners/fingerprint.py's TEMPLATE_DATE, to which
-# the runner pins transformers' `strftime_now`).
+# The date a template that reads it sees: the app renders with it, and the runner pins
+# transformers' `strftime_now` and `date_string` to it (runners/models/fingerprint.py), so
+# both render the same prompt. Defined here only.
 TEMPLATE_DATE = datetime(2024, 7, 26)
 
 

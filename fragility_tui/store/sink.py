@@ -1,4 +1,4 @@
-"""`CellSink`: what the run loop (runners/loop.py) needs from the place it writes to.
+"""`CellSink`: what the run loop (runners/run/loop.py) needs from the place it writes to.
 
 Two classes implement it: `Store` (the DuckDB file) and `PartsStore` (a worker's folder of
 Parquet parts, store/parts.py). The loop is typed against this protocol and calls only

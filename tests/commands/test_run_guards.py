@@ -79,8 +79,8 @@ def test_a_resume_whose_items_are_missing_fails_before_changing_the_record(tmp_p
 def test_a_shipped_runs_relative_items_resolve_from_any_folder(tmp_path, monkeypatch):
     """A shipped record names `sample_grids/starter_items.jsonl`, relative to the repository:
     from another folder it still loads (before: 'no such file', and the run marked failed)."""
-    from runners.admission import load_run_items
-    from runners.loop import RunSpec
+    from runners.run.admission import load_run_items
+    from runners.run.loop import RunSpec
 
     monkeypatch.chdir(tmp_path)
     spec = RunSpec(models=["m"], items=["sample_grids/starter_items.jsonl"], grid="g",
@@ -140,8 +140,8 @@ def test_another_item_set_is_refused_naming_both_hashes(tmp_path):
 
 
 def test_an_imported_grid_without_a_recorded_hash_compares_its_stored_items(tmp_path):
-    from runners.admission import check_grid
-    from runners.loop import RunSpec
+    from runners.run.admission import check_grid
+    from runners.run.loop import RunSpec
 
     store = Store(tmp_path / "s.duckdb")
     items, _ = load_items(write_items(tmp_path / "a.jsonl", ["x1", "x2"]))
@@ -154,8 +154,8 @@ def test_an_imported_grid_without_a_recorded_hash_compares_its_stored_items(tmp_
 
 
 def test_add_items_lets_the_run_through_saying_the_grid_becomes_partial(tmp_path):
-    from runners.admission import check_grid
-    from runners.loop import RunSpec
+    from runners.run.admission import check_grid
+    from runners.run.loop import RunSpec
 
     db = tmp_path / "s.duckdb"
     grid_with_items(db, write_items(tmp_path / "a.jsonl", ["x1"]))

@@ -50,13 +50,13 @@ def test_rendering_equals_transformers(name):
     pytest.importorskip("transformers")
     from transformers.utils.chat_template_utils import render_jinja_template
 
-    from runners.fingerprint import pinned_date, template_args
+    from runners.models.fingerprint import pinned_date, template_args
 
     template = shipped_smollm2()["chat_template"] if name == "shipped smollm2" else TEMPLATES[name]
     tokens = {"bos_token": "<s>", "eos_token": "</s>"}
     chat = ChatTemplate("chat", template, None, template_args(template), tokens)
     messages = list(render(ITEM, "o3.digit", 7).messages)
-    with pinned_date():  # as the runner renders (runners/item_requests.py)
+    with pinned_date():  # as the runner renders (runners/plan/item_requests.py)
         expected, _ = render_jinja_template(conversations=[messages], chat_template=template,
                                             add_generation_prompt=True,
                                             **{**tokens, **template_args(template)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,12 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tiny_models import make_model, make_tokenizer  # noqa: E402
+
+# What a CPU run's backend sets before its first model call (TransformersBackend.load), so
+# that tests building a Scorer or packing linears directly run in the same process setting.
+from runners.backends.transformers import configure_device  # noqa: E402
+
+configure_device("cpu", os.environ)
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from runners.batching import (MIN_TOKENS, RAMP_STEPS, TokenBudget, attempt,
-                              call_bytes_per_token, configure_allocator, initial_budget)
+from runners.backends.base import configure_allocator
+from runners.backends.transformers.memory import call_bytes_per_token, initial_budget
+from runners.plan.budget import MIN_TOKENS, RAMP_STEPS, TokenBudget, attempt
 
 
 def test_a_batch_takes_items_until_the_budget_is_reached():
@@ -81,8 +82,8 @@ def test_gpu_budgets_ramp_up_and_cpu_and_served_ones_do_not(monkeypatch):
     decoding tail) would cost more than the wait they save."""
     import torch
 
-    from runners.batching import SchedulesOwnMemory
-    from runners.vllm_backend import VLLMScorer
+    from runners.plan.budget import SchedulesOwnMemory
+    from runners.backends.vllm import VLLMScorer
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (40 << 30, 80 << 30))
     assert initial_budget(131072, "cuda:0", None, 2).ramp == RAMP_STEPS
@@ -105,7 +106,7 @@ def test_nothing_left_to_try_when_one_item_fails_at_the_smallest_budget():
 
 
 def test_the_cpu_budget_is_a_gigabyte_over_pool_plus_gathered_copy_per_token(monkeypatch):
-    from runners import batching
+    from runners.backends.transformers import memory as batching
 
     monkeypatch.setattr(batching, "_available_ram", lambda: 64 << 30)
     budget = initial_budget(46080, "cpu")  # SmolLM2-135M in fp32: 30 layers x 3 KV heads
@@ -145,8 +146,8 @@ def test_the_fp32_head_rows_are_counted_per_call_and_per_token(monkeypatch):
     pytest.importorskip("torch")
     from transformers import LlamaConfig
 
-    from runners import batching
-    from runners.batching import head_bytes_per_token, head_call_bytes
+    from runners.backends.transformers import memory as batching
+    from runners.backends.transformers.memory import head_bytes_per_token, head_call_bytes
 
     big = LlamaConfig(vocab_size=256000, hidden_size=64, intermediate_size=128,
                       num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4)
@@ -179,7 +180,7 @@ def test_memory_is_freed_after_the_except_block_when_the_tracebacks_tensors_are_
     torch = pytest.importorskip("torch")
     import weakref
 
-    from runners import batching
+    from runners.plan import budget as batching
 
     held, alive_at_free = [], []
 
@@ -224,7 +225,7 @@ def _model_folder(tmp_path, weight_bytes: int, stored: str):
 
 
 def test_a_model_goes_straight_onto_one_gpu_in_the_target_dtype(tmp_path, monkeypatch):
-    from runners.models import _placement
+    from runners.models.load import _placement
 
     torch = _fake_gpus(monkeypatch, [20 << 30, 20 << 30])
     folder = _model_folder(tmp_path, 16 << 30, "float32")  # 8 GiB once in bf16
@@ -236,7 +237,7 @@ def test_a_model_goes_straight_onto_one_gpu_in_the_target_dtype(tmp_path, monkey
 
 def test_a_model_too_big_for_one_gpu_is_sharded_across_them_or_refused(tmp_path, monkeypatch):
     from fragility_tui.errors import InputError
-    from runners.models import _placement
+    from runners.models.load import _placement
 
     torch = _fake_gpus(monkeypatch, [20 << 30, 20 << 30])
     folder = _model_folder(tmp_path, 30 << 30, "bfloat16")
@@ -251,7 +252,7 @@ def test_a_model_too_big_for_one_gpu_is_sharded_across_them_or_refused(tmp_path,
 def test_a_failed_cpu_allocation_counts_as_out_of_memory():
     """torch's CPU allocator raises a plain RuntimeError, not OutOfMemoryError: a CPU run
     that asks for more than the machine has halves its batch like a GPU run."""
-    from runners.batching import is_oom
+    from runners.plan.budget import is_oom
 
     torch = pytest.importorskip("torch")
     with pytest.raises(RuntimeError) as failed:

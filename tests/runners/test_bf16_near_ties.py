@@ -6,7 +6,7 @@ prompt forwarded whole (--no-prefix-reuse). Same model, prompts and configs: a c
 prediction differs between the two moved by rounding alone, so it must be `near_tie` in at
 least one run. The test prints what it measured (largest change of a likelihood cell's
 acc_norm scores and of a generation cell's margin between the runs): the figures
-runners/numerics.py's bf16 tolerances are set from. Slow: two bf16 runs of 312 cells.
+runners/plan/numerics.py's bf16 tolerances are set from. Slow: two bf16 runs of 312 cells.
 """
 
 from __future__ import annotations

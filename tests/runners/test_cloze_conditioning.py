@@ -11,9 +11,9 @@ torch = pytest.importorskip("torch")
 
 from fragility_tui.items.item import Item  # noqa: E402
 from fragility_tui.harness.render import render  # noqa: E402
-from runners.item_requests import Encoder, plan_item  # noqa: E402
-from runners.plain_loop import reference_cell  # noqa: E402
-from runners.scoring import Scorer  # noqa: E402
+from runners.plan.item_requests import Encoder, plan_item  # noqa: E402
+from runners.backends.transformers.plain_loop import reference_cell  # noqa: E402
+from runners.backends.transformers.scoring import Scorer  # noqa: E402
 from tiny_models import make_model, make_tokenizer  # noqa: E402
 
 ITEMS = [

@@ -1,4 +1,4 @@
-"""fp32 CPU linears through oneDNN on packed weights (runners.cpu_linear): same outputs as
+"""fp32 CPU linears through oneDNN on packed weights (runners.models.cpu_linear): same outputs as
 torch's sgemm to fp32 rounding, swapped only when measured faster and in agreement."""
 
 from __future__ import annotations
@@ -7,9 +7,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from runners import cpu_linear  # noqa: E402
-from runners.cpu_linear import PackedLinear, pack_linears  # noqa: E402
-from runners.model_probe import split_output_head  # noqa: E402
+from runners.backends.transformers import configure_device  # noqa: E402
+from runners.models import cpu_linear  # noqa: E402
+from runners.models.cpu_linear import PackedLinear, pack_linears  # noqa: E402
+from runners.backends.transformers.model_probe import split_output_head  # noqa: E402
 from tiny_models import make_model  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not hasattr(torch.ops.mkldnn, "_linear_pointwise"),
@@ -48,7 +49,7 @@ def test_a_model_computes_the_same_logits_after_the_swap(tiny_tokenizer, monkeyp
     with torch.no_grad():
         assert torch.allclose(packed(ids).logits, dense(ids).logits, atol=1e-5)
     # the scorer's output head on a packed head computes in fp32, as on the dense one
-    from runners.model_probe import cache_keyword
+    from runners.backends.transformers.model_probe import cache_keyword
 
     _, head, precision = split_output_head(packed, cache_keyword(packed), "cpu")
     assert precision == "fp32" and isinstance(packed.get_output_embeddings(), PackedLinear)
@@ -112,8 +113,9 @@ def test_the_switch_keeps_torch_s_kernel(tiny_tokenizer, monkeypatch):
 
 def test_the_onednn_primitive_cache_is_bounded_before_its_first_primitive(tiny_tokenizer,
                                                                            monkeypatch):
-    """oneDNN reads its cache capacity once, at its first primitive (the probe): pack_linears
-    sets it first, records it, and leaves a value the user set."""
+    """oneDNN reads its cache capacity once, at its first primitive (the probe at the
+    latest): the transformers backend sets it before it loads a model, pack_linears records
+    it, and a value the user set stays."""
     seen = {}
 
     def probe(linear):
@@ -124,7 +126,9 @@ def test_the_onednn_primitive_cache_is_bounded_before_its_first_primitive(tiny_t
     monkeypatch.setattr(cpu_linear, "measure", probe)
     monkeypatch.setenv(cpu_linear.PRIMITIVE_CACHE, "unset")  # restored (or removed) after
     monkeypatch.delenv(cpu_linear.PRIMITIVE_CACHE)
+    configure_device("cpu", cpu_linear.os.environ)
     record = pack_linears(make_model(tiny_tokenizer))
     assert seen["capacity"] == record["primitive_cache_capacity"] == "16"
     monkeypatch.setenv(cpu_linear.PRIMITIVE_CACHE, "1024")
+    configure_device("cpu", cpu_linear.os.environ)
     assert pack_linears(make_model(tiny_tokenizer))["primitive_cache_capacity"] == "1024"

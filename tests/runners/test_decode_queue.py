@@ -1,4 +1,4 @@
-"""The decoding queue (runners.decoding): groups with the most leaves go first, so rows
+"""The decoding queue (runners.backends.transformers.decoding): groups with the most leaves go first, so rows
 decoded together carry about as many queries each, and a call's rows are padded to the
 longest keys it took, not the first."""
 
@@ -10,8 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from runners import decoding  # noqa: E402
-from runners.decoding import decode_order, decode_room, take_rows  # noqa: E402
+from runners.backends.transformers import decoding  # noqa: E402
+from runners.backends.transformers.decoding import decode_order, decode_room, take_rows  # noqa: E402
 from test_scoring import _assert_matches_reference, _scorer  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def test_ordering_by_leaves_pads_fewer_decoding_queries(tiny_model, tiny_tokeniz
     _, by_leaves = _assert_matches_reference(tiny_model, tiny_tokenizer,
                                              _scorer(tiny_model, tiny_tokenizer), True,
                                              max_slots=1000)
-    monkeypatch.setattr("runners.scoring.decode_order", lambda group: -len(group[1]))
+    monkeypatch.setattr("runners.backends.transformers.scoring.decode_order", lambda group: -len(group[1]))
     _, by_keys = _assert_matches_reference(tiny_model, tiny_tokenizer,
                                            _scorer(tiny_model, tiny_tokenizer), True,
                                            max_slots=1000)

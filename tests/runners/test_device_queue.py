@@ -1,4 +1,4 @@
-"""The queue without a daemon (fragility_tui/slots.py, runners/device_queue.py) as a user
+"""The queue without a daemon (fragility_tui/slots.py, runners/run/device_queue.py) as a user
 meets it: two CLI runs started at once on the CPU with one CPU slot. The second is `queued`
 in `runs list` (saying for what and behind whom) until the first ends, then runs to
 completion; SIGKILL on the holder lets the waiter start; `--no-wait` refuses with exit 2."""

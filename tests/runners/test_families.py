@@ -1,7 +1,7 @@
 """Every model family loads and scores: tiny random models (2 layers, hidden 64, the trained
 byte-level BPE of tiny_models.py) of each architecture, saved as folders and loaded the way
 `run --model FOLDER` loads them, score all 26 configs equal to the plain loop
-(runners/plain_loop.py) in fp32, and record the attention implementation that ran: sdpa
+(runners/backends/transformers/plain_loop.py) in fp32, and record the attention implementation that ran: sdpa
 where transformers' class supports it, eager where it does not (Gemma 2, gpt-oss)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ torch = pytest.importorskip("torch")
 
 from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.items.item import Item  # noqa: E402
-from runners.item_requests import Encoder, cells_for, plan_item  # noqa: E402
-from runners.plain_loop import reference_cell  # noqa: E402
-from runners.scoring import Scorer  # noqa: E402
+from runners.plan.item_requests import Encoder, cells_for, plan_item  # noqa: E402
+from runners.backends.transformers.plain_loop import reference_cell  # noqa: E402
+from runners.backends.transformers.scoring import Scorer  # noqa: E402
 from tiny_models import make_tokenizer  # noqa: E402
 
 ITEMS = [
@@ -62,7 +62,7 @@ def _tiny_folder(root, model_type: str, extra: dict, tokenizer):
 
 @pytest.mark.parametrize("model_type", list(FAMILIES))
 def test_family_loads_and_scores_like_the_plain_loop(tmp_path, model_type):
-    from runners.prepare import load_spec
+    from runners.models.prepare import load_spec
 
     extra, attention = FAMILIES[model_type]
     torch.set_num_threads(1)
@@ -102,11 +102,11 @@ def test_family_loads_and_scores_like_the_plain_loop(tmp_path, model_type):
 @pytest.mark.parametrize("model_type", list(FAMILIES))
 def test_family_computes_the_same_logits_with_packed_linears(tmp_path, model_type,
                                                              monkeypatch):
-    """runners.cpu_linear swaps every fp32 nn.Linear for oneDNN on a packed weight when
+    """runners.models.cpu_linear swaps every fp32 nn.Linear for oneDNN on a packed weight when
     that is measured faster; forced here, each family's logits stay those of torch's own
     kernel (fused MoE expert weights are not nn.Linear and stay as they are)."""
-    from runners import cpu_linear
-    from runners.prepare import load_spec
+    from runners.models import cpu_linear
+    from runners.models.prepare import load_spec
 
     torch.set_num_threads(1)
     folder = _tiny_folder(tmp_path, model_type, FAMILIES[model_type][0], make_tokenizer())

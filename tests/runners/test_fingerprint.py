@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 from tiny_models import make_tokenizer  # noqa: E402
 from fragility_tui.store.models import FingerprintMismatch  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
-from runners.loop import Run, RunSpec  # noqa: E402
+from runners.run.loop import Run, RunSpec  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -206,8 +206,8 @@ THINKING_DATED = (
 def test_chat_render_pins_thinking_and_the_date():
     from fragility_tui.items.item import Item
     from fragility_tui.harness.render import render
-    from runners.fingerprint import template_args
-    from runners.item_requests import Encoder
+    from runners.models.fingerprint import template_args
+    from runners.plan.item_requests import Encoder
 
     tokenizer = make_tokenizer()
     tokenizer.chat_template = THINKING_DATED
@@ -234,21 +234,21 @@ def test_chat_render_pins_thinking_and_the_date():
     ("chat", "T", ["tiny"], "chat"),
 ])
 def test_prompt_mode_rule(requested, template, names, mode):
-    from runners.fingerprint import prompt_mode
+    from runners.models.fingerprint import prompt_mode
 
     assert prompt_mode(requested, template, names) == mode
 
 
 def test_chat_mode_without_a_template_names_the_flag():
     from fragility_tui.errors import InputError
-    from runners.fingerprint import prompt_mode
+    from runners.models.fingerprint import prompt_mode
 
     with pytest.raises(InputError, match="--prompt-mode"):
         prompt_mode("chat", None, ["x"])
 
 
 def test_auto_mode_reads_a_base_model_raw(tiny_folder, tmp_path):
-    from runners.prepare import prepare_model
+    from runners.models.prepare import prepare_model
 
     base = prepare_model(str(tiny_folder))
     assert base.prompt_mode == "raw" and base.fingerprint["chat_template_sha256"] is None
@@ -262,7 +262,7 @@ def test_auto_mode_reads_a_base_model_raw(tiny_folder, tmp_path):
 # -- weights, GGUF, GPU ---------------------------------------------------------------------
 
 def test_file_hashes_are_cached_by_path_size_and_mtime(tmp_path, monkeypatch):
-    from runners import fingerprint
+    from runners.models import fingerprint
 
     f = tmp_path / "w.safetensors"
     f.write_bytes(b"abc")
@@ -278,7 +278,7 @@ def test_file_hashes_are_cached_by_path_size_and_mtime(tmp_path, monkeypatch):
 def test_hub_snapshot_files_are_hashed_by_their_blob_name(tmp_path, monkeypatch):
     import hashlib
 
-    from runners import fingerprint
+    from runners.models import fingerprint
 
     content = b"weights"
     digest = hashlib.sha256(content).hexdigest()
@@ -297,7 +297,7 @@ def test_hub_snapshot_files_are_hashed_by_their_blob_name(tmp_path, monkeypatch)
 
 
 def test_gguf_quant_type_from_metadata_or_file_name(tmp_path):
-    from runners.fingerprint import gguf_quant_type
+    from runners.models.fingerprint import gguf_quant_type
 
     fake = tmp_path / "model-Q4_K_M.gguf"
     fake.write_bytes(b"not a gguf")
@@ -313,13 +313,13 @@ def test_gguf_quant_type_from_metadata_or_file_name(tmp_path):
     shipped = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     renamed = tmp_path / "renamed.gguf"
     os.symlink(shipped, renamed)
-    from runners.fingerprint import _gguf_quant_type
+    from runners.models.fingerprint import _gguf_quant_type
 
     assert _gguf_quant_type(renamed) == "Q4_1"  # from its metadata, not its name
 
 
 def test_gpu_provenance_with_cuda_mocked(monkeypatch):
-    from runners import run_provenance
+    from runners.models import provenance as run_provenance
 
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda i=0: "NVIDIA H200")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)

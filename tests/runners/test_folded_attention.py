@@ -1,4 +1,4 @@
-"""Grouped KV heads folded into the query (runners.folded_attention): the same output as
+"""Grouped KV heads folded into the query (runners.backends.transformers.folded_attention): the same output as
 transformers' sdpa, used by the scorer's decoding steps, and never for calls it cannot fold."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ torch = pytest.importorskip("torch")
 from transformers.integrations.sdpa_attention import sdpa_attention_forward  # noqa: E402
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS  # noqa: E402
 
-from runners import folded_attention  # noqa: E402
-from runners.folded_attention import folded_sdpa  # noqa: E402
+from runners.backends.transformers import folded_attention  # noqa: E402
+from runners.backends.transformers.folded_attention import folded_sdpa  # noqa: E402
 from test_scoring import _assert_matches_reference, _scorer  # noqa: E402
 
 

@@ -26,7 +26,7 @@ CONVERT = r"""
 import os, sys, time
 from pathlib import Path
 import torch
-from runners import models
+from runners.models import load as models
 
 gguf, sha, log, ready = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
 original = models._convert_gguf
@@ -90,7 +90,7 @@ def test_the_converted_model_equals_the_gguf_model_in_each_dtype(tiny_gguf):
     from transformers import AutoModelForCausalLM
 
     from fragility_tui.hashing import sha256_file
-    from runners.models import converted_gguf_folder
+    from runners.models.load import converted_gguf_folder
 
     sha = sha256_file(tiny_gguf)
     ids = torch.tensor([[5, 17, 40, 3, 88]])

@@ -26,7 +26,7 @@ LLAMA_LISTING = {  # a Llama 3 repository as the hub lists it, with file sizes
 
 
 def test_only_config_tokenizer_and_safetensors_are_chosen():
-    from runners.models import hub_download_bytes, hub_files
+    from runners.models.load import hub_download_bytes, hub_files
 
     chosen = hub_files(LLAMA_LISTING)
     assert chosen == sorted([
@@ -42,7 +42,7 @@ def test_only_config_tokenizer_and_safetensors_are_chosen():
 
 
 def test_bin_weights_only_when_the_repository_has_no_safetensors():
-    from runners.models import hub_files
+    from runners.models.load import hub_files
 
     old = {"config.json": 1, "pytorch_model-00001-of-00002.bin": 5, "training_args.bin": 1,
            "pytorch_model-00002-of-00002.bin": 5, "pytorch_model.bin.index.json": 1,
@@ -75,7 +75,7 @@ def _mock_hub(monkeypatch, tmp_path, listing):
 
 
 def test_the_download_asks_for_the_chosen_files_and_records_their_size(monkeypatch, tmp_path):
-    from runners import models
+    from runners.models import load as models
 
     calls = _mock_hub(monkeypatch, tmp_path, LLAMA_LISTING)
     monkeypatch.setattr(models.shutil, "disk_usage", lambda path: type("U", (), {"free": 64 * GiB})())
@@ -86,7 +86,7 @@ def test_the_download_asks_for_the_chosen_files_and_records_their_size(monkeypat
 
 
 def test_a_download_the_disk_cannot_hold_is_refused_before_it_starts(monkeypatch, tmp_path):
-    from runners import models
+    from runners.models import load as models
 
     calls = _mock_hub(monkeypatch, tmp_path, LLAMA_LISTING)
     # 20 GiB free: enough for the 15 GiB of safetensors, not for every file of the repo
@@ -100,7 +100,7 @@ def test_a_download_the_disk_cannot_hold_is_refused_before_it_starts(monkeypatch
 
 def test_the_placement_estimate_ignores_a_bin_copy_beside_safetensors(tmp_path):
     torch = pytest.importorskip("torch")
-    from runners.models import _weights_bytes
+    from runners.models.load import _weights_bytes
 
     (tmp_path / "config.json").write_text('{"torch_dtype": "bfloat16"}')
     for name, size in (("model.safetensors", 1000), ("pytorch_model.bin", 1000)):

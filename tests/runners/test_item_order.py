@@ -11,8 +11,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fragility_tui.store.store import Store  # noqa: E402
-from runners.item_requests import seeded_order  # noqa: E402
-from runners.loop import Run, RunSpec  # noqa: E402
+from runners.plan.item_requests import seeded_order  # noqa: E402
+from runners.run.loop import Run, RunSpec  # noqa: E402
 from test_run_loop import spec_for, write_items  # noqa: E402
 
 

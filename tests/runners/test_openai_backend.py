@@ -20,9 +20,9 @@ from fragility_tui.provenance import provenance_card  # noqa: E402
 from fragility_tui.store.models import FingerprintMismatch  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from helpers import run_cli  # noqa: E402
-from runners.loop import Run, RunSpec  # noqa: E402
-from runners.openai_client import OpenAIClient, ServerError, endpoint_root  # noqa: E402
-from runners.openai_protocol import continuation_loglikelihood, cut  # noqa: E402
+from runners.run.loop import Run, RunSpec  # noqa: E402
+from runners.backends.openai.client import OpenAIClient, ServerError, endpoint_root  # noqa: E402
+from runners.backends.openai.protocol import continuation_loglikelihood, cut  # noqa: E402
 from test_run_loop import cells_of, start_cli, wait_for_batches, write_items  # noqa: E402
 
 CLOZE = {"cloze_qa", "cloze_bare"}

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.openai_protocol import check_echo, continuation_loglikelihood, echoed
+from runners.backends.openai.protocol import check_echo, continuation_loglikelihood, echoed
 
 RECORDED = json.loads((Path(__file__).parent / "data" / "llama_cpp_0_3_36.json").read_text())
 

@@ -1,4 +1,4 @@
-"""Host work beside the model calls (runners/host_work.py, batch_loop.py): the same run with
+"""Host work beside the model calls (runners/run/host_work.py, batch_loop.py): the same run with
 overlap on and off gives identical cells; writes happen on the host worker, in batch order;
 a worker's error reaches the main thread with its traceback and the batches before it are
 committed; the timing record says how long no model call was in flight."""
@@ -13,8 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fragility_tui.store.store import Store  # noqa: E402
-from runners.item_requests import ItemPlanner  # noqa: E402
-from runners.loop import Run, RunSpec  # noqa: E402
+from runners.plan.item_requests import ItemPlanner  # noqa: E402
+from runners.run.loop import Run, RunSpec  # noqa: E402
 from test_run_loop import write_items  # noqa: E402
 
 

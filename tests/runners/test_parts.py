@@ -15,7 +15,7 @@ from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.store.merge import merge_parts  # noqa: E402
 from fragility_tui.store.parts import PartsStore, visible_files  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
-from runners.loop import Run  # noqa: E402
+from runners.run.loop import Run  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
 

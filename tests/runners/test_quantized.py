@@ -1,4 +1,4 @@
-"""De-quantising quanto weights once (runners.quantized) must not change a single bit.
+"""De-quantising quanto weights once (runners.models.quantized) must not change a single bit.
 
 The model is a small random Llama wide enough for quanto's int4 groups (128 columns);
 it is built and quantised twice with optimum-quanto, and the second one's QLinears are
@@ -19,7 +19,7 @@ def _quantised_pair(scheme: str):
     from optimum.quanto import freeze, qint4, qint8, quantize
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from runners.quantized import DequantizedLinear, dequantize_once
+    from runners.models.quantized import DequantizedLinear, dequantize_once
 
     def build():  # quanto tensors cannot be deep-copied: build the same model twice
         torch.manual_seed(0)
@@ -53,7 +53,7 @@ def test_dequantized_once_gives_the_same_logits_bit_for_bit(scheme):
 def test_quantized_weights_really_are_quantised():
     """The replacement keeps the int4 grid: few distinct values per 128-column group."""
     _, fast = _quantised_pair("int4")
-    from runners.quantized import DequantizedLinear
+    from runners.models.quantized import DequantizedLinear
 
     layer = next(m for m in fast.modules() if isinstance(m, DequantizedLinear))
     group = layer.weight[0, :128]

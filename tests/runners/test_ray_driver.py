@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from fragility_tui.errors import InputError
-from runners.loop import RunFailed, RunSpec
-from runners.ray_launcher import Launch, absolute_paths, feasible_nodes
-from runners.ray_tasks import SeededParts, pack, unpack
+from runners.run.failure import RunFailed
+from runners.run.loop import RunSpec
+from runners.cluster.launcher import Launch, absolute_paths, feasible_nodes
+from runners.cluster.tasks import SeededParts, pack, unpack
 
 
 def node(ip, cpus, gpus=0, alive=True):
@@ -63,8 +64,8 @@ def test_a_fractional_gpu_budgets_its_share(monkeypatch):
     """With CUDA mocked: half a GPU of 80 GiB with 60 GiB free sees 40 GiB, caps its
     allocator at half, and both come back when the task ends."""
     torch = pytest.importorskip("torch")
-    from runners.batching import initial_budget
-    from runners.ray_tasks import gpu_share
+    from runners.backends.transformers.memory import initial_budget
+    from runners.cluster.tasks import gpu_share
 
     gib = 2**30
     fractions = []

@@ -97,7 +97,7 @@ def _wait_for_a_worker_with_parts(parts, driver, timeout=300) -> int:
 
 
 def test_without_ray_the_error_names_the_install_command(monkeypatch):
-    from runners import ray_launcher
+    from runners.cluster import launcher as ray_launcher
 
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(InputError, match=r"pip install -e '\.\[cluster\]'"):
@@ -107,8 +107,8 @@ def test_without_ray_the_error_names_the_install_command(monkeypatch):
 def test_ray_flags_are_checked(tmp_path):
     proc = run_cli("run", "--model", "x", "--grid", "g", "--shards", "2", db=tmp_path / "s.db")
     assert proc.returncode == 2 and "--ray" in proc.stderr
-    from runners.ray_launcher import task_specs
-    from runners.loop import RunSpec
+    from runners.cluster.launcher import task_specs
+    from runners.run.loop import RunSpec
 
     specs = task_specs(RunSpec(models=["a", "b"], items=["i"], grid="g"), 3)
     assert [(s.models, s.shard) for s in specs] == [

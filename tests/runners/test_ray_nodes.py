@@ -163,8 +163,9 @@ def test_a_part_lost_on_the_way_fails_the_launch(cluster, tiny_folder, whole, tm
     """The driver in this process, so the loss can be made on the driver's side: one cells
     part of the first task to come back is dropped before it is written."""
     from fragility_tui.store.runs import RunStatus
-    from runners import ray_launcher
-    from runners.loop import RunFailed, RunSpec
+    from runners.cluster import launcher as ray_launcher
+    from runners.run.failure import RunFailed
+from runners.run.loop import RunSpec
 
     address, env, _ = cluster
     items, _ = whole

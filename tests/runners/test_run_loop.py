@@ -20,7 +20,7 @@ from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.processes import effective_status  # noqa: E402
-from runners.loop import Run, RunSpec  # noqa: E402
+from runners.run.loop import Run, RunSpec  # noqa: E402
 from helpers import pause_outside_the_store, run_cli  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -344,7 +344,7 @@ def test_model_needing_remote_code_is_refused(tmp_path, tiny_folder):
     config["auto_map"] = {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}
     config["model_type"] = "x-custom"
     (folder / "config.json").write_text(json.dumps(config))
-    from runners.prepare import load_spec as load_model
+    from runners.models.prepare import load_spec as load_model
 
     with pytest.raises(InputError, match="trust-remote-code"):
         load_model(str(folder))
@@ -352,7 +352,7 @@ def test_model_needing_remote_code_is_refused(tmp_path, tiny_folder):
 
 def test_out_of_memory_halves_the_batch_grows_back_then_fails_clearly(tiny_folder, tmp_path,
                                                                        monkeypatch):
-    from runners.loop import RunFailed
+    from runners.run.failure import RunFailed
 
     items = write_items(tmp_path / "items.jsonl", 8)
     original = Run.score_chunk

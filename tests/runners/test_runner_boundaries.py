@@ -43,6 +43,6 @@ def private_reach_ins(folder) -> list[str]:
 
 
 def test_no_private_member_is_used_from_outside():
-    """The seam between prefill and decoding is runners.model_calls.ModelCalls, not the
+    """The seam between prefill and decoding is runners.backends.transformers.model_calls.ModelCalls, not the
     scorer's private attributes."""
     assert private_reach_ins(REPO / "runners") == []

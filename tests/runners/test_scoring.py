@@ -11,9 +11,9 @@ from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.items.item import Item  # noqa: E402
 from fragility_tui.harness.parser import parse_answer  # noqa: E402
 from fragility_tui.harness.render import GenerationPrompt  # noqa: E402
-from runners.prefix_tree import build_tree, count_tokens  # noqa: E402
-from runners.item_requests import Encoder, cells_for, normalised_choice, plan_item  # noqa: E402
-from runners.scoring import Scorer  # noqa: E402
+from runners.plan.prefix_tree import build_tree, count_tokens  # noqa: E402
+from runners.plan.item_requests import Encoder, cells_for, normalised_choice, plan_item  # noqa: E402
+from runners.backends.transformers.scoring import Scorer  # noqa: E402
 from tiny_models import make_model  # noqa: E402
 
 ITEMS = [
@@ -135,7 +135,7 @@ def test_sliding_window_attention_matches_the_reference(tiny_tokenizer, layer_ty
 
 def _all_nodes(gen, lik):
     """Every node of the batch's tree, marked as the scorer marks it."""
-    from runners.prefix_tree import mark_scored_leaves
+    from runners.plan.prefix_tree import mark_scored_leaves
 
     roots = build_tree([r.tokens for r in gen] + [r.tokens for r in lik])
     mark_scored_leaves(roots, len(gen))
@@ -149,7 +149,7 @@ def _all_nodes(gen, lik):
 def test_prefill_batches_rows_and_the_pool_holds_each_token_once(tiny_model, tiny_tokenizer):
     """The batch's tree goes through the decoder in a handful of calls, not one per node,
     and the KV pool is exactly the tree's unique tokens (plus the zero padding slot)."""
-    from runners import scoring
+    from runners.backends.transformers import scoring
 
     scorer = _scorer(tiny_model, tiny_tokenizer)
     _, gen, lik = _requests(tiny_tokenizer, ITEMS)
@@ -294,7 +294,7 @@ def test_a_softcapped_head_is_split_with_its_softcap(tiny_tokenizer):
     """Gemma-style final-logit soft-capping is part of the split head."""
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
-    from runners.model_probe import cache_keyword, split_output_head
+    from runners.backends.transformers.model_probe import cache_keyword, split_output_head
 
     torch.manual_seed(0)
     config = Gemma3TextConfig(vocab_size=len(tiny_tokenizer), hidden_size=32,
@@ -316,7 +316,7 @@ def test_a_head_that_does_not_reproduce_the_model_falls_back(tiny_tokenizer):
     """A model whose forward does more than decoder + head gets whole-model logits."""
     from transformers import LlamaForCausalLM
 
-    from runners.model_probe import cache_keyword, split_output_head
+    from runners.backends.transformers.model_probe import cache_keyword, split_output_head
 
     class DoubledLogits(LlamaForCausalLM):
         def forward(self, *args, **kwargs):
@@ -336,7 +336,7 @@ def test_pending_logprobs_send_a_shared_parent_row_through_the_head_once():
     and every log-probability equals the plain log-softmax at its target."""
     import torch
 
-    from runners.prefill import PendingLogprobs
+    from runners.backends.transformers.prefill import PendingLogprobs
 
     torch.manual_seed(0)
     weight = torch.randn(50, 8)

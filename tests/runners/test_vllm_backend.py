@@ -19,11 +19,11 @@ from fragility_tui.harness.configs import CONFIG_IDS  # noqa: E402
 from fragility_tui.items.item import Item  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from helpers import run_cli  # noqa: E402
-from runners import vllm_backend  # noqa: E402
-from runners.item_requests import Encoder, cells_for, plan_item  # noqa: E402
-from runners.loop import Run, RunSpec  # noqa: E402
-from runners.scoring import LikelihoodRequest, Scorer  # noqa: E402
-from runners.vllm_backend import VLLMScorer, continuation_loglikelihood  # noqa: E402
+from runners.backends import vllm as vllm_backend  # noqa: E402
+from runners.plan.item_requests import Encoder, cells_for, plan_item  # noqa: E402
+from runners.run.loop import Run, RunSpec  # noqa: E402
+from runners.backends.transformers.scoring import LikelihoodRequest, Scorer  # noqa: E402
+from runners.backends.vllm import VLLMScorer, continuation_loglikelihood  # noqa: E402
 from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
 
 ITEMS = [
@@ -130,9 +130,9 @@ def test_backend_checks_come_before_anything_loads(monkeypatch):
     monkeypatch.setattr(vllm_backend, "installed_version", lambda: "0.0.fake")
     with pytest.raises(InputError, match="runs on a CUDA GPU; this run's device is cpu"):
         vllm_backend.check_backend(None, "cpu")
-    import runners.models
+    import runners.models.load
 
-    monkeypatch.setattr(runners.models, "pick_device", lambda device: device)
+    monkeypatch.setattr(runners.models.load, "pick_device", lambda device: device)
     with pytest.raises(InputError, match="CUDA_VISIBLE_DEVICES=1 and use --device cuda"):
         vllm_backend.check_backend(None, "cuda:1")
     assert vllm_backend.check_backend(None, "cuda:0") == "0.0.fake"
@@ -218,7 +218,7 @@ def test_the_cli_without_vllm_fails_at_once_and_writes_nothing(tiny_folder, tmp_
 
 
 def test_engine_memory_keeps_prompt_logprob_tensors_outside_vllms_share():
-    from runners.vllm_backend import ENGINE_RESERVE, engine_memory
+    from runners.backends.vllm import ENGINE_RESERVE, engine_memory
 
     gib = 1 << 30
     h100 = engine_memory(80 * gib, 151_936)  # Qwen's vocabulary on an 80 GB GPU
@@ -239,7 +239,7 @@ def test_engine_memory_keeps_prompt_logprob_tensors_outside_vllms_share():
 def test_batch_invariance_is_turned_on_only_where_vllm_and_the_gpu_have_it(monkeypatch):
     import torch
 
-    from runners import vllm_backend
+    from runners.backends import vllm as vllm_backend
 
     assert vllm_backend.batch_invariance({"VLLM_BATCH_INVARIANT": "0"}) == {
         "enabled": False, "reason": "VLLM_BATCH_INVARIANT set by the user"}

@@ -9,7 +9,7 @@ it). On a GPU machine:
     FRAGILITY_VLLM_DTYPE=bf16 python -m pytest -q -s tests/runners/test_vllm_gpu.py
 
 Every cell gets the same prediction, or it is printed and must be a near-tie under the
-transformers model (runners.plain_loop's margin: the smallest top-two logit gap of the greedy
+transformers model (runners.backends.transformers.plain_loop's margin: the smallest top-two logit gap of the greedy
 steps, or the top-two gap of the normalised cloze scores). The near-tie bounds per dtype are
 a first guess, to revisit with the first run's printout. Prints each backend's tokens/s.
 """
@@ -42,7 +42,7 @@ DEVICE = "cuda"
 
 def _score_all(loaded, scorer, items, budget):
     from fragility_tui.harness.configs import CONFIG_IDS
-    from runners.item_requests import Encoder, cells_for, plan_item
+    from runners.plan.item_requests import Encoder, cells_for, plan_item
 
     encoder = Encoder(loaded.tokenizer, loaded.is_instruct, loaded.template_args)
     gen, lik = [], []
@@ -54,16 +54,17 @@ def _score_all(loaded, scorer, items, budget):
 
 
 def test_vllm_agrees_with_transformers_on_40_real_items(real_items):  # noqa: F811
-    from runners.loop import RunSpec
-    from runners.prepare import load_spec as load_model
-    from runners.plain_loop import reference_cell
-    from runners.prepare import prepare_model
-    from runners.scoring import Scorer
-    from runners.vllm_backend import load_vllm
+    from runners.run.loop import RunSpec
+    from runners.models.prepare import load_spec as load_model
+    from runners.backends.transformers.plain_loop import reference_cell
+    from runners.models.prepare import prepare_model
+    from runners.backends.transformers.scoring import Scorer
+    from runners.backends.vllm import VLLMBackend, load_vllm
 
     spec = RunSpec(models=[MODEL], items=[], grid="g", dtype=DTYPE, device=DEVICE,
                    backend="vllm")
-    prepared = prepare_model(MODEL, dtype=DTYPE, device=DEVICE, backend="vllm")
+    prepared = prepare_model(MODEL, dtype=DTYPE, device=DEVICE, backend="vllm",
+                             engine_attention=VLLMBackend.engine_attention)
     t0 = time.perf_counter()
     loaded, scorer = load_vllm(prepared, spec)  # first: the engine takes its share of memory
     print(f"vLLM engine up in {time.perf_counter() - t0:.1f} s", flush=True)
