@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from fragility_tui.schemas.events import Progress, read_event
 from fragility_tui.store.runs import RunRecord, RunStatus
 
 EVENTS_TAIL_BYTES = 64_000  # read of a run's events file to find its latest progress
@@ -96,11 +97,11 @@ def effective_status(run: RunRecord) -> str:
 
 # -- watching runs (the app's Runs pane) ----------------------------------------------
 
-def tail_progress(events_path: str | None) -> dict:
-    """The latest progress event (`batch`, `started`, `finished`, ...) of a run's JSON-lines
-    events file; {} when there is none yet."""
+def tail_progress(events_path: str | None) -> Progress | None:
+    """The latest progress event (started, batch, finished, cancelled) of a run's JSON-lines
+    events file; None when there is none yet."""
     if not events_path:
-        return {}
+        return None
     try:
         with open(events_path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -108,15 +109,15 @@ def tail_progress(events_path: str | None) -> dict:
             fh.seek(max(0, size - EVENTS_TAIL_BYTES))
             lines = fh.read().decode("utf-8", "replace").splitlines()
     except OSError:
-        return {}
+        return None
     for line in reversed(lines):
         try:
-            event = json.loads(line)
-        except ValueError:
-            continue  # a partly written last line
-        if isinstance(event, dict) and "cells_done" in event:
+            event = read_event(json.loads(line))
+        except ValueError:  # a partly written last line, or a field of the wrong type
+            continue
+        if isinstance(event, Progress):
             return event
-    return {}
+    return None
 
 
 @dataclass(frozen=True)
@@ -134,14 +135,14 @@ class RunProgress:
 
 def run_progress(run: RunRecord) -> RunProgress:
     """The run's record + its latest event: done, total, tokens/s and ETA."""
-    event = tail_progress(run.events_path)
-    done = max(event.get("cells_done") or 0, run.cells_done or 0)
-    total = event.get("cells_total") or run.cells_total or 0
+    event = tail_progress(run.events_path) or Progress()
+    done = max(event.cells_done or 0, run.cells_done or 0)
+    total = event.cells_total or run.cells_total or 0
     status = effective_status(run)
-    rate = event.get("tokens_per_s")
+    rate = event.tokens_per_s
     if rate is None and run.seconds:
         rate = (run.tokens or 0) / run.seconds
-    eta = event.get("eta_s") if status == RunStatus.RUNNING else None
+    eta = event.eta_s if status == RunStatus.RUNNING else None
     return RunProgress(run, status, done, total, rate, eta)
 
 

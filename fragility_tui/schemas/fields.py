@@ -6,7 +6,9 @@ package follows.
 - A key the dataclass does not declare (a document newer than this code) is kept in the
   record's `extra`, never an error, so newer runners' records still open.
 - An object or list field holding another JSON type raises SchemaError naming the field's
-  path (`provenance.models.m.gguf`); scalars are kept as recorded (the card prints them).
+  path (`provenance.models.m.gguf`), and so does a field a reader computes with (an event's
+  counts and rates) that is not a number; other scalars are kept as recorded (the card
+  prints them).
 - `schema`: the document's version; absent means 1 (documents written before it existed),
   a version above the reader's is read as far as it is known, anything but a whole number
   is a SchemaError.
@@ -48,6 +50,13 @@ def as_list(value: Any, where: str) -> tuple:
     if not isinstance(value, (list, tuple)):
         raise SchemaError(where, "a list", value)
     return tuple(value)
+
+
+def as_number(value: Any, where: str) -> int | float | None:
+    """A JSON number field (None when absent): what a reader computes with."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        raise SchemaError(where, "a number", value)
+    return value
 
 
 def as_version(value: Any, where: str) -> int:

@@ -1,7 +1,9 @@
 """Run progress: JSON-lines events (the TUI tails them) and the human display.
 
-Event lines, one JSON object each, flushed as written; every line has `event`, `run_id`
-and `time` (UTC ISO 8601):
+Event lines, one JSON object each, flushed as written; their layout is the versioned schema
+of fragility_tui/schemas/events.py (every line has `event`, `run_id`, `time` in UTC ISO
+8601 and `schema`; the fields of each kind are declared there), which the display and the
+app read them through:
 - `started`: grid, models, items, configs, cells_total, cells_done (already in the store)
 - `model_loaded`: model, load_s, provenance summary
 - `batch`: model, cells_done, cells_total, batch_cells, tokens, tokens_per_s, elapsed_s, eta_s
@@ -19,6 +21,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fragility_tui import settings
+from fragility_tui.schemas.events import (EVENT_SCHEMA, Batch, ConfigsRefused, Ended, Failed,
+                                          ModelLoaded, ProbeFailed, Started, read_event)
 
 
 def default_events_path(run_id: str) -> Path:
@@ -36,7 +40,9 @@ class EventLog:
 
     def emit(self, event: str, **fields) -> dict:
         record = {"event": event, "run_id": self.run_id,
-                  "time": datetime.now(timezone.utc).isoformat(timespec="seconds"), **fields}
+                  "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                  "schema": EVENT_SCHEMA, **fields}
+        read_event(record)  # a field of the wrong type fails here, not in a reader
         self._fh.write(json.dumps(record, default=str) + "\n")
         self._fh.flush()
         return record
@@ -74,14 +80,15 @@ class Display:
         self._last_draw = 0.0
 
     def show(self, record: dict) -> None:
+        """Show one event as emitted (a line of the log)."""
         if self.mode == "none":
             return
-        kind = record["event"]
-        if kind == "batch":
-            line = _batch_line(record)
+        event = read_event(record)
+        if isinstance(event, Batch):
+            line = _batch_line(event)
             if self.mode == "full":
                 now = time.monotonic()
-                if now - self._last_draw >= 1.0 or record["cells_done"] == record["cells_total"]:
+                if now - self._last_draw >= 1.0 or event.cells_done == event.cells_total:
                     self._last_draw = now
                     self.stream.write("\r\x1b[2K" + line)
                     self.stream.flush()
@@ -109,31 +116,33 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _batch_line(r: dict) -> str:
-    return (f"[{_bar(r['cells_done'], r['cells_total'])}] {r['model']}  "
-            f"{r['cells_done']}/{r['cells_total']} cells  {r['tokens_per_s']:.0f} tok/s  "
-            f"elapsed {_duration(r['elapsed_s'])}  ETA {_duration(r.get('eta_s'))}")
+def _batch_line(b: Batch) -> str:
+    return (f"[{_bar(b.cells_done, b.cells_total)}] {b.model}  "
+            f"{b.cells_done}/{b.cells_total} cells  {b.tokens_per_s:.0f} tok/s  "
+            f"elapsed {_duration(b.elapsed_s)}  ETA {_duration(b.eta_s)}")
 
 
-def _other_line(r: dict) -> str:
-    kind = r["event"]
-    if kind == "started":
-        return (f"run {r['run_id']}: grid {r['grid']}, {len(r['models'])} model(s), "
-                f"{r['items']} items x {len(r['configs'])} configs; {r['cells_done']} of "
-                f"{r['cells_total']} cells already done; events: {r.get('events_path', '')}")
-    if kind == "model_loaded":
-        return f"loaded {r['model']} in {r['load_s']:.1f} s ({r['summary']})"
-    if kind in ("finished", "cancelled"):
-        return (f"run {r['run_id']} {kind}: {r['cells_done']}/{r['cells_total']} cells, "
-                f"{r['tokens']} tokens in {r['seconds']:.1f} s")
-    if kind == "configs_refused":  # the reason line names the configs and why
-        return r["reason"]
-    if kind == "failed":
-        return f"run {r['run_id']} failed: {r['reason']}"
-    if kind == "probe_failed":
-        why = r.get("error") or (f"largest difference {r.get('largest_difference'):.3g} over "
-                                 f"the tolerance {r.get('tolerance'):.3g}")
-        return (f"warning: {r['model']}: packed tree-mask scoring did not reproduce plain "
+def _other_line(record: dict) -> str:
+    """The line of an event other than a batch; one this display does not describe is
+    printed as its JSON."""
+    e = read_event(record)
+    if isinstance(e, Started):
+        return (f"run {e.run_id}: grid {e.grid}, {len(e.models)} model(s), "
+                f"{e.items} items x {len(e.configs)} configs; {e.cells_done} of "
+                f"{e.cells_total} cells already done; events: {e.events_path or ''}")
+    if isinstance(e, ModelLoaded):
+        return f"loaded {e.model} in {e.load_s:.1f} s ({e.summary})"
+    if isinstance(e, Ended):
+        return (f"run {e.run_id} {e.event}: {e.cells_done}/{e.cells_total} cells, "
+                f"{e.tokens} tokens in {e.seconds:.1f} s")
+    if isinstance(e, ConfigsRefused):  # the reason line names the configs and why
+        return e.reason
+    if isinstance(e, Failed):
+        return f"run {e.run_id} failed: {e.reason}"
+    if isinstance(e, ProbeFailed):
+        why = e.error or (f"largest difference {e.largest_difference:.3g} over "
+                          f"the tolerance {e.tolerance:.3g}")
+        return (f"warning: {e.model}: packed tree-mask scoring did not reproduce plain "
                 f"forwards on the start-up probe ({why}); scoring one tree node per row "
                 "(same results, more calls)")
-    return json.dumps(r, default=str)
+    return json.dumps(record, default=str)

@@ -1,0 +1,136 @@
+"""A run's progress events as typed records: one JSON object a line, appended by the runner
+(runners/run/events.py, the Ray launcher too) and read by the runner's display and the app
+(fragility_tui/processes.py tails them for the Runs pane).
+
+Every line has `event` (its kind), `run_id`, `time` (UTC ISO 8601) and `schema`: the
+version of this layout, 1 (lines written before the field existed carry none and read as
+1). Reading follows fields.py's rules: a missing field is None, an unknown one is kept in
+`extra`, an unknown kind reads as a plain RunEvent (as Progress when it has `cells_done`),
+and a list field holding another JSON type, or a count, rate or duration that is not a
+number, is a SchemaError naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from fragility_tui.schemas.fields import as_list, as_number, as_version, read_record
+
+EVENT_SCHEMA = 1
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """The fields every event has; an event of a kind this version does not know."""
+
+    event: Any = None  # its kind: started, batch, ...
+    run_id: Any = None
+    time: Any = None
+    schema: int = EVENT_SCHEMA
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Progress(RunEvent):
+    """An event that says how far the run is: started, batch, finished, cancelled, and one
+    of a kind this version does not know that carries `cells_done`. Rates come with
+    batches."""
+
+    cells_done: Any = None
+    cells_total: Any = None
+    tokens_per_s: Any = None
+    eta_s: Any = None
+
+
+@dataclass(frozen=True)
+class Started(Progress):
+    grid: Any = None
+    models: tuple = ()
+    items: Any = None  # how many
+    configs: tuple = ()
+    events_path: Any = None
+    resumed: Any = None
+
+
+@dataclass(frozen=True)
+class Batch(Progress):
+    """A committed batch of cells (the Ray launcher's model is `all`)."""
+
+    model: Any = None
+    batch_cells: Any = None
+    tokens: Any = None
+    elapsed_s: Any = None
+
+
+@dataclass(frozen=True)
+class Ended(Progress):
+    """finished or cancelled (the kind is `event`)."""
+
+    tokens: Any = None
+    seconds: Any = None
+
+
+@dataclass(frozen=True)
+class Queued(RunEvent):
+    device: Any = None
+    message: Any = None  # "waiting for cuda:1, held by run ..."
+
+
+@dataclass(frozen=True)
+class ConfigsRefused(RunEvent):
+    model: Any = None
+    configs: tuple = ()
+    reason: Any = None  # one line naming the configs and why
+
+
+@dataclass(frozen=True)
+class ModelLoaded(RunEvent):
+    model: Any = None
+    load_s: Any = None
+    summary: Any = None
+
+
+@dataclass(frozen=True)
+class ProbeFailed(RunEvent):
+    """The start-up probe of packed scoring did not reproduce plain forwards."""
+
+    model: Any = None
+    tolerance: Any = None
+    largest_difference: Any = None
+    error: Any = None
+
+
+@dataclass(frozen=True)
+class OomRetry(RunEvent):
+    model: Any = None
+    batch_size: Any = None  # the item limit now
+    batch_tokens: Any = None  # the token budget now
+
+
+@dataclass(frozen=True)
+class Failed(RunEvent):
+    reason: Any = None
+
+
+EVENT_TYPES: dict[str, type[RunEvent]] = {
+    "started": Started, "batch": Batch, "finished": Ended, "cancelled": Ended,
+    "queued": Queued, "configs_refused": ConfigsRefused, "model_loaded": ModelLoaded,
+    "probe_failed": ProbeFailed, "oom_retry": OomRetry, "failed": Failed,
+}
+
+# Counts, rates and durations are computed with (progress bars, ETAs, formatted figures).
+NUMBERS = ("cells_done", "cells_total", "tokens_per_s", "eta_s", "items", "batch_cells",
+           "tokens", "elapsed_s", "seconds", "load_s", "tolerance", "largest_difference",
+           "batch_size", "batch_tokens")
+_READERS = {"schema": as_version, "models": as_list, "configs": as_list,
+            **{name: as_number for name in NUMBERS}}
+
+
+def read_event(line: Any, where: str = "event") -> RunEvent:
+    """The typed event of one parsed JSON line (a dict)."""
+    kind = line.get("event") if isinstance(line, dict) else None
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if cls is None:  # a newer kind: still progress when it says how far the run is
+        cls = Progress if isinstance(line, dict) and "cells_done" in line else RunEvent
+    return read_record(cls, line, where, _READERS)
