@@ -16,6 +16,7 @@ package follows.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import fields
 from typing import Any, Callable, Mapping
 
@@ -53,8 +54,9 @@ def as_list(value: Any, where: str) -> tuple:
 
 
 def as_number(value: Any, where: str) -> int | float | None:
-    """A JSON number field (None when absent): what a reader computes with."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+    """A JSON number field (None when absent): what a reader computes with. A writer's
+    numpy scalar counts (it is written as a number)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
         raise SchemaError(where, "a number", value)
     return value
 

@@ -86,12 +86,15 @@ def test_the_writer_refuses_a_field_of_the_wrong_type(tmp_path):
 
 
 def test_the_display_reads_typed_events():
+    from fragility_tui.store.runs import RunStatus
+
     out = io.StringIO()
     display = Display("plain", out)
     display.show({"event": "started", "run_id": "r", "grid": "g", "models": ["a", "b"],
                   "items": 3, "configs": ["o0.letter"], "cells_total": 6, "cells_done": 2})
-    display.show({"event": "finished", "run_id": "r", "cells_done": 6, "cells_total": 6,
-                  "tokens": 60, "seconds": 5.5})
+    # the Ray launcher emits its final status as a RunStatus
+    display.show({"event": RunStatus.FINISHED, "run_id": "r", "cells_done": 6,
+                  "cells_total": 6, "tokens": 60, "seconds": 5.5})
     assert out.getvalue().splitlines() == [
         "run r: grid g, 2 model(s), 3 items x 1 configs; 2 of 6 cells already done; events: ",
         "run r finished: 6/6 cells, 60 tokens in 5.5 s"]
