@@ -130,7 +130,7 @@ _READERS = {"schema": as_version, "models": as_list, "configs": as_list,
 def read_event(line: Any, where: str = "event") -> RunEvent:
     """The typed event of one parsed JSON line (a dict)."""
     kind = line.get("event") if isinstance(line, dict) else None
-    # str(): a writer may pass a str enum (RunStatus.FINISHED), written as its value
+    # str(): the Ray launcher passes its final RunStatus (a str enum) as the kind
     cls = EVENT_TYPES.get(str(kind)) if isinstance(kind, str) else None
     if cls is None:  # a newer kind: still progress when it says how far the run is
         cls = Progress if isinstance(line, dict) and "cells_done" in line else RunEvent
