@@ -138,3 +138,21 @@ def slots_folder(store_path: str | os.PathLike) -> Path:
     """`<store>.slots`, beside the store file."""
     path = Path(store_path)
     return path.with_name(path.name + ".slots")
+
+
+def writer_path(folder: Path, grid: str, model: str) -> Path:
+    """The lock of one model's cells in one grid: `<store>.slots/writers/<hash>.lock` (the
+    names hashed, so any grid or model name makes a safe file name)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{grid}\0{model}".encode()).hexdigest()[:24]
+    return folder / "writers" / f"{digest}.lock"
+
+
+def try_writer(folder: Path, grid: str, model: str, holder: str) -> Slot | str:
+    """Hold the right to write `model`'s cells into `grid` (a flock, dropped when the
+    holder's process ends however it ends), or say who holds it: two runs of one model
+    into one grid would otherwise each compute every cell."""
+    path = writer_path(folder, grid, model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return _try_slot(path, f"writer of {model}", holder)

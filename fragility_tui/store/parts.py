@@ -176,6 +176,14 @@ class PartsStore:
         """Nothing to do: the run's provenance records the grid's settings, and merge
         creates the grid."""
 
+    def claim_grid(self, grid: str, items: list[Item], *, positions: list[int] | None,
+                   seed: int, set_hash: str, description: str, meta: dict | None,
+                   check) -> int:
+        """The grid's settings as the folder's runs record them, checked again when the run
+        starts writing; merge checks the store's own grid (store/grid_claim.py)."""
+        check(self._settings(grid))
+        return self.add_items(grid, items, positions=positions)
+
     def add_items(self, grid: str, items: list[Item], positions: list[int] | None = None) -> int:
         """The run's items with their position in the sampled item set (so a merge of all
         shards orders the grid's items as one whole run would)."""

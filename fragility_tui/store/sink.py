@@ -9,7 +9,7 @@ accept every call written here).
 from __future__ import annotations
 
 from os import PathLike
-from typing import Protocol, runtime_checkable
+from typing import Callable, Protocol, runtime_checkable
 
 from fragility_tui.items.item import Item
 from fragility_tui.store.runs import RunRecord
@@ -40,6 +40,13 @@ class CellSink(Protocol):
 
     def create_grid(self, grid: str, /, *, seed: int, item_set_hash: str | None,
                     description: str, meta: dict | None) -> None: ...
+
+    def claim_grid(self, grid: str, items: list[Item], /, *, positions: list[int] | None,
+                   seed: int, set_hash: str, description: str, meta: dict | None,
+                   check: Callable[[dict | None], None]) -> int:
+        """When the run starts writing: check the grid's settings as they are now (None: no
+        grid yet; `check` raises to refuse), create the grid if absent and add the run's
+        items, with nothing in between (store/grid_claim.py). New items' count."""
 
     def add_items(self, grid: str, items: list[Item], /, *,
                   positions: list[int] | None = None) -> int: ...

@@ -190,6 +190,17 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
         self._in_transaction(con, lambda c: c.execute(
             "INSERT OR IGNORE INTO grids VALUES (?, ?, ?, ?, ?, ?, ?)", args))
 
+    def claim_grid(self, name: str, items: list[Item], *, positions: list[int] | None,
+                   seed: int, set_hash: str, description: str, meta: dict | None,
+                   check) -> int:
+        """Check the grid, create it if absent and add the run's items, in one transaction
+        (store/grid_claim.py); `check(settings or None)` raises to refuse."""
+        from fragility_tui.store.grid_claim import claim_grid
+
+        return self._in_transaction(None, lambda c: claim_grid(
+            self, c, name, items, positions=positions, seed=seed, set_hash=set_hash,
+            description=description, meta=meta, check=check))
+
     def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
         def run(c):
             for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),

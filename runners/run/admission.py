@@ -55,10 +55,21 @@ def load_run_items(spec) -> RunItems:
 
 def check_grid(store, spec, set_hash: str) -> str | None:
     """Refuse a grid that cannot take this run's cells (InputError, exit 2). Returns a note
-    for the user when the run is allowed to change the grid's item set (--add-items)."""
+    for the user when the run is allowed to change the grid's item set (--add-items).
+    Checked here before the run row, and again by `check_settings` in the transaction that
+    creates the grid when the run starts writing (a queued run may wait for hours)."""
     if not store.has_grid(spec.grid):
         return None
-    meta = store.grid_meta(spec.grid)
+    meta = dict(store.grid_meta(spec.grid))
+    if meta.get("item_set_hash") is None:
+        meta["item_set_hash"] = _stored_items_hash(store, spec.grid)
+    return check_settings(spec, set_hash, meta)
+
+
+def check_settings(spec, set_hash: str, meta: dict | None) -> str | None:
+    """check_grid's rule on the grid's settings as read (None: no grid yet)."""
+    if meta is None:
+        return None
     if meta.get("synthetic"):
         raise InputError(f"grid {spec.grid!r} is SYNTHETIC (simulated cells, labelled so "
                          "everywhere): a model's real cells do not go into it; name another "
@@ -68,7 +79,7 @@ def check_grid(store, spec, set_hash: str) -> str | None:
         raise InputError(f"grid {spec.grid!r} was created with seed {seed}; the option "
                          f"shuffles depend on it, so a run with seed {spec.seed} cannot add "
                          f"to it (use --seed {seed} or another --grid)", field="--seed")
-    recorded = meta.get("item_set_hash") or _stored_items_hash(store, spec.grid)
+    recorded = meta.get("item_set_hash")
     if recorded is None or recorded == set_hash:
         return None
     if not getattr(spec, "add_items", False):

@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Callable
 
 from fragility_tui.devices import ANY_GPU
 from fragility_tui.errors import InputError
-from fragility_tui.slots import Slot, acquire, held_by, try_acquire
+from fragility_tui.slots import POLL_S, Slot, acquire, held_by, try_acquire, try_writer
 from fragility_tui.store.sink import CellSink
 
 
@@ -63,3 +64,33 @@ def wait_for(store: CellSink, run_id: str, requested: str, resolved: str, *,
                    on_wait=lambda message: on_wait(devices[0] if len(devices) == 1
                                                     else ANY_GPU, message),
                    should_stop=should_stop)
+
+
+def wait_for_writers(store: CellSink, run_id: str, grid: str, models: list[str], *,
+                     on_wait: Callable[[str], None],
+                     should_stop: Callable[[], bool]) -> list[Slot] | None:
+    """The writer locks of the run's models in the grid (in name order, so two runs never
+    hold one each and wait for the other's), waiting while another run holds one; None
+    when stopped while waiting. No queue (a parts folder): nothing to hold."""
+    folder = store.slots_dir()
+    if folder is None:
+        return []
+    held: list[Slot] = []
+    said = None
+    for model in sorted(set(models)):
+        while True:
+            got = try_writer(folder, grid, model, holder_mark(run_id))
+            if not isinstance(got, str):
+                held.append(got)
+                break
+            message = (f"waiting to write model {model!r} into grid {grid!r}, "
+                       f"{held_by([(model, got)])}")
+            if message != said:
+                on_wait(message)
+                said = message
+            if should_stop():
+                for slot in held:
+                    slot.release()
+                return None
+            time.sleep(POLL_S)
+    return held

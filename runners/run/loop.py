@@ -26,7 +26,7 @@ from fragility_tui.store.runs import RunRecord, RunStatus, new_run_id
 from fragility_tui.store.schema import utc_now
 from fragility_tui.store.sink import CellSink
 from runners.run import device_queue
-from runners.run.admission import check_grid, load_run_items
+from runners.run.admission import check_grid, check_settings, load_run_items
 from runners.backends.base import Backend, backend_for
 from runners.run.failure import RunFailed, failure_reason
 from runners.run.stopper import Stopper
@@ -199,6 +199,8 @@ class Run:
     def _hold_slot(self, stopper: Stopper) -> bool:
         """Take the device's slot (fragility_tui/slots.py), waiting as `queued` while the
         device is busy; False when cancelled while waiting. Held until the run ends."""
+        if not self._hold_writers(stopper):
+            return False
         if not self.backend.info.device_slot:  # a server's devices are the server's to share
             return True
         if self.slot is None:
@@ -211,6 +213,17 @@ class Run:
             prepared.device = self.slot.device
         return True
 
+    def _hold_writers(self, stopper: Stopper) -> bool:
+        """The right to write each model's cells into the grid (fragility_tui/slots.py,
+        try_writer), waiting as `queued` while another run writes them: two runs of one
+        model into one grid would each compute every cell. Taken before the device slot,
+        so a run waiting here holds no device; False when cancelled while waiting."""
+        self.writers = device_queue.wait_for_writers(
+            self.store, self.run_id, self.spec.grid, [p.name for p in self.prepared],
+            on_wait=lambda message: self._queued(None, message),
+            should_stop=stopper.should_stop)
+        return self.writers is not None
+
     def _queued(self, device: str, message: str) -> None:
         self.store.update_run(self.run_id, status=RunStatus.QUEUED, pid=os.getpid(),
                               pid_started=process_start(os.getpid()), device=device,
@@ -220,6 +233,8 @@ class Run:
     def release_slot(self) -> None:
         if self.slot is not None:
             self.slot.release()
+        for writer in getattr(self, "writers", None) or ():
+            writer.release()
 
     def _finish(self, status: str, error: str | None = None) -> None:
         self.session.update(ended_at=utc_now().isoformat(), status=status)
@@ -266,12 +281,13 @@ class Run:
         return RunStatus.FINISHED
 
     def _prepare_grid(self, items: list[Item], set_hash: str, positions: list[int]) -> None:
-        spec = self.spec  # the grid's seed and item set were checked in __init__
-        if not self.store.has_grid(spec.grid):
-            self.store.create_grid(spec.grid, seed=spec.seed, item_set_hash=set_hash,
-                                   description=f"runner: {', '.join(spec.items)}",
-                                   meta={"per_benchmark": spec.per_benchmark})
-        self.store.add_items(spec.grid, items, positions=positions)
+        """Check the grid again and create it in one store transaction: it was checked in
+        __init__, but a run that waited for its slot may find another run's grid now."""
+        spec = self.spec
+        self.store.claim_grid(spec.grid, items, positions=positions, seed=spec.seed,
+                              set_hash=set_hash, description=f"runner: {', '.join(spec.items)}",
+                              meta={"per_benchmark": spec.per_benchmark},
+                              check=lambda meta: check_settings(spec, set_hash, meta))
 
     def _run_provenance(self, items, set_hash, report) -> dict:
         from runners.models.provenance import run_provenance

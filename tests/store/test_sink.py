@@ -45,7 +45,7 @@ def _accepts(impl: inspect.Signature, wanted: inspect.Signature) -> list[str]:
 
 def test_the_protocol_lists_what_the_loop_calls():
     assert {"create_run", "get_run", "update_run", "events_path_for", "has_grid",
-            "grid_meta", "create_grid", "add_items", "check_model", "record_model",
+            "grid_meta", "create_grid", "claim_grid", "add_items", "check_model", "record_model",
             "done_keys", "write_cells", "slots_dir"} == set(PROTOCOL_METHODS)
 
 
