@@ -12,7 +12,12 @@ Behaviours a test switches on:
 - `fail_first=N` with `fail_status`: the first N POSTs answer that status (429 with
   Retry-After: 0, or a 5xx); `fail_every=K`: so does every K-th POST; `stall_first=N`: the first N POSTs sleep `stall_s` first
   (a client timeout);
-- `key`: every request must carry `Authorization: Bearer KEY` (else 401).
+- `key`: every request must carry `Authorization: Bearer KEY` (else 401);
+- `stall_after=N`: every POST after the N-th sleeps `stall_s` first (a server that hangs
+  mid-run); `trickle_s`: each answer's bytes are sent one at a time, `trickle_s` apart (a
+  server that never times out a socket read);
+- `answer_text`: the generated text of every generation (a model quoting the key, a 64 KB
+  answer); `html_says`: every POST answers 200 with this HTML page (a proxy's error page).
 Every request is recorded (`requests`: path, headers, body) and the most requests in
 flight at once is `max_in_flight`.
 """
@@ -34,13 +39,17 @@ class FakeOpenAI:
                  completions: bool = True, fail_first: int = 0, fail_status: int = 429,
                  fail_every: int = 0, stall_first: int = 0, stall_s: float = 2.0,
                  key: str | None = None,
-                 lifetime_s: float = 600.0, error_says: str | None = None):
+                 lifetime_s: float = 600.0, error_says: str | None = None,
+                 stall_after: int | None = None, trickle_s: float = 0.0,
+                 answer_text: str | None = None, html_says: str | None = None):
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
         self.echo, self.completions, self.key = echo, completions, key
         self.fail_first, self.fail_status, self.fail_every = fail_first, fail_status, fail_every
         self.failed = 0  # answers that were fail_status
         self.stall_first, self.stall_s = stall_first, stall_s
         self.error_says = error_says  # a 400 body text for every POST (an error path test)
+        self.stall_after, self.trickle_s = stall_after, trickle_s
+        self.answer_text, self.html_says = answer_text, html_says
         self.requests: list = []
         self.in_flight = self.max_in_flight = self.posts = 0
         self._lock = threading.Lock()
@@ -100,6 +109,8 @@ class FakeOpenAI:
         max_tokens = int(body.get("max_tokens") or 16)
         generated, gen_values, finish = self.generate(ids, max_tokens)
         text = self.tokenizer.decode(generated, skip_special_tokens=True)
+        if self.answer_text is not None and not body.get("echo"):
+            text = self.answer_text
         choice = {"index": 0, "text": text, "finish_reason": finish, "logprobs": None}
         if body.get("logprobs") is not None:
             tokens, values = list(generated), list(gen_values)
@@ -139,16 +150,23 @@ def _handler(server: FakeOpenAI):
         def log_message(self, *args):  # quiet
             pass
 
-        def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-            data = json.dumps(payload).encode()
+        def _send(self, status: int, payload, headers: dict | None = None) -> None:
+            html = isinstance(payload, str)
+            data = payload.encode() if html else json.dumps(payload).encode()
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", "text/html" if html else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for name, value in (headers or {}).items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                if server.trickle_s and self.command == "POST":
+                    for k in range(len(data)):
+                        self.wfile.write(data[k:k + 1])
+                        self.wfile.flush()
+                        time.sleep(server.trickle_s)
+                else:
+                    self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):  # the client timed out
                 pass
 
@@ -189,7 +207,10 @@ def _handler(server: FakeOpenAI):
                 return 401, {"error": {"message": "invalid api key"}}
             if server.error_says:
                 return 400, {"error": {"message": server.error_says}}
-            if n <= server.stall_first:
+            if server.html_says:
+                return 200, server.html_says
+            if n <= server.stall_first or server.stall_after is not None and \
+                    n > server.stall_after:
                 time.sleep(server.stall_s)
             if n <= server.fail_first or server.fail_every and n % server.fail_every == 0:
                 server.failed += 1

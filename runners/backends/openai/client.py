@@ -5,8 +5,10 @@
 - retries with exponential backoff (honouring `Retry-After`) on 429, 5xx, timeouts and
   refused or reset connections; any other 4xx fails at once (a retry cannot fix it);
 - the API key: read only from the environment variable the user names, sent only in the
-  Authorization header, and never part of any message, repr or record this module makes
-  (an error text the server sends back is redacted too, should it quote the key).
+  Authorization header, and never part of any message, repr, answer or record this module
+  makes: every error text and every string of every answer is passed through
+  `fragility_tui.text.redact_secret` (any piece of the key of 8 characters or more) before
+  anything is cut or quoted.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 from fragility_tui.errors import InputError
+from fragility_tui.text import redact_secret
 
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_RETRIES = 5
@@ -83,7 +86,20 @@ class OpenAIClient:
         return f"OpenAIClient({self.root!r}, key={'set' if self.__key else 'none'})"
 
     def redact(self, text: str) -> str:
-        return text.replace(self.__key, "[api key]") if self.__key else text
+        return redact_secret(text, self.__key)
+
+    def clean(self, value):
+        """Every string of an answer, redacted (a server may quote the key back in its
+        generated text, which would otherwise be stored as raw output)."""
+        if not self.__key:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, dict):
+            return {self.clean(k): self.clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.clean(v) for v in value]
+        return value
 
     def get(self, path: str) -> dict:
         return self._request("GET", path, None)
@@ -110,9 +126,10 @@ class OpenAIClient:
             wait = None
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return _json(response.read(), f"{method} /{path}")
+                    return self.clean(_json(response.read(), f"{method} /{path}",
+                                            self.redact))
             except urllib.error.HTTPError as exc:
-                detail = self.redact(_excerpt(exc))
+                detail = _excerpt(exc, self.redact)
                 if exc.code not in RETRY_STATUS or attempt == self.retries:
                     raise ServerError(f"{method} {self.host}/v1/{path} answered HTTP "
                                       f"{exc.code}: {detail}", exc.code) from None
@@ -130,28 +147,30 @@ class OpenAIClient:
         raise AssertionError("unreachable")  # the loop returns or raises
 
 
-def _json(raw: bytes, what: str) -> dict:
+def _json(raw: bytes, what: str, redact) -> dict:
     try:
         value = json.loads(raw)
     except ValueError:
-        raise ServerError(f"{what} answered something that is not JSON: {raw[:120]!r}") \
+        text = redact(raw.decode("utf-8", "replace"))  # the whole text, before the cut
+        raise ServerError(f"{what} answered something that is not JSON: {text[:120]!r}") \
             from None
     if not isinstance(value, dict):
         raise ServerError(f"{what} answered JSON that is not an object")
     return value
 
 
-def _excerpt(exc: urllib.error.HTTPError) -> str:
+def _excerpt(exc: urllib.error.HTTPError, redact) -> str:
     try:
         text = exc.read().decode("utf-8", "replace")
     except Exception:  # the body is gone (a reset connection): the status says enough
-        return exc.reason or ""
+        text = str(exc.reason or "")
+    text = redact(text)  # before the message is picked out and cut
     try:
         error = json.loads(text).get("error")
         text = error.get("message", text) if isinstance(error, dict) else str(error or text)
     except (ValueError, AttributeError):
         pass
-    return " ".join(text.split())[:300]
+    return " ".join(redact(str(text)).split())[:300]
 
 
 def _retry_after(value: str | None) -> float | None:
