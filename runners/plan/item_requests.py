@@ -27,7 +27,9 @@ from fragility_tui.harness.configs import perm_to_str
 from fragility_tui.items.item import Item
 from fragility_tui.harness.parser import is_decided, parse_answer
 from fragility_tui.harness.render import ClozePrompt, GenerationPrompt, render
-from fragility_tui.store.store import CellRow
+# The schema module, not store.store: that one imports duckdb, which the air-gapped GPU box
+# lacks (benchmarks/gpu_check.py plans and parses items there).
+from fragility_tui.store.schema import CellRow
 from runners.plan import numerics
 from runners.models.fingerprint import pinned_date, prompt_sha
 from runners.plan.prefix_tree import build_tree, count_tokens
