@@ -53,7 +53,8 @@ class Batching:
     batches: Any = None
     budgets_used: Any = None  # {budget: batches}
     items_per_batch: ItemsPerBatch = ItemsPerBatch()
-    layout: Any = None
+    layout: Any = None  # how the scorer lays out rows
+    tokens: Any = None  # tokens computed against those the prompt trees hold
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -128,7 +129,12 @@ class Backend:
     name: Any = None
     version: Any = None
     status: Any = None  # e.g. experimental
-    engine: Any = None
+    engine: Any = None  # vLLM: the engine's settings
+    memory_sizing: Any = None  # vLLM
+    batch_invariant: Any = None  # vLLM
+    endpoint: Any = None  # openai: completions or chat
+    system_fingerprint: Any = None  # openai
+    api_key: Any = None  # openai: "sent" or "none", never the key
     extra: dict = field(default_factory=dict)
 
 
@@ -168,12 +174,15 @@ class ModelProvenance:
     fingerprint: Any = None
     max_new_tokens: Any = None
     numerics: dict = field(default_factory=dict)
+    cpu_linear: Any = None  # which fp32 linear kernel ran on a CPU
     # --backend openai: what served the model, and the configs it refused with the reason
     served_model: Any = None
     endpoint_host: Any = None
     endpoint: Any = None
     template: Any = None
+    concurrency: Any = None
     refused_configs: dict = field(default_factory=dict)
+    echo_probe: Any = None  # the echo-vs-generation comparisons behind a refusal
     extra: dict = field(default_factory=dict)
 
     @classmethod
@@ -190,6 +199,13 @@ class LoadReport:
     """How the items were loaded: a folder's files (with the split each name says) and
     warnings."""
 
+    source: Any = None
+    read: Any = None
+    kept: Any = None
+    excluded: dict = field(default_factory=dict)  # reason -> items
+    per_benchmark: dict = field(default_factory=dict)
+    trimmed: Any = None
+    selected: Any = None
     files: tuple = ()
     warnings: tuple = ()
     extra: dict = field(default_factory=dict)
@@ -226,7 +242,9 @@ class RunProvenance:
     fragility_tui: CodeVersion | None = None
     libraries: dict = field(default_factory=dict)
     device: Any = None
+    cuda_allocator: Any = None  # what the backend set before the first device use
     started_at: Any = None
+    ended_at: Any = None
     tokens: Any = None
     seconds: Any = None
     models: dict = field(default_factory=dict)  # name -> ModelProvenance
@@ -239,7 +257,8 @@ class RunProvenance:
         return read_record(cls, value, where, {
             "schema": as_version, "item_sources": as_list, "configs": as_list,
             "load_report": lambda v, w: read_record(LoadReport, v, w, {
-                "files": as_list, "warnings": as_list}),
+                "excluded": as_object, "per_benchmark": as_object, "files": as_list,
+                "warnings": as_list}),
             "fragility_tui": object_or_none(CodeVersion.from_json), "libraries": as_object,
             "models": mapping_of(ModelProvenance.from_json),
             "batching": mapping_of(Batching.from_json),

@@ -4,6 +4,7 @@ newer fields, records from a newer runner, and fields of the wrong JSON type."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -91,3 +92,26 @@ def test_a_model_backend_that_is_not_an_object_is_read_as_none():
     # documented tolerance: such runs show no backend line, as before the field existed
     p = RunProvenance.from_json({"models": {"m": {"backend": "transformers"}}})
     assert p.models["m"].backend is None
+
+
+def test_every_field_the_runner_writes_is_declared():
+    """A field the runner starts writing is declared here too (else it lands in `extra`)."""
+    from fragility_tui.items.item import LoadReport
+    from runners.models.provenance import new_session, run_provenance
+    from runners.plan.budget import TokenBudget
+
+    spec = SimpleNamespace(max_new_tokens=16, seed=0, per_benchmark=None, items=["x.jsonl"],
+                           configs=["o0.letter"], batch_size=None, batch_tokens=None,
+                           threads=1, prefix_reuse=True, overlap=False, prompt_mode=None,
+                           backend="transformers")
+    load = LoadReport("x.jsonl", read=3, kept=2, files=["a (test)"], warnings=["w"])
+    load.exclude("too few choices")
+    doc = run_provenance(spec, [1, 2], "h", load, {}, {"padding": "p", "decoding": "d",
+                                                        "likelihood": "l"})
+    batching = dict(TokenBudget(4096, "measured").record(), layout="tree", tokens={})
+    doc.update(cuda_allocator=None, device="cpu", tokens=1, seconds=1.0, ended_at="t",
+               batching={"m": batching}, sessions=[new_session(False)])
+    p = RunProvenance.from_json(doc)
+    assert p.extra == {} and p.load_report.extra == {} and p.batching["m"].extra == {}
+    assert p.sessions[0].extra == {} and p.fragility_tui.extra == {}
+    assert p.load_report.excluded == {"too few choices": 1}
