@@ -50,6 +50,10 @@ MIN_BATCHED_TOKENS = 2048
 ENGINE_RESERVE = 2 << 30  # CUDA context, cuBLAS workspaces, the sampler's own temporaries
 DEFAULT_BATCH_TOKENS = 1 << 16  # unique prompt tokens per batch (one store transaction)
 VLLM_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+# Where vLLM keeps its batch-invariant kernels: 0.30.0 (the [vllm] extra's pin, read from
+# its wheel) under model_executor/determinism/; earlier releases under layers/.
+BATCH_INVARIANT_MODULES = ("vllm.model_executor.determinism.batch_invariant",
+                           "vllm.model_executor.layers.batch_invariant")
 
 
 # -- before anything loads ------------------------------------------------------------------
@@ -100,32 +104,41 @@ def engine_settings(prepared, spec, sizing: dict) -> dict:
             "trust_remote_code": bool(spec.trust_remote_code)}
 
 
-def engine_memory(total_bytes: int | None, vocab_size: int) -> dict:
+def engine_memory(total_bytes: int | None, vocab_size: int,
+                  free_bytes: int | None = None) -> dict:
     """gpu_memory_utilization and max_num_batched_tokens for prompt-log-probability
     requests: the step's vocabulary-sized fp32 tensors (PROMPT_LOGPROB_COPIES of
     max_num_batched_tokens x vocab) plus ENGINE_RESERVE stay outside vLLM's share. The step
     shrinks (down to MIN_BATCHED_TOKENS) while those tensors would take over a quarter of
-    the GPU."""
+    the GPU.
+
+    The share is a fraction of the GPU's total memory, but vLLM (0.30: `request_memory` in
+    vllm/v1/worker/utils.py) refuses to start when the memory free at its start is below
+    total x share; so the share is sized from what is free (`free_bytes`, default: all of
+    it), not from the total: another process, or this one's own tensors, may hold the rest."""
     if total_bytes is None:
         return {"gpu_memory_utilization": GPU_MEMORY_UTILIZATION,
                 "max_num_batched_tokens": MAX_BATCHED_TOKENS,
                 "reason": "GPU memory unknown: vLLM's defaults for this backend"}
+    free = total_bytes if free_bytes is None else min(free_bytes, total_bytes)
     tokens = MAX_BATCHED_TOKENS
     per_token = vocab_size * 4 * PROMPT_LOGPROB_COPIES
     while tokens > MIN_BATCHED_TOKENS and tokens * per_token > total_bytes / 4:
         tokens //= 2
     outside = tokens * per_token + ENGINE_RESERVE
-    utilization = min(MAX_UTILIZATION, (total_bytes - outside) / total_bytes)
+    utilization = min(MAX_UTILIZATION, (free - outside) / total_bytes)
     if utilization < 0.3:
         raise InputError(f"--backend vllm: prompt log-probabilities over a {vocab_size}-token "
-                         f"vocabulary need {outside / 2**30:.1f} GiB beside the engine on a "
-                         f"{total_bytes / 2**30:.1f} GiB GPU; use --backend transformers",
+                         f"vocabulary need {outside / 2**30:.1f} GiB beside the engine, and "
+                         f"{free / 2**30:.1f} GiB of the {total_bytes / 2**30:.1f} GiB GPU "
+                         "are free; free the GPU or use --backend transformers",
                          field="--backend")
     return {"gpu_memory_utilization": round(utilization - 0.0005, 3),  # rounded down
             "max_num_batched_tokens": tokens,
             "reason": (f"{tokens} prompt tokens per step x {vocab_size} vocabulary x 4 bytes x "
                        f"{PROMPT_LOGPROB_COPIES} copies + {ENGINE_RESERVE >> 30} GiB reserve "
-                       f"kept outside the engine's share of {total_bytes / 2**30:.1f} GiB")}
+                       f"kept outside the engine's share of the {free / 2**30:.1f} GiB free "
+                       f"of {total_bytes / 2**30:.1f} GiB")}
 
 
 def batch_invariance(environ=None) -> dict:
@@ -139,10 +152,7 @@ def batch_invariance(environ=None) -> dict:
     if "VLLM_BATCH_INVARIANT" in environ:
         return {"enabled": environ["VLLM_BATCH_INVARIANT"] not in ("", "0"),
                 "reason": "VLLM_BATCH_INVARIANT set by the user"}
-    try:
-        has_it = importlib.util.find_spec("vllm.model_executor.layers.batch_invariant") is not None
-    except ModuleNotFoundError:  # vllm itself is not installed
-        has_it = False
+    has_it = any(_module_exists(name) for name in BATCH_INVARIANT_MODULES)
     if not has_it:
         return {"enabled": False, "reason": f"vLLM {installed_version()} has no batch-invariant mode"}
     import torch
@@ -153,6 +163,13 @@ def batch_invariance(environ=None) -> dict:
                                             "batch-invariant kernels need 9.0 or later"}
     environ["VLLM_BATCH_INVARIANT"] = "1"
     return {"enabled": True, "reason": "VLLM_BATCH_INVARIANT=1 set by fragility-tui"}
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package is missing (vllm, or an older layout)
+        return False
 
 
 def open_engine(folder, settings: dict):
@@ -185,7 +202,8 @@ def load_vllm(prepared, spec, invariance: dict | None = None):
     stop_ids = eos_ids(generation, tokenizer)
     config = AutoConfig.from_pretrained(folder, trust_remote_code=remote)
     vocab = getattr(config.get_text_config(), "vocab_size", None) or len(tokenizer)
-    sizing = engine_memory(_gpu_total_bytes(prepared.device), vocab)
+    free, total = _gpu_memory(prepared.device)
+    sizing = engine_memory(total, vocab, free)
     if invariance is None:  # not set up by VLLMBackend.configure_process
         invariance = batch_invariance()  # before open_engine imports vllm
     settings = engine_settings(prepared, spec, sizing)
@@ -203,12 +221,14 @@ def load_vllm(prepared, spec, invariance: dict | None = None):
     return loaded, scorer
 
 
-def _gpu_total_bytes(device: str) -> int | None:
+def _gpu_memory(device: str) -> tuple[int | None, int | None]:
+    """(free, total) bytes of the run's GPU, read just before the engine starts."""
     import torch
 
     if not device.startswith("cuda") or not torch.cuda.is_available():
-        return None
-    return int(torch.cuda.mem_get_info(torch.device(device))[1])
+        return None, None
+    free, total = torch.cuda.mem_get_info(torch.device(device))
+    return int(free), int(total)
 
 
 def _provenance(prepared, loaded, settings: dict, sizing: dict, invariance: dict) -> dict:
@@ -336,6 +356,10 @@ SCORING_TEXT = {
 @register_backend("vllm")
 class VLLMBackend(LocalBackend):
     name = "vllm"
+    # The engine's GPU work leaves the host thread free: the next batch is planned there
+    # (templates, tokenising, prompt trees: ~14 ms an item on a CPU core) while the engine
+    # runs this one, as the transformers backend does; inline, the GPU waited through it.
+    overlaps_host_work = True
     engine_attention = "chosen by vllm"
 
     def configure_process(self, environ) -> dict:
