@@ -125,12 +125,15 @@ def _server_options(args: argparse.Namespace) -> dict:
             raise InputError(f"--backend openai needs --{flag.replace('_', '-')}",
                              field=f"--{flag.replace('_', '-')}")
     _require_minimum(args, "--concurrency", 1)
+    if not args.request_timeout > 0:
+        raise InputError("--request-timeout must be a number of seconds above 0",
+                         field="--request-timeout")
     if args.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", args.api_key_env):
         raise InputError("--api-key-env takes the name of an environment variable (letters, "
                          "digits, _), not the key itself", field="--api-key-env")
     return {"base_url": args.base_url, "served_model": args.served_model,
             "api_key_env": args.api_key_env, "concurrency": args.concurrency,
-            "endpoint": args.endpoint}
+            "endpoint": args.endpoint, "timeout_s": args.request_timeout}
 
 
 def _resumed_spec(store, run_id: str, args):

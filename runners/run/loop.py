@@ -182,6 +182,9 @@ class Run:
                          error=reason)
             if not isinstance(exc, KeyboardInterrupt):
                 self.emit("failed", reason=reason)
+            else:  # an abort, or a stop that shut a served model's requests in flight
+                self.emit(RunStatus.CANCELLED, reason=reason, cells_done=self.cells_done,
+                          cells_total=self.cells_total)
             self.release_slot()
             raise
         finally:
@@ -309,6 +312,8 @@ class Run:
         if not todo:
             return RunStatus.FINISHED
         loaded, scorer = self._load(prepared)
+        if hasattr(scorer, "stop_when"):  # a served model: a stop shuts its requests
+            scorer.stop_when(stopper.should_stop)
         # A seeded random order (spec.order_seed): any prefix of the run is a uniform sample
         # of its items, so a half-written grid gives unbiased provisional figures.
         todo = seeded_order(todo, spec.order_seed if spec.order_seed is not None else spec.seed)

@@ -57,7 +57,7 @@ def server_options(spec) -> dict:
 
 
 def make_client(server: dict) -> OpenAIClient:
-    # timeout_s: no flag (the default suits a loaded server); tests shorten it.
+    # timeout_s: --request-timeout, the whole request (runs recorded before it: the default)
     return OpenAIClient(server["base_url"], api_key=read_api_key(server.get("api_key_env")),
                         concurrency=server["concurrency"],
                         timeout=float(server.get("timeout_s") or DEFAULT_TIMEOUT_S))
@@ -246,6 +246,11 @@ class OpenAIScorer(SchedulesOwnMemory):
         self.client, self.model, self.endpoint = client, model, endpoint
         self.max_new_tokens, self.encoder = max_new_tokens, encoder
         self.tokenizer = None  # the local tokenizer, when --model names one
+
+    def stop_when(self, should_stop) -> None:
+        """The run's stop check (SIGTERM, ctrl+c, `runs cancel`), asked while requests are
+        in flight: a stop shuts them instead of waiting for a slow server."""
+        self.client.should_stop = should_stop
 
     @property
     def layout(self) -> str:

@@ -98,27 +98,49 @@ def continuation_loglikelihood(answer: dict, text: str, boundary: int) -> tuple[
     return total, len(scored)
 
 
+SCAN_ALL = 64  # an answer up to this many steps is scanned step by step, as before
+
+
+def _first_decided(count: int, decided_at) -> int | None:
+    """The smallest k in 1..count with decided_at(k), or None. A short answer is scanned
+    step by step; a long one (a server ignoring max_tokens) by bisection, which relies on
+    a decided parse staying decided as text is added (what `decided` means: no
+    continuation can change it), so a 64 KB answer costs ~17 parses, not 65,536."""
+    if count <= SCAN_ALL:
+        return next((k for k in range(1, count + 1) if decided_at(k)), None)
+    if not decided_at(count):
+        return None
+    lo, hi = 1, count
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if decided_at(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
 def cut(request, text: str, finish_reason: str | None, tokenizer=None) -> tuple[str, str]:
     """(the text up to where the parse is decided, why it stops). With the model's local
     tokenizer, the text is re-encoded and cut where the transformers path stops
-    (runners.backends.transformers.scoring.stop_reason, token by token, decoded by the same call); without it,
-    at the shortest prefix for which the parser's `decided` holds. Else the whole text,
-    stopped at EOS or length."""
+    (runners.plan.score_types.stop_reason's rule, token by token, decoded by the same call);
+    without it, at the shortest prefix for which the parser's `decided` holds. Else the
+    whole text, stopped at EOS or length. A prefix ending in half a character (U+FFFD) is
+    never where it stops."""
+    undecided = "eos" if finish_reason == "stop" else "length"
     if tokenizer is not None:
-        from runners.plan.score_types import stop_reason
-
-        tokens = []
         decode = partial(tokenizer.decode, skip_special_tokens=True)  # as Scorer._text
-        for token in tokenizer(text, add_special_tokens=False)["input_ids"]:
-            if stop_reason(request, tokens, token, (), 1 << 30, decode) == "decided":
-                return decode(tokens), "decided"
-        return text, "eos" if finish_reason == "stop" else "length"
-    decided = request.decided
-    for end in range(1, len(text) + 1):
-        piece = text[:end]
-        if not piece.endswith("\ufffd") and decided(piece):
-            return piece, "decided"
-    return text, "eos" if finish_reason == "stop" else "length"
+        ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+        prefix = lambda k: decode(ids[:k])  # noqa: E731
+    else:
+        ids, prefix = text, lambda k: text[:k]  # noqa: E731
+
+    def decided_at(k: int) -> bool:
+        piece = prefix(k)
+        return not piece.endswith("\ufffd") and request.decided(piece)
+
+    first = _first_decided(len(ids), decided_at)
+    return (prefix(first), "decided") if first is not None else (text, undecided)
 
 
 def check_echo(client, model: str) -> tuple[str | None, list]:
