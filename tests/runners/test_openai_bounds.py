@@ -160,4 +160,4 @@ def test_request_timeout_must_be_positive(tmp_path):
     proc = run_cli("run", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1",
                    "--served-model", "m", "--grid", "g", "--request-timeout", "0",
                    db=tmp_path / "s.duckdb")
-    assert proc.returncode == 2 and "error: --request-timeout must be" in proc.stderr
+    assert proc.returncode == 2 and "--request-timeout must be a number of seconds" in proc.stderr
