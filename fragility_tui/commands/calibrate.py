@@ -67,17 +67,22 @@ def _outcome_pcts(p: dict, outcome: str, target: str | None = None) -> list[str]
     return [_pct(share(p, s, outcome, target)) for s in SCENARIOS]
 
 
-def sections(result: dict) -> list[dict]:
+def sections(result: dict) -> list:
     from fragility_tui.analysis.binomial import percent_with_interval as pwi
     from fragility_tui.analysis.calibration import FAMILY, SCENARIOS
     from fragility_tui.analysis.decisions import TARGETS
+    from fragility_tui.analysis.report import Section
     from fragility_tui.harness.configs import REFERENCE
 
     s, pairs = result["settings"], result["pairs"]
     which = "adjacent pairs" if all(p["adjacent"] for p in pairs) else "named pairs"
     m = f"{s['margin_points']:g}"
-    secs = [{"title": f"Verdict calibration of grid {result['grid']} (reference "
-                      f"{s['reference']})", "notes": [
+    stand_in = ([] if s["reference"] == REFERENCE else [
+        f"reference {s['reference']} stands in for SPEC's {REFERENCE}: every verdict is "
+        "measured against it"])
+    secs = [Section(f"Verdict calibration of grid {result['grid']} (reference "
+                    f"{s['reference']})", notes=[
+        *stand_in,
         f"{s['replicates']} replicates per scenario and pair, {len(pairs)} {which}",
         f"each simulated label from {s['n_boot']} bootstrap resamples (report: 2000), margin "
         f"{m} points, seed {s['seed']}",
@@ -92,42 +97,39 @@ def sections(result: dict) -> list[dict]:
         "each model's",
         "          config-to-config pattern kept exactly",
         f"  at m    power at the margin: the same construction with a true gap of {m} points",
-        "cells: % of replicates giving the pair's own observed outcome in each scenario"]}]
-    if s["reference"] != REFERENCE:
-        secs[0]["notes"].insert(0, f"reference {s['reference']} stands in for SPEC's "
-                                   f"{REFERENCE}: every verdict is measured against it")
+        "cells: % of replicates giving the pair's own observed outcome in each scenario"])]
     short = [SHORT[x] for x in SCENARIOS]
-    secs.append({
-        "title": "Gap-split verdicts (SPEC 6): the pair's verdict, or manufactured",
-        "headers": ["A", "B", "gap", "outcome", *short],
-        "rows": [[p["a"], p["b"], p["observed"]["gap"], outcome,
+    secs.append(Section(
+        "Gap-split verdicts (SPEC 6): the pair's verdict, or manufactured",
+        headers=["A", "B", "gap", "outcome", *short],
+        rows=[[p["a"], p["b"], p["observed"]["gap"], outcome,
                   *_outcome_pcts(p, outcome)]
                  for p in pairs
                  for outcome in ["manufactured" if p["observed"]["manufactured"]
-                                 else p["observed"]["verdict"]]]})
+                                 else p["observed"]["verdict"]]]))
     for t in TARGETS:
-        secs.append({
-            "title": f"Decision labels at {s['reference']}, {t} target (SPEC 9)",
-            "headers": ["A", "B", "label", *short, "stable@m"],
-            "rows": [[p["a"], p["b"], p["observed"]["labels"][t],
+        secs.append(Section(
+            f"Decision labels at {s['reference']}, {t} target (SPEC 9)",
+            headers=["A", "B", "label", *short, "stable@m"],
+            rows=[[p["a"], p["b"], p["observed"]["labels"][t],
                       *_outcome_pcts(p, p["observed"]["labels"][t], t),
                       _pct(p["power_at_margin"]["labels"][t]["stable"])] for p in pairs],
-            "notes": ["stable@m: power at the margin, % of replicates labelled stable with a "
-                      f"true gap of {m} points"]})
+            notes=["stable@m: power at the margin, % of replicates labelled stable with a "
+                   f"true gap of {m} points"]))
     tot = result["totals"]
     if pairs:
-        secs.append({
-            "title": f"Over the {len(pairs)} pairs ({tot['replicates']} replicates a scenario, "
+        secs.append(Section(
+            f"Over the {len(pairs)} pairs ({tot['replicates']} replicates a scenario, "
                      "observed target)",
-            "headers": ["scenario", "stable", "underpowered", "harness-sens.", "manufactured"],
-            "rows": [[x, *(pwi(tot[x]["labels"]["observed"][lab])
+            headers=["scenario", "stable", "underpowered", "harness-sens.", "manufactured"],
+            rows=[[x, *(pwi(tot[x]["labels"]["observed"][lab])
                            for lab in ("stable", "underpowered", "harness-sensitive")),
                       pwi(tot[x]["manufactured"])] for x in SCENARIOS],
-            "notes": [f"cache: {result['cache']['pairs_reused']} pairs reused, "
-                      f"{result['cache']['pairs_computed']} computed"]})
+            notes=[f"cache: {result['cache']['pairs_reused']} pairs reused, "
+                   f"{result['cache']['pairs_computed']} computed"]))
     family = result.get(FAMILY)
     if family:
-        secs.append({"title": "Family of adjacent pairs (exchangeable null)", "notes": [
+        secs.append(Section("Family of adjacent pairs (exchangeable null)", notes=[
             f"largest adjacent |gap| observed: {family['observed_largest_gap_points']:.2f} "
             f"points; the null's largest averages "
             f"{family['null_mean_largest_gap_points']:.2f}",
@@ -135,7 +137,7 @@ def sections(result: dict) -> list[dict]:
             f"{pwi(family['at_least_observed'], 1)} of {family['replicates']} replicates "
             f"(family-wise p)",
             "per pair (--json pairs[].family_exceed): the null's largest reaches that pair's "
-            "own |gap|"]})
+            "own |gap|"]))
     return secs
 
 
