@@ -32,7 +32,7 @@ from fragility_tui import settings
 from fragility_tui.errors import InputError
 from fragility_tui.processes import process_start
 from fragility_tui.store.models import fingerprint_diff
-from fragility_tui.store.runs import RunStatus
+from fragility_tui.store.runs import RunStatus, new_run_id
 from fragility_tui.store.schema import utc_now
 from runners.run.events import Display, EventLog, default_events_path
 from runners.run.admission import check_grid, load_run_items
@@ -117,8 +117,9 @@ class Launch:
         check_grid(store, self.spec, load_run_items(self.spec).set_hash)
         self.store, self.address, self.shards = store, address, shards
         self.shared = folder is not None  # parts in a folder every node sees
+        self.planned_id = new_run_id()  # the launch's run id, known before its row
         self.folder = Path(folder).expanduser().resolve() if folder else _default_folder(
-            spec.grid)
+            store, self.planned_id)
         self.gpus_per_task = gpus_per_task
         self.display = Display(display)
         self.run_id: str | None = None
@@ -191,7 +192,17 @@ class Launch:
         self.events.close()
         if status == RunStatus.FAILED:
             raise RunFailed(error)
+        if status == RunStatus.FINISHED:
+            self.clean_up()
         return status
+
+    def clean_up(self) -> None:
+        """After a launch whose every cell is in the store: its own parts folder goes (an
+        --out-parts folder is the user's, and stays)."""
+        import shutil
+
+        if not self.shared:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     def _final_merge(self, error: str | None) -> tuple[int, str | None]:
         """Whatever the workers committed is kept; a merge that fails after a task failed
@@ -252,7 +263,7 @@ class Launch:
     def _record(self, demand: dict) -> None:
         spec = self.spec
         self.run_id = self.store.create_run({
-            "grid": spec.grid, "model": ", ".join(self.names), "status": RunStatus.QUEUED,
+            "run_id": self.planned_id, "grid": spec.grid, "model": ", ".join(self.names), "status": RunStatus.QUEUED,
             "spec": {**spec.to_dict(), "launcher": {
                 "ray": self.address or "local", "shards": self.shards,
                 "parts": str(self.folder), "transfer": self._transfer()}}})
@@ -400,5 +411,13 @@ def _task_error(exc: Exception) -> str:
     return str(cause) if cause is not None else f"{type(exc).__name__}: {exc}"
 
 
-def _default_folder(grid: str) -> Path:
-    return settings.data_dir() / "parts" / grid
+def _default_folder(store, run_id: str) -> Path:
+    """`<user data>/parts/<store>/<run>`: the launch's own folder, so a launch merges only
+    its own parts, never another store's or an earlier launch's leftovers; the store as a
+    hash of its path, the run id as made by new_run_id (no name typed by a user becomes a
+    path: a grid named `../../x` writes nowhere else)."""
+    import hashlib
+
+    where = str(Path(getattr(store, "path", "store")).expanduser().resolve())
+    return settings.data_dir() / "parts" / hashlib.sha256(where.encode()).hexdigest()[:16] \
+        / run_id
