@@ -35,11 +35,3 @@ def rate(count: int, n: int) -> dict:
     return {"count": int(count), "n": int(n), "rate": count / n if n else None,
             "ci_low": lo, "ci_high": hi}
 
-
-def percent_with_interval(r: dict, digits: int = 0) -> str:
-    """'12% [9–16]' from a rate(); '–' when n is 0."""
-    if not r["n"]:
-        return "–"
-    f = f"{{:.{digits}f}}"
-    return (f"{f.format(100 * r['rate'])}% [{f.format(100 * r['ci_low'])}–"
-            f"{f.format(100 * r['ci_high'])}]")

@@ -57,35 +57,24 @@ SHORT = {"reproducibility_at_observed_gap": "repro", "false_alarms_exchangeable"
          "false_alarms_harness_kept": "harness", "power_at_margin": "at m"}
 
 
-def _pct(r: dict) -> str:
-    return "–" if r["rate"] is None else f"{100 * r['rate']:.0f}"
-
-
-def _outcome_pcts(p: dict, outcome: str, target: str | None = None) -> list[str]:
-    from fragility_tui.analysis.calibration import SCENARIOS, share
-
-    return [_pct(share(p, s, outcome, target)) for s in SCENARIOS]
-
-
 def sections(result: dict) -> list:
-    from fragility_tui.analysis.binomial import percent_with_interval as pwi
-    from fragility_tui.analysis.calibration import FAMILY, SCENARIOS
+    from fragility_tui.analysis.calibration import POWER, SCENARIOS
+    from fragility_tui.analysis.calibration_result import CalibrationResult
     from fragility_tui.analysis.decisions import TARGETS
     from fragility_tui.analysis.report import Section
     from fragility_tui.harness.configs import REFERENCE
 
-    s, pairs = result["settings"], result["pairs"]
-    which = "adjacent pairs" if all(p["adjacent"] for p in pairs) else "named pairs"
-    m = f"{s['margin_points']:g}"
-    stand_in = ([] if s["reference"] == REFERENCE else [
-        f"reference {s['reference']} stands in for SPEC's {REFERENCE}: every verdict is "
+    r = CalibrationResult.from_json(result)
+    which = "adjacent pairs" if all(p.adjacent for p in r.pairs) else "named pairs"
+    m = f"{r.margin_points:g}"
+    stand_in = ([] if r.reference == REFERENCE else [
+        f"reference {r.reference} stands in for SPEC's {REFERENCE}: every verdict is "
         "measured against it"])
-    secs = [Section(f"Verdict calibration of grid {result['grid']} (reference "
-                    f"{s['reference']})", notes=[
+    secs = [Section(f"Verdict calibration of grid {r.grid} (reference {r.reference})", notes=[
         *stand_in,
-        f"{s['replicates']} replicates per scenario and pair, {len(pairs)} {which}",
-        f"each simulated label from {s['n_boot']} bootstrap resamples (report: 2000), margin "
-        f"{m} points, seed {s['seed']}",
+        f"{r.replicates} replicates per scenario and pair, {len(r.pairs)} {which}",
+        f"each simulated label from {r.n_boot} bootstrap resamples (report: 2000), margin "
+        f"{m} points, seed {r.seed}",
         "every rate has a 95% Wilson interval (in --json: ci_low, ci_high; here in the totals)",
         "scenarios (docs/spec.md, 'Verdict calibration'); all redraw each benchmark's items "
         "with replacement:",
@@ -102,39 +91,34 @@ def sections(result: dict) -> list:
     secs.append(Section(
         "Gap-split verdicts (SPEC 6): the pair's verdict, or manufactured",
         headers=["A", "B", "gap", "outcome", *short],
-        rows=[[p["a"], p["b"], p["observed"]["gap"], outcome,
-                  *_outcome_pcts(p, outcome)]
-                 for p in pairs
-                 for outcome in ["manufactured" if p["observed"]["manufactured"]
-                                 else p["observed"]["verdict"]]]))
+        rows=[[p.a, p.b, p.observed.gap, p.observed.outcome,
+               *(p.scenarios[x].share(p.observed.outcome).percent() for x in SCENARIOS)]
+              for p in r.pairs]))
     for t in TARGETS:
         secs.append(Section(
-            f"Decision labels at {s['reference']}, {t} target (SPEC 9)",
+            f"Decision labels at {r.reference}, {t} target (SPEC 9)",
             headers=["A", "B", "label", *short, "stable@m"],
-            rows=[[p["a"], p["b"], p["observed"]["labels"][t],
-                      *_outcome_pcts(p, p["observed"]["labels"][t], t),
-                      _pct(p["power_at_margin"]["labels"][t]["stable"])] for p in pairs],
+            rows=[[p.a, p.b, p.observed.labels[t],
+                   *(p.scenarios[x].share(p.observed.labels[t], t).percent() for x in SCENARIOS),
+                   p.scenarios[POWER].share("stable", t).percent()] for p in r.pairs],
             notes=["stable@m: power at the margin, % of replicates labelled stable with a "
                    f"true gap of {m} points"]))
-    tot = result["totals"]
-    if pairs:
+    if r.pairs:
         secs.append(Section(
-            f"Over the {len(pairs)} pairs ({tot['replicates']} replicates a scenario, "
-                     "observed target)",
+            f"Over the {len(r.pairs)} pairs ({r.total_replicates} replicates a scenario, "
+            "observed target)",
             headers=["scenario", "stable", "underpowered", "harness-sens.", "manufactured"],
-            rows=[[x, *(pwi(tot[x]["labels"]["observed"][lab])
-                           for lab in ("stable", "underpowered", "harness-sensitive")),
-                      pwi(tot[x]["manufactured"])] for x in SCENARIOS],
-            notes=[f"cache: {result['cache']['pairs_reused']} pairs reused, "
-                   f"{result['cache']['pairs_computed']} computed"]))
-    family = result.get(FAMILY)
-    if family:
+            rows=[[x, *(r.totals[x].share(lab, "observed").with_interval()
+                        for lab in ("stable", "underpowered", "harness-sensitive")),
+                   r.totals[x].manufactured.with_interval()] for x in SCENARIOS],
+            notes=[f"cache: {r.pairs_reused} pairs reused, {r.pairs_computed} computed"]))
+    if r.family:
+        f = r.family
         secs.append(Section("Family of adjacent pairs (exchangeable null)", notes=[
-            f"largest adjacent |gap| observed: {family['observed_largest_gap_points']:.2f} "
-            f"points; the null's largest averages "
-            f"{family['null_mean_largest_gap_points']:.2f}",
+            f"largest adjacent |gap| observed: {f.observed_largest_gap_points:.2f} "
+            f"points; the null's largest averages {f.null_mean_largest_gap_points:.2f}",
             f"the null's largest reaches the observed one in "
-            f"{pwi(family['at_least_observed'], 1)} of {family['replicates']} replicates "
+            f"{f.at_least_observed.with_interval(1)} of {f.replicates} replicates "
             f"(family-wise p)",
             "per pair (--json pairs[].family_exceed): the null's largest reaches that pair's "
             "own |gap|"]))

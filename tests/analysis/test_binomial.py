@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fragility_tui.analysis.binomial import percent_with_interval, rate, wilson
+from fragility_tui.analysis.binomial import rate, wilson
+from fragility_tui.analysis.calibration_result import Rate
 
 
 @pytest.mark.parametrize("count, n", [(0, 10), (3, 10), (10, 10), (1, 200), (97, 200)])
@@ -31,5 +32,7 @@ def test_known_values_and_bad_input():
     assert rate(0, 0) == {"count": 0, "n": 0, "rate": None, "ci_low": 0.0, "ci_high": 1.0}
     with pytest.raises(ValueError):
         wilson(11, 10)
-    assert percent_with_interval(rate(1, 4)) == "25% [5–70]"
-    assert percent_with_interval(rate(0, 0)) == "–"
+    assert Rate.from_json(rate(1, 4)).with_interval() == "25% [5–70]"
+    assert Rate.from_json(rate(0, 0)).with_interval() == "–"
+    assert Rate.from_json(rate(1, 4)).percent() == "25"
+    assert Rate.from_json(rate(0, 0)).percent() == "–"
