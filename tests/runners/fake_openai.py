@@ -16,6 +16,8 @@ Behaviours a test switches on:
 - `stall_after=N`: every POST after the N-th sleeps `stall_s` first (a server that hangs
   mid-run); `trickle_s`: each answer's bytes are sent one at a time, `trickle_s` apart (a
   server that never times out a socket read);
+- `fail_after=N`: every POST after the N-th answers `fail_status` (a server that goes
+  down after the run's first request);
 - `answer_text`: the generated text of every generation (a model quoting the key, a 64 KB
   answer); `html_says`: every POST answers 200 with this HTML page (a proxy's error page).
 Every request is recorded (`requests`: path, headers, body) and the most requests in
@@ -41,7 +43,8 @@ class FakeOpenAI:
                  key: str | None = None,
                  lifetime_s: float = 600.0, error_says: str | None = None,
                  stall_after: int | None = None, trickle_s: float = 0.0,
-                 answer_text: str | None = None, html_says: str | None = None):
+                 answer_text: str | None = None, html_says: str | None = None,
+                 fail_after: int | None = None):
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
         self.echo, self.completions, self.key = echo, completions, key
         self.fail_first, self.fail_status, self.fail_every = fail_first, fail_status, fail_every
@@ -50,6 +53,7 @@ class FakeOpenAI:
         self.error_says = error_says  # a 400 body text for every POST (an error path test)
         self.stall_after, self.trickle_s = stall_after, trickle_s
         self.answer_text, self.html_says = answer_text, html_says
+        self.fail_after = fail_after  # every POST after the N-th answers fail_status
         self.requests: list = []
         self.in_flight = self.max_in_flight = self.posts = 0
         self._lock = threading.Lock()
@@ -212,7 +216,8 @@ def _handler(server: FakeOpenAI):
             if n <= server.stall_first or server.stall_after is not None and \
                     n > server.stall_after:
                 time.sleep(server.stall_s)
-            if n <= server.fail_first or server.fail_every and n % server.fail_every == 0:
+            if n <= server.fail_first or server.fail_every and n % server.fail_every == 0 \
+                    or server.fail_after is not None and n > server.fail_after:
                 server.failed += 1
                 return (server.fail_status, {"error": {"message": "busy"}},
                         {"Retry-After": "0"} if server.fail_status == 429 else None)

@@ -161,3 +161,22 @@ def test_request_timeout_must_be_positive(tmp_path):
                    "--served-model", "m", "--grid", "g", "--request-timeout", "0",
                    db=tmp_path / "s.duckdb")
     assert proc.returncode == 2 and "--request-timeout must be a number of seconds" in proc.stderr
+
+
+def test_a_transient_failure_during_the_probe_refuses_nothing(weights, tmp_path):  # noqa: F811
+    """Issue 47 item 5: the probe's request turned away (429 after every retry) says nothing
+    about the server's echo; the run is refused before its row, not finished without its
+    cloze configs."""
+    from fragility_tui.errors import InputError
+    from runners.run.loop import Run, RunSpec
+
+    items = write_items(tmp_path / "items.jsonl", 1)
+    store = Store(tmp_path / "s.duckdb")
+    with FakeOpenAI(*weights, fail_after=1, fail_status=429) as server:  # the hello passes
+        spec = RunSpec(models=[], items=[str(items)], grid="g", per_benchmark=None,
+                       threads=1, backend="openai", configs=["o0.letter", "cloze_qa"],
+                       server={"base_url": server.url, "served_model": server.model_id,
+                               "concurrency": 1, "endpoint": "completions"})
+        with pytest.raises(InputError, match="echo probe got no answer.*HTTP 429"):
+            Run(spec, store, display="none")
+    assert not store.runs()

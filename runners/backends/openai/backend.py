@@ -21,8 +21,9 @@ from fragility_tui.harness.parser import PARSER_VERSION
 from fragility_tui.harness.render import PROMPT_VERSION
 from runners.plan.budget import SchedulesOwnMemory
 from runners.backends.openai.client import DEFAULT_TIMEOUT_S, OpenAIClient, ServerError, read_api_key
-from runners.backends.openai.protocol import (CLOZE_CONFIGS, check_echo, continuation_loglikelihood,
-                                     cut, echo_body, generated_text, generation_body)
+from runners.backends.openai.protocol import (CLOZE_CONFIGS, ProbeUnanswered, check_echo,
+                                              continuation_loglikelihood, cut, echo_body,
+                                              generated_text, generation_body)
 from runners.plan.score_types import BatchResult, GenResult, ScoreStats
 
 ENDPOINTS = ("completions", "chat")
@@ -150,7 +151,10 @@ def prepare_served(spec) -> ServedModel:
                          server, client, served_id, mode, template, local,
                          spec=spec.models[0] if spec.models else None)
     if any(c in CLOZE_CONFIGS for c in spec.configs):
-        reason, served.probe = check_echo(client, served_id)
+        try:
+            reason, served.probe = check_echo(client, served_id)
+        except ProbeUnanswered as exc:  # before the run row: a resumed record stays as it is
+            raise InputError(f"{client.host}: {exc}", field="--base-url") from None
         if reason:
             served.refused = {c: reason for c in CLOZE_CONFIGS if c in spec.configs}
     return served

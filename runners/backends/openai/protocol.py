@@ -143,9 +143,28 @@ def cut(request, text: str, finish_reason: str | None, tokenizer=None) -> tuple[
     return (prefix(first), "decided") if first is not None else (text, undecided)
 
 
+# Answers that say for good that a request is not served (a retry cannot change them);
+# anything else (a 5xx or 429 after the retries, a time-out, a reset) says nothing about
+# the server's echo, and refusing the cloze configs on it would finish a run without them.
+DEFINITE_STATUS = frozenset({400, 401, 403, 404, 405, 422, 501})
+
+
+def _definite(exc: ServerError) -> ServerError:
+    """exc when it is the server's definite answer, else re-raised: the probe could not ask."""
+    if exc.status in DEFINITE_STATUS:
+        return exc
+    raise ProbeUnanswered(f"the echo probe got no answer ({exc}); nothing was refused: run "
+                          "again (or --resume) once the server answers") from None
+
+
+class ProbeUnanswered(ServerError):
+    """The probe's request failed in a way that says nothing about the server's echo."""
+
+
 def check_echo(client, model: str) -> tuple[str | None, list]:
     """(None when the server's echo log-probabilities can be trusted, else the reason; the
-    comparisons made: prefix, token, echoed, generated)."""
+    comparisons made: prefix, token, echoed, generated). A request that fails without a
+    definite answer raises ProbeUnanswered instead of refusing the cloze configs."""
     compared = []
     for prefix in PROBE_PREFIXES:
         try:
@@ -157,7 +176,7 @@ def check_echo(client, model: str) -> tuple[str | None, list]:
             generated = (choice.get("logprobs") or {}).get("token_logprobs") or [None]
         except ServerError as exc:
             return (f"the server returns no prompt log-probabilities (its /v1/completions "
-                    f"request failed: {exc})"), compared
+                    f"request failed: {_definite(exc)})"), compared
         except (KeyError, IndexError, TypeError):
             return "its completions answer has no choices[0].text", compared
         if not token or generated[0] is None:
@@ -170,7 +189,7 @@ def check_echo(client, model: str) -> tuple[str | None, list]:
             return f"the server returns no prompt log-probabilities ({exc})", compared
         except ServerError as exc:
             return (f"the server returns no prompt log-probabilities (its echo request "
-                    f"failed: {exc})"), compared
+                    f"failed: {_definite(exc)})"), compared
         at = [i for i, o in enumerate(offsets) if o == len(prefix)]
         if not at or tokens[at[0]] != token or values[at[0]] is None:
             continue  # the echo tokenised the boundary otherwise: not comparable
