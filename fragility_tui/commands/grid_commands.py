@@ -8,6 +8,7 @@ import sys
 
 from fragility_tui.bootstrap import open_store
 from fragility_tui.errors import InputError
+from fragility_tui.text import clean
 
 
 def register(sub) -> None:
@@ -76,7 +77,8 @@ def cmd_grids(args) -> int:
     print(f"{'grid':32} {'kind':9} {'models':>6} {'items':>6} {'configs':>7} {'cells':>9}  complete")
     for g in grids:
         kind = "SYNTHETIC" if g.synthetic else "real"
-        print(f"{g.name[:32]:32} {kind:9} {g.models:>6} {g.items:>6} {g.configs:>7} "
+        name = clean(g.name, one_line=True)  # a name may hold escape sequences
+        print(f"{name[:32]:32} {kind:9} {g.models:>6} {g.items:>6} {g.configs:>7} "
               f"{g.cells:>9}  {'yes' if g.complete else 'no'}")
     return 0
 
