@@ -44,8 +44,9 @@ from fragility_tui.analysis.pairs import (MANUFACTURED_ALPHA, gap_splits, mcnema
 from fragility_tui.grid.cube import Cube
 
 # part of every cache key: bump when a cached figure's meaning changes (2: four named
-# scenarios instead of "real"/"none", true gaps and shortfalls recorded)
-METHOD_VERSION = 2
+# scenarios instead of "real"/"none", true gaps and shortfalls recorded; 3: SPEC v4's
+# verdict `differs` and its decision rules)
+METHOD_VERSION = 3
 REPLICATES = 200  # per scenario
 N_BOOT = 500  # bootstrap resamples behind each simulated decision label
 STREAM_CALIBRATION = 5  # itemstats' streams are 1-4
@@ -69,7 +70,7 @@ MEASURES = {
     FAMILY: "over the family of pairs: how often the largest |reference gap| under the "
             "exchangeable null reaches the observed largest (and, per pair, its own)",
 }
-VERDICTS = ("ordered", "one item", "cancel", "identical")
+VERDICTS = ("differs", "one item", "cancel", "identical")  # SPEC §6 v4: `ordered` is `differs`
 LABELS = ("stable", "underpowered", "harness-sensitive", "target-sensitive", "unsupported")
 _CELL_BUDGET = 40_000_000  # stacked (model, item, config) cells per decide_pairs call
 assert set(LABELS) == {"stable", *FLAGS}

@@ -33,6 +33,10 @@ __all__ = ["TOL", "LEVEL", "simultaneous_intervals", "decide", "decide_pairs"]
 
 TARGETS = ("observed", "balanced")
 FLAGS = ("unsupported", "harness-sensitive", "underpowered", "target-sensitive")
+# SPEC §9 v4: under the balanced target every benchmark weighs the same, so a benchmark of a
+# handful of paired items would carry a full benchmark's weight that its bootstrap cannot
+# measure: below this many the balanced target is unsupported.
+MIN_BALANCED_ITEMS = 20
 _ROWS_PER_CHUNK = 500  # resamples per chunk; fixed so every caller draws the same W
 
 
@@ -181,10 +185,6 @@ def _interval(lo, hi) -> tuple[float, float] | None:
     return (float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else None
 
 
-def _sign(x: float | None) -> int:
-    return sign(x)
-
-
 @dataclass
 class _Plan:
     """Which (pair, config) columns the bootstrap needs, and where each lands."""
@@ -240,27 +240,36 @@ def decide_pairs(cube: Cube, pairs, *, config: str | None = None, margin: float 
     for p, (a, b) in enumerate(pairs):
         k0 = plan.where[(p, c0)]
         unsupported = tuple(strata.names[s] for s in np.flatnonzero(~supported[p, :, c0]))
+        small = tuple(strata.names[s] for s in np.flatnonzero(
+            supported[p, :, c0] & (den[p, :, c0] < MIN_BALANCED_ITEMS)))
+        balanced_ok = not unsupported and not small and np.isfinite(point["balanced"][p, c0])
         per_bench = tuple(
             BenchmarkDelta(name, int(den[p, s, c0]),
                            _f(num[p, s, c0] / den[p, s, c0]) if den[p, s, c0] else None,
                            _interval(boot.bench_ci[s][0][k0], boot.bench_ci[s][1][k0]))
             for s, name in enumerate(strata.names))
         for t in TARGETS:
+            other = TARGETS[1 - TARGETS.index(t)]
             delta = _f(point[t][p, c0])
-            other_delta = _f(point[TARGETS[1 - TARGETS.index(t)]][p, c0])
+            other_delta = _f(point[other][p, c0])
             ci = _interval(boot.ci[t][0][k0], boot.ci[t][1][k0])
+            other_ci = _interval(boot.ci[other][0][k0], boot.ci[other][1][k0])
+            lacking = unsupported + (small if t == "balanced" else ())
             # the movement is other − this: balanced − observed, negated for balanced
             lo, hi = boot.move_ci[0][k0], boot.move_ci[1][k0]
             move_ci = _interval(lo, hi) if t == "observed" else _interval(-hi, -lo)
-            harness = _harness_configs(plan, p, c0, delta, point[t], boot.samples[t], m,
-                                       cube.configs, p in widened)
-            flags = _flags(delta, ci, bool(unsupported), bool(harness), other_delta, move_ci, m)
+            # a balanced target over a benchmark too small to bootstrap (v4) cannot judge
+            # another config's band either: not judged (docs/spec.md, the map)
+            harness = () if t == "balanced" and small else _harness_configs(
+                plan, p, c0, delta, point[t], boot.samples[t], m, cube.configs, p in widened)
+            flags = _flags(delta, ci, bool(lacking), bool(harness),
+                           (other_delta, other_ci, move_ci) if balanced_ok else None, m)
             out.append(Decision(
                 a=a, b=b, config=config, target=t, delta=delta, ci=ci,
                 label=flags[0] if flags else "stable", flags=flags, margin=float(margin),
                 n_items=int(den[p, :, c0].sum()), other_target_delta=other_delta,
                 movement_ci=move_ci, harness_configs=harness,
-                unsupported_benchmarks=unsupported, mcnemar_a_only=int(a_only[p]),
+                unsupported_benchmarks=lacking, mcnemar_a_only=int(a_only[p]),
                 mcnemar_b_only=int(b_only[p]), mcnemar_p=float(mc_p[p]), per_benchmark=per_bench,
                 simultaneous_ci=simult.get((p, t)), adjacent=bool(adjacent[p])))
     return out
@@ -300,7 +309,7 @@ def _widen(plan: _Plan, samples: dict, point: dict, a_idx, b_idx, c0: int, m: fl
             if not cand:
                 continue
             ks = [plan.where[(p, int(c))] for c in cand]
-            s0 = _sign(_f(point[t][p, c0]))
+            s0 = sign(_f(point[t][p, c0]))
             if opposite_winners(samples[t][:, ks], point[t][p, cand], s0, m,
                                 drop_undefined=False).any():
                 widened.append(p)
@@ -362,8 +371,10 @@ def _extend(boot: _Boot, cube: Cube, strata: Strata, plan: _Plan, start: int, su
     return _Boot(samples, boot.ci, boot.move_ci, boot.bench_ci)
 
 
-def _flags(delta, ci, unsupported: bool, harness: bool, other_delta, move_ci, m) -> tuple:
-    """SPEC §9 flags in their order; the first one is the label."""
+def _flags(delta, ci, unsupported: bool, harness: bool, other_target, m) -> tuple:
+    """SPEC §9 flags in their order; the first one is the label. other_target: (Δ̂, its
+    interval, the movement's interval) of the other target, None when the balanced target
+    is unsupported (v4: target-sensitive is then not judged)."""
     flags = []
     if unsupported or delta is None:
         flags.append("unsupported")
@@ -371,7 +382,7 @@ def _flags(delta, ci, unsupported: bool, harness: bool, other_delta, move_ci, m)
         flags.append("harness-sensitive")
     if not _supports_winner(delta, ci) or abs(delta) < m - TOL:
         flags.append("underpowered")
-    if _target_sensitive(delta, other_delta, move_ci, m):
+    if other_target is not None and _target_sensitive(delta, *other_target, m):
         flags.append("target-sensitive")
     return tuple(flags)
 
@@ -383,7 +394,7 @@ def _supports_winner(delta, ci) -> bool:
     never `stable` (§9: stable means the winner is supported)."""
     if ci is None or delta is None:
         return False
-    side = _sign(delta)
+    side = sign(delta)
     return (side > 0 and ci[0] > TOL) or (side < 0 and ci[1] < -TOL)
 
 
@@ -392,7 +403,7 @@ def _harness_configs(plan: _Plan, p: int, c0: int, delta, point_t, samples_t, m,
     """§9/§11 v3: Δ̂ ≠ 0 and another config, same target, strictly reverses the sign with
     |Δ̂_c| ≥ m and its simultaneous interval over the other configs in view (max-|t| on the
     same resamples) excluding zero. A pair not widened has been shown to have none."""
-    s0 = _sign(delta)
+    s0 = sign(delta)
     if not s0 or not widened:
         return ()
     others = [c for c in range(len(configs)) if c != c0 and (p, c) in plan.where]
@@ -401,10 +412,14 @@ def _harness_configs(plan: _Plan, p: int, c0: int, delta, point_t, samples_t, m,
     return tuple(configs[c] for c, h in zip(others, hit) if h)
 
 
-def _target_sensitive(delta, other, move_ci, m) -> bool:
+def _target_sensitive(delta, other, other_ci, move_ci, m) -> bool:
+    """§9 v4: the other target supports the opposite winner (opposite sign, |Δ̂| ≥ m, its
+    interval excluding zero), or moves Δ̂ by more than m with the movement's interval
+    excluding zero. A bare sign change between two estimates of a zero gap is neither."""
     if delta is None or other is None:
         return False
-    if _sign(delta) * _sign(other) < 0:
+    if (sign(delta) * sign(other) < 0 and abs(other) >= m - TOL
+            and _supports_winner(other, other_ci)):
         return True
     moved = abs(other - delta) > m + TOL
     return bool(moved and move_ci is not None and (move_ci[0] > TOL or move_ci[1] < -TOL))

@@ -96,6 +96,10 @@ class GapSplit:
     adjacent: bool = True
     # why the verdict cannot say more, e.g. "too few stable disagreements to order (n = 3)"
     detail: str | None = None
+    # SPEC v4: what the stable set says about the gap: supported | manufactured | reversed,
+    # None when Δ = 0
+    support: str | None = None
+    reversed: bool = False
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -120,7 +124,17 @@ def verdict(a_only: int, b_only: int) -> str:
         return "one item"
     if a_only > 0 and b_only > 0 and abs(a_only - b_only) <= 1:
         return "cancel"
-    return "ordered"
+    return "differs"
+
+
+def support(gap: int, stable_gap: int, p: float) -> str | None:
+    """SPEC §6 v4: the exact test of a_only against b_only says whether the stable set
+    supports Δ's sign, orders the pair against it, or cannot tell (manufactured)."""
+    if gap == 0:
+        return None
+    if p >= MANUFACTURED_ALPHA:
+        return "manufactured"
+    return "supported" if np.sign(stable_gap) == np.sign(gap) else "reversed"
 
 
 def pair_sets(cube: Cube, a: int, b: int, cls: Classification | None = None) -> dict:
@@ -172,14 +186,15 @@ def gap_splits(cube: Cube, pairs: list[tuple[int, int]], cls: Classification | N
         g, ao, bo, ig = int(gap[k]), int(a_only[k]), int(b_only[k]), int(inc[k])
         sg = ao - bo
         fg = g - sg - ig
+        backing = support(g, sg, float(p[k]))
         out.append(GapSplit(
             a=cube.models[a_idx[k]], b=cube.models[b_idx[k]], gap=g, stable_items=int(stable[k]),
             a_only_stable=ao, b_only_stable=bo, stable_gap=sg, incomplete_gap=ig,
             fragile_gap=fg, fragile_share=None if g == 0 else fg / g,
             verdict=verdict(ao, bo),
-            manufactured=bool(g != 0 and p[k] >= MANUFACTURED_ALPHA),
+            manufactured=backing == "manufactured",
             mcnemar_p=float(p[k]), reversals=int(rev[k]), adjacent=adjacent,
-            detail=split_detail(ao, bo)))
+            detail=split_detail(ao, bo), support=backing, reversed=backing == "reversed"))
     return out
 
 
@@ -205,6 +220,8 @@ class PairsSummary:
     nonzero_gaps: int
     pooled_fragile_share_ci: tuple[float, float] | None = None  # items resampled (SPEC v3 issue)
     pooled_fragile_share_ci_unit: str = "items"
+    reversed: int = 0  # SPEC v4: pairs whose stable set orders them against Δ
+    supported: int = 0
 
     def to_json(self) -> dict:
         ci = self.pooled_fragile_share_ci
@@ -221,4 +238,6 @@ def pairs_summary(splits: list[GapSplit]) -> PairsSummary:
         pooled_fragile_share=(sum(s.fragile_gap for s in nonzero) / total_gap
                               if nonzero and total_gap != 0 else None),
         manufactured=sum(s.manufactured for s in splits),
-        nonzero_gaps=len(nonzero))
+        nonzero_gaps=len(nonzero),
+        reversed=sum(s.support == "reversed" for s in splits),
+        supported=sum(s.support == "supported" for s in splits))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from rich.text import Text
+
 
 def pct(value: float | None, digits: int = 1) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -56,9 +58,36 @@ def verdict_reason(p: dict) -> str:
             "one item": f"one item of the stable set (|S| = {s}) separates them",
             "cancel": f"stable items favour both (A only {a}, B only {b}) and cancel "
                       f"(|stable gap| ≤ 1)",
-            "ordered": f"the stable set orders them: A only {a}, B only {b} "
+            "differs": f"the stable items differ: A only {a}, B only {b} "
                        f"(stable gap {p.get('stable_gap')} of Δ = {gap})"}.get(p.get("verdict"), "")
-    if p.get("manufactured"):
+    support = p.get("support")
+    if support == "manufactured":
         text += (f"; manufactured: Δ ≠ 0 but McNemar on {a} vs {b} gives p ≥ 0.05 "
                  "(the stable set supports no order)")
+    elif support == "reversed":
+        text += (f"; reversed: McNemar on {a} vs {b} gives p < 0.05 with the stable set "
+                 f"ordering the pair against Δ = {gap} (the leaderboard gap is the harness's)")
+    elif support == "supported":
+        text += f"; supported: McNemar on {a} vs {b} gives p < 0.05 in Δ's direction"
     return text
+
+
+def share_words(share: float | None) -> str:
+    """A fragile share in percent; outside 0–100 % it says why in words (SPEC §6 v4: the
+    stable set leans against the gap), never a bare percentage above 100."""
+    if share is None:
+        return "—"
+    if share > 1:
+        return f"{100 * share:.1f} % (over 100: the stable items lean against the gap)"
+    if share < 0:
+        return f"{100 * share:.1f} % (below 0: the stable items exceed the gap)"
+    return f"{100 * share:.1f} %"
+
+
+def share_cell(share: float | None) -> Text:
+    """The table's cell of a fragile share, in percent, marked where it leaves 0–100."""
+    if share is None:
+        return Text("—", justify="right", style="dim")
+    outside = not 0 <= share <= 1
+    return Text(f"{100 * share:.1f}" + (" !" if outside else ""), justify="right",
+                style="bold red" if outside else "")

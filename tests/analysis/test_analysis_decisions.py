@@ -20,14 +20,14 @@ def both(cube, **kw):
 
 
 def test_stable():
-    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (10, "A")}))
+    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (20, "A")}))
     assert (obs.delta, obs.ci, obs.label, obs.flags) == (1.0, (1.0, 1.0), "stable", ())
     assert (bal.delta, bal.label) == (1.0, "stable")
-    assert (obs.mcnemar_a_only, obs.mcnemar_b_only) == (40, 0)
-    assert obs.mcnemar_p == pytest.approx(2 * 0.5 ** 40)
-    assert obs.n_items == 40
+    assert (obs.mcnemar_a_only, obs.mcnemar_b_only) == (50, 0)
+    assert obs.mcnemar_p == pytest.approx(2 * 0.5 ** 50)
+    assert obs.n_items == 50
     assert [(x.benchmark, x.n_items, x.delta) for x in obs.per_benchmark] == [
-        ("x", 30, 1.0), ("y", 10, 1.0)]
+        ("x", 30, 1.0), ("y", 20, 1.0)]
 
 
 def test_harness_sensitive():
@@ -43,23 +43,23 @@ def test_harness_sensitive():
 
 
 def test_target_sensitive_and_delta_zero():
-    # observed: (30 - 10) / 40 = +0.5; balanced: (1 + -1) / 2 = 0; the movement is exactly -0.5
-    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (10, "B")}))
-    assert (obs.delta, obs.ci, obs.label, obs.flags) == (0.5, (0.5, 0.5), "target-sensitive",
+    # observed: (30 - 20) / 50 = +0.2; balanced: (1 + -1) / 2 = 0; the movement is exactly -0.2
+    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (20, "B")}))
+    assert (obs.delta, obs.ci, obs.label, obs.flags) == (0.2, (0.2, 0.2), "target-sensitive",
                                                          ("target-sensitive",))
-    assert obs.movement_ci == (-0.5, -0.5)
-    assert (bal.delta, bal.other_target_delta) == (0.0, 0.5)
+    assert obs.movement_ci == pytest.approx((-0.2, -0.2))
+    assert (bal.delta, bal.other_target_delta) == (0.0, 0.2)
     # Δ̂ = 0: never harness-sensitive; underpowered, and still target-sensitive
     assert (bal.label, bal.flags) == ("underpowered", ("underpowered", "target-sensitive"))
 
 
 def test_sign_reversal_between_targets():
-    # observed (30 - 30) / 60 = 0: no winner at all
-    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (20, "B"), "z": (10, "B")}))
+    # observed (40 - 40) / 80 = 0: no winner at all
+    obs, bal = both(uniform_pair({"x": (40, "A"), "y": (20, "B"), "z": (20, "B")}))
     assert obs.delta == pytest.approx(0.0) and obs.label == "underpowered"
-    # observed (40 - 20) / 60 = +1/3; balanced (1 - 1 - 1) / 3 = -1/3: a strict reversal
-    obs, bal = both(uniform_pair({"x": (40, "A"), "y": (10, "B"), "z": (10, "B")}))
-    assert obs.delta == pytest.approx(20 / 60) and bal.delta == pytest.approx(-1 / 3)
+    # observed (60 - 40) / 100 = +0.2; balanced (1 - 1 - 1) / 3 = -1/3: a strict reversal
+    obs, bal = both(uniform_pair({"x": (60, "A"), "y": (20, "B"), "z": (20, "B")}))
+    assert obs.delta == pytest.approx(0.2) and bal.delta == pytest.approx(-1 / 3)
     assert "target-sensitive" in obs.flags and "target-sensitive" in bal.flags
 
 
@@ -89,7 +89,7 @@ def test_identical_models_are_underpowered():
 ])
 def test_underpowered_is_direction_aware(delta, ci, flags):
     from fragility_tui.analysis.decisions import _flags
-    assert _flags(delta, ci, False, False, delta, None, 0.0) == flags
+    assert _flags(delta, ci, False, False, (delta, None, None), 0.0) == flags
 
 
 def test_an_interval_opposite_the_estimate_is_not_stable(monkeypatch):
@@ -100,7 +100,7 @@ def test_an_interval_opposite_the_estimate_is_not_stable(monkeypatch):
     real = decisions.percentile_ci
     monkeypatch.setattr(decisions, "percentile_ci",
                         lambda samples, *a: tuple(-x for x in real(samples, *a)[::-1]))
-    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (10, "A")}))
+    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (20, "A")}))
     assert (obs.delta, obs.ci) == (1.0, (-1.0, -1.0))
     assert (obs.label, obs.flags) == ("underpowered", ("underpowered",))
     assert bal.label == "underpowered"
@@ -151,3 +151,27 @@ def test_mcnemar_matches_scipy_binomtest(a, b):
 
     expected = binomtest(a, a + b, 0.5).pvalue if a + b else 1.0
     assert mcnemar_exact_p([a], [b])[0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_balanced_needs_twenty_paired_items_in_every_benchmark():
+    """SPEC §9 v4: a benchmark of a handful of items would carry a full benchmark's weight
+    under the balanced target: unsupported, naming it; the observed target is unaffected,
+    and target-sensitive is not judged against an unsupported balanced target."""
+    obs, bal = both(uniform_pair({"x": (30, "A"), "y": (19, "B")}))
+    assert (bal.label, bal.unsupported_benchmarks) == ("unsupported", ("y",))
+    assert bal.delta == pytest.approx(0.0)  # still reported, over the benchmarks with items
+    assert obs.unsupported_benchmarks == () and "target-sensitive" not in obs.flags
+    assert obs.label == "stable"  # (30 - 19) / 49, a point interval, no other config
+    assert both(uniform_pair({"x": (30, "A"), "y": (20, "B")}))[1].label != "unsupported"
+
+
+def test_a_bare_sign_change_of_a_zero_gap_is_not_target_sensitive():
+    """v3 raised target-sensitive whenever the two targets' estimates fell on either side
+    of zero; v4 asks the other target to support its winner (|Δ̂| ≥ m, interval off zero)."""
+    from fragility_tui.analysis.decisions import _flags
+
+    noise = (-0.004, (-0.03, 0.02), (-0.04, 0.03))  # other Δ̂, its interval, the movement's
+    assert "target-sensitive" not in _flags(0.005, (-0.02, 0.03), False, False, noise, 0.02)
+    real = (-0.05, (-0.08, -0.02), (-0.09, -0.02))
+    assert "target-sensitive" in _flags(0.01, (-0.02, 0.04), False, False, real, 0.02)
+    assert "target-sensitive" not in _flags(0.01, (-0.02, 0.04), False, False, None, 0.02)

@@ -68,6 +68,7 @@ def test_pairs(report):
         "gap": 1, "stable_items": 3, "a_only_stable": 1, "b_only_stable": 0, "stable_gap": 1,
         "fragile_gap": 0, "verdict": "one item", "manufactured": True, "reversals": 1}
     assert p12["fragile_share"] == 0.0
+    assert (p12["support"], p12["reversed"]) == ("manufactured", False)
     # tied in the reference: Δ = 0, share undefined, stable set cancels, no reversals
     assert (p23["a"], p23["b"], p23["gap"], p23["fragile_share"]) == ("m2", "m3", 0, None)
     assert (p23["a_only_stable"], p23["b_only_stable"], p23["verdict"]) == (1, 1, "cancel")
@@ -76,7 +77,8 @@ def test_pairs(report):
                                        "manufactured": 1, "nonzero_gaps": 1,
                                        # every item's fragile part is 0: so is every resample
                                        "pooled_fragile_share_ci": [0.0, 0.0],
-                                       "pooled_fragile_share_ci_unit": "items"}
+                                       "pooled_fragile_share_ci_unit": "items",
+                                       "reversed": 0, "supported": 0}
 
 
 def test_configs_and_rankings(report):

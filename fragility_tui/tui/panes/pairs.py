@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Static
 
-from fragility_tui.tui.formats import num, pct
+from fragility_tui.tui.formats import num, share_cell, share_words
 from fragility_tui.tui.messages import ShowPair
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
@@ -20,14 +20,16 @@ from fragility_tui.tui.widgets import Column, ReportTable
 if TYPE_CHECKING:
     from fragility_tui.analysis.decisions import Decision
 
-COLUMNS = [Column("A"), Column("B"), Column("gap Δ", "int"), Column("|S|", "int"),
-           Column("A only", "int"), Column("B only", "int"), Column("stable gap", "int"),
-           Column("incomplete gap", "int"), Column("fragile gap", "int"), Column("fragile share", "num"), Column("verdict"),
-           Column("manufactured"), Column("reversals", "int"), Column("decision (observed)"),
-           Column("decision (balanced)")]
+# The verdicts first: at 80 columns they are what a reader needs in view (issue 44).
+COLUMNS = [Column("A"), Column("B"), Column("verdict"), Column("support"),
+           Column("decision (observed)"), Column("decision (balanced)"), Column("gap Δ", "int"),
+           Column("fragile share %", "rich"), Column("|S|", "int"), Column("A only", "int"),
+           Column("B only", "int"), Column("stable gap", "int"), Column("incomplete gap", "int"),
+           Column("fragile gap", "int"), Column("manufactured"), Column("reversals", "int")]
 
 VERDICT_STYLE = {"identical": "yellow", "one item": "yellow", "cancel": "magenta",
-                 "ordered": "green"}
+                 "differs": "default"}
+SUPPORT_STYLE = {"supported": "green", "reversed": "bold red", "manufactured": "yellow"}
 
 
 def decision_label(decisions: Sequence[Decision], a: str, b: str, target: str,
@@ -58,12 +60,14 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
         for p in report.pairs:
             verdict = Text(p.verdict, style=VERDICT_STYLE.get(p.verdict, ""))
             manufactured = Text("MANUFACTURED", style="bold red") if p.manufactured else Text("no")
+            support = Text(p.support or "-", style=SUPPORT_STYLE.get(p.support or "", ""))
             rows.append((f"{p.a}\x1f{p.b}",
-                         [p.a, p.b, p.gap, p.stable_items, p.a_only_stable, p.b_only_stable,
-                          p.stable_gap, p.incomplete_gap, p.fragile_gap, p.fragile_share,
-                          verdict, manufactured, p.reversals,
+                         [p.a, p.b, verdict, support,
                           decision_label(decisions, p.a, p.b, "observed", reference),
-                          decision_label(decisions, p.a, p.b, "balanced", reference)]))
+                          decision_label(decisions, p.a, p.b, "balanced", reference),
+                          p.gap, share_cell(p.fragile_share), p.stable_items, p.a_only_stable,
+                          p.b_only_stable, p.stable_gap, p.incomplete_gap, p.fragile_gap,
+                          manufactured, p.reversals]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
         table.border_title = "Adjacent pairs"
@@ -72,8 +76,12 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
         summary = Text()
         summary.append(f"{s.manufactured} of {s.nonzero_gaps} nonzero gaps manufactured",
                        style="bold")
-        summary.append(f" · fragile share mean {pct(s.mean_fragile_share)} % · pooled "
-                       f"{pct(s.pooled_fragile_share)} %")
+        if s.reversed:
+            summary.append(f" · {s.reversed} reversed (stable set against the gap)",
+                           style="bold red")
+        summary.append(f" · {s.supported} supported · fragile share mean "
+                       f"{share_words(s.mean_fragile_share)} · pooled "
+                       f"{share_words(s.pooled_fragile_share)}")
         summary.append(f" · {rk.champion_count} champions over configs · mean "
                        f"Kendall τ {num(rk.mean_kendall_tau)}")
         self.query_one("#pairs-summary", Static).update(summary)
@@ -118,6 +126,9 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
         text = Text("stable set: ", no_wrap=True, overflow="ellipsis")
         text.append(p.detail or f"{n} stable disagreements, exact test p {num(p.mcnemar_p, 3)}",
                     style="yellow" if p.detail else "")
+        if p.fragile_share is not None and not 0 <= p.fragile_share <= 1:
+            text.append(f" · fragile share {share_words(p.fragile_share)}",
+                        style="bold red" if p.reversed else "")
         if p.incomplete_gap:
             text.append(f" · {p.incomplete_gap:+d} of the gap on items with a missing cell")
         self.query_one("#pairs-detail", Static).update(text)
