@@ -16,7 +16,7 @@ from pathlib import Path
 from fragility_tui.errors import InputError
 from fragility_tui.items.rows import (FORMATS, FileContext, ITEM_SUFFIXES, LETTERS,
                                           MMLU_FILE, MMLU_HEADER, Row, arc_benchmark_from_path,
-                                          benchmark_of, benchmark_from_path, check_choices,
+                                          benchmark_of, benchmark_from_path, check_choices, check_size,
                                           check_gold, csv_records, gold_index, json_array_rows,
                                           jsonl_rows, need, need_str, parquet_rows, read_text,
                                           record_id, required_id, split_from_name, subject_of,
@@ -361,7 +361,7 @@ def read_shards(paths: list[str | os.PathLike], *, fmt: str | None = None,
         convert, rows = _open(ctx, fmt)
         for row in rows:
             row.index += first_index
-            raws.append(convert(ctx, row))
+            raws.append(check_size(ctx, row, convert(ctx, row)))
     check_unique(raws)
     return raws, LoadReport(", ".join(str(p) for p in paths), read=len(raws))
 

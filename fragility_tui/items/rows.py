@@ -195,6 +195,22 @@ def need_str(ctx: FileContext, row: Row, rec: dict, key: str, label: str | None 
     return value
 
 
+# characters of one question or option: the longest MMLU question is ~5,000; a field far
+# past this is a broken file, and would surface later as an "out of memory" of the model
+MAX_FIELD_CHARS = 32_768
+
+
+def check_size(ctx: FileContext, row: Row, raw):
+    """The item, or an error naming the file, line and field that is too long."""
+    fields = [("question", raw.question)] + [(f"option {i}", c) for i, c in
+                                             enumerate(raw.choices)]
+    for name, text in fields:
+        if len(text) > MAX_FIELD_CHARS:
+            raise ctx.fail(f"{name} is {len(text):,} characters, over the {MAX_FIELD_CHARS:,} "
+                           "an item field may hold", row, name)
+    return raw
+
+
 def check_choices(ctx: FileContext, row: Row, choices: object, label: str) -> tuple[str, ...]:
     if not isinstance(choices, (list, tuple)):
         raise ctx.fail(f"must be a list of option texts, got {type_name(choices)}", row, label)
