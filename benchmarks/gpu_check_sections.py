@@ -191,7 +191,7 @@ def peak_memory(report, loaded, scorer, items, configs, real: int, name: str) ->
 
     per_token = call_bytes_per_token(scorer.kv_bytes_per_token, loaded.model.config, 2,
                                      cuda=True, max_new_tokens=GENERATION_CAP)
-    estimate = real * per_token + head_call_bytes(loaded.model.config)
+    estimate = real * per_token + head_call_bytes(loaded.model.config, loaded.device)
     if not loaded.device.startswith("cuda"):
         report.row(f"{name} peak memory", f"n/a on cpu; estimate {estimate / 2**20:.0f} MiB "
                    f"at {real} tokens ({per_token} B a token)", "SKIP")

@@ -131,7 +131,7 @@ def test_the_gpu_budget_counts_pool_gathered_copy_grouped_heads_and_activations(
     decode_head = 32000 * 4 // 32  # fp32 logits: a row per 2 x 16 new tokens' positions
     per_token = (2 * 131072 + per_layer_repeated + (4 * 4096 + 3 * 14336) * 2 + 4096
                  + decode_head)
-    prefill_head = 2 * 32000 * 128 * 4  # 128 rows through the fp32 head and log-softmax
+    prefill_head = 2 * 32000 * 1024 * 4  # CUDA's 1,024 rows through the fp32 head, log-softmax
     assert budget.tokens == int(((40 << 30) * 0.5 - prefill_head) // per_token)
     assert "cuda:0" in budget.source and str(per_token) in budget.source
     plain = LlamaConfig(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,

@@ -32,7 +32,7 @@ def initial_budget(kv_bytes_per_token: int, device: str, config=None, dtype_byte
         return TokenBudget(tokens, "--batch-tokens", item_cap, ramp=ramp)
     per_token = call_bytes_per_token(kv_bytes_per_token, config, dtype_bytes, cuda=cuda,
                                      max_new_tokens=max_new_tokens)
-    head = head_call_bytes(config)
+    head = head_call_bytes(config, device)
     if cuda:
         import torch
 
@@ -72,13 +72,13 @@ def _vocab(config) -> int:
     return int(getattr(text, "vocab_size", 0) or 0)
 
 
-def head_call_bytes(config) -> int:
-    """The prefill head's peak, whatever the budget: PendingLogprobs sends CHUNK_ROWS rows
-    at a time through the fp32 head and log-softmax (two vocabulary x rows x 4-byte
-    tensors)."""
-    from runners.backends.transformers.prefill import PendingLogprobs
+def head_call_bytes(config, device: str = "cpu") -> int:
+    """The prefill head's peak, whatever the budget: PendingLogprobs sends the device's
+    chunk_rows rows at a time through the fp32 head and log-softmax (two vocabulary x rows
+    x 4-byte tensors)."""
+    from runners.backends.transformers.prefill import constants_for
 
-    return 2 * _vocab(config) * PendingLogprobs.CHUNK_ROWS * FP32_BYTES
+    return 2 * _vocab(config) * constants_for(device).chunk_rows * FP32_BYTES
 
 
 def head_bytes_per_token(config, max_new_tokens: int = 16) -> int:

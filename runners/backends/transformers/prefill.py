@@ -10,7 +10,37 @@ import torch
 
 from runners.plan.prefix_tree import Node
 
-FORWARD_OVERHEAD_TOKENS = 64  # a call's fixed cost in padded tokens (reading the weights)
+
+@dataclass(frozen=True)
+class PrefillConstants:
+    """What sizes prefill's calls on one kind of device."""
+
+    forward_overhead_tokens: int  # a call's fixed cost in padded tokens (forward_groups)
+    chunk_rows: int  # rows the fp32 head takes at once (PendingLogprobs): bounds its logits
+
+
+# Per device type. CPU: a call's fixed cost is reading the weights once; the dense-forward
+# rates measured on this project's 2-core CPU (SmolLM2-135M fp32, 2 threads; RESOURCES.md
+# in ../shared) put it at ~40 tokens' time (1 x 8 and 1 x 30 tokens: 113 ms fixed, 2.9 ms a
+# token) to ~200 (8 x 40 and 8 x 160: 326 ms fixed, 1.6 ms a token): 64 sits inside (docs/
+# runner.md, *Prefill on a CPU and on a GPU*); 128 head rows of a 49k vocabulary are 25 MB of
+# logits. CUDA: a documented choice until a GPU measures it (`make gpu-check` prints the dense
+# rate): a forward there pays kernel launches for every layer and a full read of the weights
+# (an 8B model: 16 GB at ~4.8 TB/s, ~3.3 ms) while a token costs microseconds, so a call is
+# worth hundreds of padded tokens; and 1,024 head rows (a 152k vocabulary: 1.2 GB of fp32
+# logits and log-sum-exp input) take a few launches where 128 take dozens.
+DEVICE_CONSTANTS = {
+    "cpu": PrefillConstants(forward_overhead_tokens=64, chunk_rows=128),
+    "cuda": PrefillConstants(forward_overhead_tokens=512, chunk_rows=1024),
+}
+FORWARD_OVERHEAD_TOKENS = DEVICE_CONSTANTS["cpu"].forward_overhead_tokens
+
+
+def constants_for(device) -> PrefillConstants:
+    """The constants of `device` (a torch.device or a name like "cuda:1"); the CPU's for a
+    device type without its own."""
+    kind = device.type if isinstance(device, torch.device) else str(device).split(":")[0]
+    return DEVICE_CONSTANTS.get(kind, DEVICE_CONSTANTS["cpu"])
 
 
 @dataclass
@@ -38,9 +68,10 @@ class PendingLogprobs:
     """Scored positions collected during prefill, sent through the output head at once.
     Siblings share their parent's last position: its row goes through the head once."""
 
-    CHUNK_ROWS = 128  # bounds the logits in memory: 128 x vocabulary floats
+    CHUNK_ROWS = DEVICE_CONSTANTS["cpu"].chunk_rows  # the CPU's; a scorer passes its device's
 
-    def __init__(self):
+    def __init__(self, chunk_rows: int = CHUNK_ROWS):
+        self.chunk_rows = chunk_rows  # bounds the logits in memory: rows x vocabulary floats
         self.rows: list[torch.Tensor] = []  # blocks of distinct rows
         self.row_count = 0
         # id(a parent's last features) -> (its row, the tensor: held so the id stays its own)
@@ -78,8 +109,8 @@ class PendingLogprobs:
         row_of = torch.tensor(self.row_of, device=rows.device)
         targets = torch.tensor(self.targets, device=rows.device)
         logprobs = torch.empty(len(targets), dtype=torch.float32, device=rows.device)
-        for start in range(0, len(rows), self.CHUNK_ROWS):
-            logits = head(rows[start:start + self.CHUNK_ROWS])
+        for start in range(0, len(rows), self.chunk_rows):
+            logits = head(rows[start:start + self.chunk_rows])
             mine = ((row_of >= start) & (row_of < start + len(logits))).nonzero()[:, 0]
             local = row_of[mine] - start
             # log-softmax at the targets only: no vocabulary-sized output
@@ -110,7 +141,8 @@ def node_state(node: Node, parent: NodeState, own_slots: torch.Tensor,
     return NodeState(torch.cat([parent.slots, own_slots]), last, parent.parts + [part])
 
 
-def forward_groups(fragments: list[Fragment], max_slots: int) -> list[list[Fragment]]:
+def forward_groups(fragments: list[Fragment], max_slots: int,
+                   overhead_tokens: int = FORWARD_OVERHEAD_TOKENS) -> list[list[Fragment]]:
     """Fragments split into decoder calls: longest first, cut where the padding saved
     outweighs a call's fixed cost (an exact partition by dynamic programming), no call
     above max_slots KV positions unless it holds a single row."""
@@ -124,7 +156,7 @@ def forward_groups(fragments: list[Fragment], max_slots: int) -> list[list[Fragm
             rows = end - start
             if rows > 1 and rows * (prefix + order[start].size) > max_slots:
                 break
-            cost = best[start] + FORWARD_OVERHEAD_TOKENS + rows * order[start].size
+            cost = best[start] + overhead_tokens + rows * order[start].size
             if cost < best[end]:
                 best[end], cut[end] = cost, start
     groups, end = [], len(order)

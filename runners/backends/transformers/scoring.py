@@ -35,8 +35,8 @@ from runners.backends.transformers.decoding import (DECODE_GROUP_LEAVES, Decodin
 from runners.backends.transformers.kv_pool import KVPool, KVScratch
 from runners.backends.transformers.model_calls import ModelCalls
 from runners.backends.transformers.model_probe import kv_bytes_per_token
-from runners.backends.transformers.prefill import (Fragment, NodeState, PendingLogprobs, forward_groups,
-                             node_state)
+from runners.backends.transformers.prefill import (Fragment, NodeState, PendingLogprobs,
+                                                  constants_for, forward_groups, node_state)
 from runners.plan.prefix_tree import (Node, build_tree, count_tokens, mark_logprob_nodes,
                                  mark_scored_leaves)
 from runners.plan.score_types import (BatchResult, GenRequest, GenResult, LikelihoodRequest,
@@ -64,6 +64,7 @@ class Scorer:
         self.prefix_reuse = prefix_reuse
         self.pack_tokens = pack_tokens
         self.device = next(model.parameters()).device
+        self.prefill_constants = constants_for(self.device)  # call cost, head rows: per device
         folded_attention.install()  # a decoding step's few queries per row: heads folded
         self.calls = ModelCalls(model, self.device)
         self.scratch = KVScratch()  # gathered caches, kept from batch to batch on a CPU
@@ -131,7 +132,7 @@ class Scorer:
         result.stats.unique_prompt_tokens = count_tokens(build_tree(sequences, share=True))
         result.stats.total_prompt_tokens = sum(map(len, sequences))
         pool = KVPool(count_tokens(roots, forwarded=True), self.scratch)
-        pending = PendingLogprobs()
+        pending = PendingLogprobs(self.prefill_constants.chunk_rows)
         leaves: dict[int, NodeState] = {}
         paths: dict[int, list] = {}  # likelihood request index -> its path's logprob parts
         self._prefill(roots, pool, pending, max_slots, len(gen), leaves, paths, result.stats)
@@ -156,7 +157,8 @@ class Scorer:
         while starts:
             fragments = [self._fragment(node, states[id(parent)] if parent else empty)
                          for node, parent in starts]
-            for group in forward_groups(fragments, max_slots):
+            for group in forward_groups(fragments, max_slots,
+                                        self.prefill_constants.forward_overhead_tokens):
                 self._forward_fragments(group, pool, pending, states, stats)
             for node, _ in (pair for fragment in fragments for pair in fragment.members):
                 state = states[id(node)]
