@@ -34,23 +34,45 @@ def seed_figures() -> dict[int, dict[str, float]]:
     return {s: figures(build_report(simulate(12, 3679, s).cube)) for s in ACCEPTANCE_SEEDS}
 
 
-# NOT MET YET: with the parameters of benchmarks/fit_synthetic.json (generator v8, kept by
-# benchmarks/fit_synthetic_v8_prereg.md) this figure is inside its tolerance on fewer than 6
-# of seeds 1-8 (the count measured beside it). docs/spec.md names it. Strict: when a better
-# generator reaches it, its xfail fails and must be removed.
-NOT_REACHED = {"mean_fragile_share": 5}
+# The acceptance of the synthetic twin (issue 20, decided in issue 43) is a rate over fresh
+# seeds measured outside the project (benchmarks/synthetic_pass_chance.py, its figures in
+# docs/spec.md, "The synthetic twin's acceptance"), not seeds 1-8: this figure is inside on
+# 5 of seeds 1-8 and is left out of the per-seed check below; the generator is not refitted
+# to reach it.
+BY_PASS_CHANCE = {"mean_fragile_share": 5}
+PASS_CHANCE = ROOT / "benchmarks" / "synthetic_pass_chance.json"
+PASS_CHANCE_FRESH = ROOT / "benchmarks" / "synthetic_pass_chance_124.json"
 
 
-@pytest.mark.parametrize("key", [
-    pytest.param(k, marks=pytest.mark.xfail(
-        strict=True, reason=f"not reached yet: inside on {NOT_REACHED[k]} of 8 seeds"))
-    if k in NOT_REACHED else k for k in FIGURES])
+@pytest.mark.parametrize("key", [k for k in FIGURES if k not in BY_PASS_CHANCE])
 def test_each_figure_is_within_tolerance_on_most_seeds(seed_figures, key):
     label, paper, tol, _ = FIGURES[key]
     values = {s: f[key] for s, f in seed_figures.items()}
     inside = [s for s, v in values.items() if v is not None and within(key, v)]
     assert len(inside) >= NEEDED, (
         f"{label}: inside paper {paper} ± {tol} on {len(inside)} of 8 seeds: {values}")
+
+
+def test_the_figure_left_to_the_pass_chance_is_still_where_docs_say(seed_figures):
+    """Seeds 1-8 give the count the docs quote; a generator that moves it is noticed."""
+    for key, count in BY_PASS_CHANCE.items():
+        inside = sum(v is not None and within(key, v)
+                     for v in (f[key] for f in seed_figures.values()))
+        assert inside == count, (key, inside)
+
+
+def _shipped_pass_chance(path: Path) -> float:
+    rows = json.loads(path.read_text())["rows"]
+    return next(r["pass_chance"] for r in rows if r["params"] == "shipped")
+
+
+def test_docs_quote_the_measured_pass_chance():
+    """docs/spec.md states the acceptance as the chance that eight fresh seeds pass, with
+    the figures benchmarks/synthetic_pass_chance.py measured (fit seeds and fresh ones)."""
+    text = SPEC_DOC.read_text()
+    section = text[text.index("### The synthetic twin's acceptance"):]
+    fit, fresh = _shipped_pass_chance(PASS_CHANCE), _shipped_pass_chance(PASS_CHANCE_FRESH)
+    assert f"{fit:.2f}" in section and f"{fresh:.2f}" in section, (fit, fresh)
 
 
 def test_tolerances_are_the_spread_measured_before_the_fit():
