@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -26,10 +24,11 @@ import duckdb
 import numpy as np
 
 from fragility_tui import settings
-from fragility_tui.errors import InputError, StoreBusyError
+from fragility_tui.errors import InputError
 from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
+from fragility_tui.store.connection import StoreReadOnly, is_read_only_error, open_duckdb
 from fragility_tui.grid.cube import Cube
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import ModelRecords
@@ -46,11 +45,6 @@ def default_db_path() -> Path:
     return settings.data_dir() / "fragility.duckdb"
 
 
-def _is_lock_error(exc: Exception) -> bool:
-    text = str(exc).lower()
-    return "lock" in text and ("conflicting" in text or "could not set" in text)
-
-
 class Store(ModelRecords, RunRecords, CalibrationRecords):
     """A DuckDB file opened per operation (see the module docstring for why)."""
 
@@ -61,6 +55,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
     def __init__(self, path: str | os.PathLike | None = None, *, lock_wait_s: float = LOCK_WAIT_S):
         self.path = Path(path) if path is not None else default_db_path()
         self.lock_wait_s = lock_wait_s
+        self.read_only: str | None = None  # why the file cannot be written, once known
         key = str(self.path.resolve())
         self._lock = Store._process_locks.setdefault(key, threading.RLock())
         self._ensure_schema()
@@ -74,6 +69,8 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
             con = self._open()
             try:
                 if write:
+                    if self.read_only:
+                        raise StoreReadOnly(f"cannot write to the store: {self.read_only}")
                     con.execute("BEGIN TRANSACTION")
                     try:
                         yield con
@@ -94,22 +91,24 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
             return work(c)
 
     def _open(self) -> duckdb.DuckDBPyConnection:
-        deadline = time.monotonic() + self.lock_wait_s
-        delay = 0.005
-        while True:
+        if self.read_only is None:
             try:
-                return duckdb.connect(str(self.path))
-            except duckdb.IOException as exc:
-                if not _is_lock_error(exc):
+                return open_duckdb(self.path, read_only=False, wait_s=self.lock_wait_s)
+            except duckdb.IOException as exc:  # a read-only mount or file: reads still work
+                if not (is_read_only_error(exc) and self.path.exists()):
                     raise
-                if time.monotonic() > deadline:
-                    raise StoreBusyError(f"{self.path} stayed locked by another process for "
-                                         f"{self.lock_wait_s:.0f} s: {exc}") from exc
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 0.25)
+                self.read_only = f"{self.path} cannot be written ({exc})"
+        return open_duckdb(self.path, read_only=True, wait_s=self.lock_wait_s)
 
     def _ensure_schema(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._create_or_migrate()
+        except StoreReadOnly:
+            if self.schema_version() != SCHEMA_VERSION:  # readable only as it is
+                raise
+
+    def _create_or_migrate(self) -> None:
         with self.connect(write=True) as con:
             con.execute(SCHEMA_V1)
             row = _first(con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))

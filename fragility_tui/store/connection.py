@@ -1,0 +1,44 @@
+"""Opening the DuckDB file: waiting out another process's lock, and falling back to a
+read-only connection when the file cannot be written (a read-only mount, a file the user
+may not write), so reading commands still work and a write says why it cannot happen."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+import duckdb
+
+from fragility_tui.errors import InputError, StoreBusyError
+
+
+class StoreReadOnly(InputError):
+    """A write to a store that can only be read (exit 2, naming why)."""
+
+
+def is_lock_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "lock" in text and ("conflicting" in text or "could not set" in text)
+
+
+def is_read_only_error(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "read-only file system" in text or "permission denied" in text
+
+
+def open_duckdb(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBPyConnection:
+    """A connection, retrying with jittered back-off while another process holds the lock."""
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as exc:
+            if not is_lock_error(exc):
+                raise
+            if time.monotonic() > deadline:
+                raise StoreBusyError(f"{path} stayed locked by another process for "
+                                     f"{wait_s:.0f} s: {exc}") from exc
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.25)
