@@ -16,6 +16,7 @@ TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
 .PHONY: install run test test-reference test-bf16 test-fast bench gpu-check synthetic-grid sample-grid clean \
+	wheelhouse install-offline test-lowest \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 llama-server serve-smollm2 test-llama-server
 
 install: $(STAMP)
@@ -49,6 +50,40 @@ test-reference: install  # the full 40-item real-model reference check (~25 min 
 # DEVICE=cpu` is the dry run (1 item, out-of-memory injected; <= 5 minutes on 2 cores).
 gpu-check: install
 	$(PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda)
+
+# Offline install (README, "Offline install"). On a connected machine, `make wheelhouse`
+# downloads into WHEELS the wheels a target lacks, for its Python and platform (PY, PLATFORM;
+# default this machine's), given its packages as a `pip list --format=freeze` file (FREEZE;
+# default the reference air-gapped box, tools/reference-box.txt). On the target, `make
+# install-offline WHEELS=DIR` installs with no index into a --system-site-packages venv
+# (VENV), reusing the box's torch and transformers inside pyproject.toml's ranges; run it
+# with the Python that has them (OFFLINE_PYTHON). TARGET=DIR unpacks into DIR for PYTHONPATH.
+# (PY=3.12 names a target Python here; elsewhere PY is the venv's python, so give it only to
+# `make wheelhouse`.)
+WHEELS ?= dist/wheelhouse
+FREEZE ?= tools/reference-box.txt
+EXTRAS ?= runner
+OFFLINE_PYTHON ?= python3
+wheelhouse:
+	python3 tools/wheelhouse.py --out $(WHEELS) --freeze $(FREEZE) --extras $(EXTRAS) \
+	  $(if $(filter 3.%,$(PY)),--python $(PY)) $(if $(PLATFORM),--platform $(PLATFORM))
+install-offline:
+	$(OFFLINE_PYTHON) tools/install_offline.py --wheels $(WHEELS) --extras $(EXTRAS) \
+	  $(if $(TARGET),--target $(TARGET),--venv $(VENV))
+
+# The lowest torch and transformers pyproject.toml's runner extra supports (README, "Supported
+# versions"): the runner's tests that load no real model, in a venv of their own. PyPI has no
+# CPU build of torch 2.11, so on a CPU machine pip takes its CUDA build (a 5 GB venv with the NVIDIA
+# libraries; it runs on the CPU).
+LOWEST_PINS := torch==2.11.0 transformers==5.17.0
+LOWEST_VENV ?= build/venv-lowest
+test-lowest: $(LOWEST_VENV)/.installed  # tests/runners, not slow, on the lowest versions
+	$(LOWEST_VENV)/bin/python -c "import torch, transformers; print('torch', torch.__version__, 'transformers', transformers.__version__)"
+	$(LOWEST_VENV)/bin/python -m pytest -q $(PARALLEL) -m "not slow" --durations=10 tests/runners $(PYTEST_ARGS)
+$(LOWEST_VENV)/.installed: pyproject.toml
+	test -x $(LOWEST_VENV)/bin/python || python3 -m venv $(LOWEST_VENV)
+	$(LOWEST_VENV)/bin/python -m pip --disable-pip-version-check -q install -e ".[runner,dev]" $(LOWEST_PINS)
+	touch $@
 
 test-bf16: install  # bf16 vs batching on SmolLM2, 12 real items x 26 configs (tens of minutes)
 	FRAGILITY_BF16_CHECK=1 $(PY) -m pytest -q -s tests/runners/test_bf16_near_ties.py
