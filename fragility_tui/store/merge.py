@@ -155,7 +155,8 @@ def merge_parts(store, folders: list[str | Path], grid: str) -> dict:
                                provenance=row.get("provenance") or {}, con=con)
         for run_id, (path, doc) in parts.runs.items():
             # The run as its worker recorded it (a later merge brings its newer state).
-            store.put_run(replace(RunRecord.from_row(doc), run_id=run_id, grid=grid), con)
+            store.put_run(replace(RunRecord.from_row(doc), run_id=run_id, grid=grid,
+                                  events_path=_own_events(path, run_id)), con)
         merger = CellMerger(con, grid, existing, {
             run_id: sorted(doc.get("models") or {}) for run_id, (_, doc) in parts.runs.items()},
             set(parts.items))
@@ -188,3 +189,12 @@ def _check_grid(con, grid: str, settings: dict, parts: Parts) -> None:
                 item.question, item.choices, item.gold):
             raise InputError(f"item {uid!r} differs from grid {grid!r}'s item of that id",
                              path=str(path))
+
+
+def _own_events(run_file: Path, run_id: str) -> str | None:
+    """The run's events file in its own parts folder (DIR/events/RUN_ID.jsonl), if it is a
+    file there; never the path the run record names, which the app would read (a record
+    naming /dev/zero made it grow to gigabytes)."""
+    folder = (run_file.parent.parent / "events").resolve()
+    events = (folder / f"{run_id}.jsonl").resolve()
+    return str(events) if events.parent == folder and events.is_file() else None
