@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from fragility_tui import settings
+from fragility_tui.text import clean
 from fragility_tui.schemas.events import (EVENT_SCHEMA, Batch, ConfigsRefused, Ended, Failed,
                                           ModelLoaded, ProbeFailed, Started, read_event)
 
@@ -72,7 +73,8 @@ def choose_display(requested: str | None, stream=None) -> str:
 
 class Display:
     """`full`: one live status line (redrawn at most once a second); `plain`: a line per
-    event; `none`: silent. Model and grid names are printed literally (no markup)."""
+    event; `none`: silent. Model and grid names are printed literally (no markup), through
+    fragility_tui.text.clean: an escape sequence in a name shows, it does not act."""
 
     def __init__(self, mode: str, stream=None):
         self.mode = mode
@@ -90,7 +92,7 @@ class Display:
                 now = time.monotonic()
                 if now - self._last_draw >= 1.0 or event.cells_done == event.cells_total:
                     self._last_draw = now
-                    self.stream.write("\r\x1b[2K" + line)
+                    self.stream.write("\r\x1b[2K" + clean(line, one_line=True))
                     self.stream.flush()
                 return
             self._print(line)
@@ -100,7 +102,8 @@ class Display:
         self._print(_other_line(record))
 
     def _print(self, line: str) -> None:
-        self.stream.write(line + "\n")
+        # Names, reasons and notes are untrusted (a grid named with escape sequences).
+        self.stream.write(clean(line, one_line=True) + "\n")
         self.stream.flush()
 
 

@@ -16,3 +16,16 @@ def test_grids_prints_no_escape_sequence(tmp_path):
     assert "evil␛]0;pwned" in listed.stdout
     asked = run_cli("grids", "delete", EVIL, db=db)
     assert asked.returncode == 2 and "\x1b" not in asked.stderr
+
+
+def test_the_run_display_shows_names_without_escape_sequences():
+    import io
+
+    from runners.run.events import Display
+
+    stream = io.StringIO()
+    Display("plain", stream).show({
+        "event": "started", "run_id": "r", "grid": EVIL, "models": [EVIL], "items": 1,
+        "configs": ["o0.letter"], "cells_total": 1, "cells_done": 0, "events_path": None})
+    assert "\x1b" not in stream.getvalue() and "\x07" not in stream.getvalue()
+    assert "evil␛]0;pwned" in stream.getvalue()
