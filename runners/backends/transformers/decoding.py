@@ -7,7 +7,7 @@ from collections import deque
 import torch
 
 from runners.backends.transformers.kv_pool import KVPool
-from runners.backends.transformers.model_calls import ModelCalls
+from runners.backends.transformers.model_calls import ModelCalls, to_device
 from runners.backends.transformers.prefill import NodeState
 from runners.plan.score_types import ScoreStats
 
@@ -101,10 +101,10 @@ class DecodingRows:
         device, room = calls.device, decode_room(most, max_new_tokens, queue is not None)
         self.keys = width  # key columns in use (the cache's length)
         self.visible = torch.zeros(count, most, width + room, dtype=torch.bool, device=device)
-        self.visible[:, :, :width] = visible.to(device)
+        self.visible[:, :, :width] = to_device(visible, device)
         self.key_positions = torch.zeros(count, width + room, dtype=torch.long, device=device)
-        self.key_positions[:, :width] = pool.positions[gather].to(device)
-        self.lengths = lengths.to(device)
+        self.key_positions[:, :width] = to_device(pool.positions[gather], device)
+        self.lengths = to_device(lengths, device)
         self.fed = torch.zeros(count, most, dtype=torch.long, device=device)  # per leaf
         self.cache = pool.gather(gather, room=room)
         self.first_logits = self._first_logits(self.leaves)
@@ -157,10 +157,10 @@ class DecodingRows:
         visible, lengths = self._see(group, keys, self.visible.shape[1])
         device = self.calls.device
         self.visible[r] = False
-        self.visible[r, :, :len(keys)] = visible.to(device)
-        self.lengths[r] = lengths.to(device)
+        self.visible[r, :, :len(keys)] = to_device(visible, device)
+        self.lengths[r] = to_device(lengths, device)
         self.fed[r] = 0
-        self.key_positions[r, :self.keys] = self.pool.positions[slots].to(device)
+        self.key_positions[r, :self.keys] = to_device(self.pool.positions[slots], device)
         self.leaves[r], self.active[r] = group, list(range(len(group)))
         self.first_logits = self._first_logits([group])
         self._forget([group])
@@ -180,9 +180,9 @@ class DecodingRows:
             self.leaves = [self.leaves[r] for r in keep]
             going = [going[r] for r in keep]
         count, width = len(going), max(len(row) for row in going)
-        entries = torch.tensor([(r, q, slot, token) for r, row in enumerate(going)
-                                for q, (slot, token) in enumerate(row)],
-                               dtype=torch.long).to(device)
+        entries = to_device(torch.tensor([(r, q, slot, token) for r, row in enumerate(going)
+                                          for q, (slot, token) in enumerate(row)],
+                                         dtype=torch.long), device)
         row_index, query, leaf, token = entries.unbind(1)
         ids = torch.zeros(count, width, dtype=torch.long, device=device)
         ids[row_index, query] = token

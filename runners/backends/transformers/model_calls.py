@@ -15,13 +15,23 @@ import torch
 from runners.backends.transformers.model_probe import attention_layout, cache_keyword, split_output_head
 
 
+def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """A host tensor on `device` without making the host wait: on CUDA it is copied into
+    pinned memory and sent with non_blocking, so the copy queues behind the kernels already
+    running and the host goes on building the next call (a plain `.to` from pageable memory
+    waits for the device); anywhere else, `.to` as before (on the CPU: the tensor itself)."""
+    if torch.device(device).type != "cuda" or tensor.device.type != "cpu":
+        return tensor.to(device)
+    return tensor.pin_memory().to(device, non_blocking=True)
+
+
 class CallClock:
     """Start and end of every model call (decoder forwards and output-head calls), summed:
     a run compares it with its wall time to say how long no model call was in flight
     (runners.run.host_work.HostTiming). Calls come from one thread and never nest, so the sum
-    is the time covered. On CUDA a call returns once its kernels are queued; the scorer
-    reads the results back (`.tolist()`, `.cpu()`) right after, so the figure is close
-    but not exact there."""
+    is the time covered. On CUDA a call returns once its kernels are queued and its inputs
+    go over without blocking (`to_device`); the scorer reads results back once a decoding
+    step and once a batch's head, so the figure is close but not exact there."""
 
     def __init__(self):
         self.seconds = 0.0
@@ -61,8 +71,9 @@ class ModelCalls:
                 cache) -> torch.Tensor:
         """One decoder call over rows of `ids` (CPU tensors, moved here) appending to
         `cache`; the features the head reads (hidden states, or logits when not split)."""
-        out = self.clock.call(self.backbone, input_ids=ids.to(self.device),
-                              attention_mask=mask, position_ids=positions.to(self.device),
+        out = self.clock.call(self.backbone, input_ids=to_device(ids, self.device),
+                              attention_mask=mask,
+                              position_ids=to_device(positions, self.device),
                               use_cache=True, **{self.cache_kw: cache})
         return out.last_hidden_state if self.head_split else out.logits
 
@@ -92,5 +103,5 @@ class ModelCalls:
         """[rows, 1, queries, keys]: 0 where visible, the dtype's minimum elsewhere."""
         dtype = self.mask_dtype
         mask = torch.zeros(visible.shape, dtype=dtype, device=self.device)
-        mask.masked_fill_(~visible.to(self.device), torch.finfo(dtype).min)
+        mask.masked_fill_(~to_device(visible, self.device), torch.finfo(dtype).min)
         return mask[:, None]

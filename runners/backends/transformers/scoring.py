@@ -33,7 +33,7 @@ from runners.backends.transformers import folded_attention
 from runners.backends.transformers.decoding import (DECODE_GROUP_LEAVES, DecodingRows, decode_groups, decode_order,
                               take_rows)
 from runners.backends.transformers.kv_pool import KVPool, KVScratch
-from runners.backends.transformers.model_calls import ModelCalls
+from runners.backends.transformers.model_calls import ModelCalls, to_device
 from runners.backends.transformers.model_probe import kv_bytes_per_token
 from runners.backends.transformers.prefill import (Fragment, NodeState, PendingLogprobs,
                                                   constants_for, forward_groups, node_state)
@@ -269,7 +269,7 @@ class Scorer:
         and its own earlier tokens."""
         real = member_of >= 0
         if not self.packing:
-            return torch.cat([prefix_real, real], dim=1).long().to(self.device)
+            return to_device(torch.cat([prefix_real, real], dim=1).long(), self.device)
         # Built on the device from small index tensors (one transfer each), not as a
         # [rows, queries, keys] mask on the host: the member pairs each token may see, the
         # member of each position, then one gather.
@@ -277,18 +277,19 @@ class Scorer:
         padding = len(visible_members)
         pairs = [(g, m) for g, members in enumerate(visible_members) for m in members]
         pairs.append((padding, padding))  # a padding position sees padding: never all-masked
-        pairs = torch.tensor(pairs, dtype=torch.long).to(device)
+        pairs = to_device(torch.tensor(pairs, dtype=torch.long), device)
         allowed = torch.zeros(padding + 1, padding + 1, dtype=torch.bool, device=device)
         allowed[pairs[:, 0], pairs[:, 1]] = True
-        real = real.to(device)
-        index = torch.where(real, member_of.to(device), padding)
+        real = to_device(real, device)
+        index = torch.where(real, to_device(member_of, device), padding)
         packed = allowed[index[:, :, None], index[:, None, :]] & torch.ones(
             width, width, dtype=torch.bool, device=device).tril()
-        visible = torch.cat([prefix_real.to(device)[:, None, :] & real[:, :, None], packed],
+        visible = torch.cat([to_device(prefix_real, device)[:, None, :] & real[:, :, None], packed],
                             dim=2)
-        positions = positions.to(device)
+        positions = to_device(positions, device)
         return self.calls.tree_mask(visible, positions,
-                                    torch.cat([key_positions.to(device), positions], dim=1))
+                                    torch.cat([to_device(key_positions, device), positions],
+                                              dim=1))
 
     # -- decoding -----------------------------------------------------------------------
 
@@ -332,10 +333,14 @@ class Scorer:
         token) of the leaves that go on. Finished leaves get their result, with the
         smallest gap between the chosen and the runner-up token over their steps (the
         logits are fp32, and a logit gap is the log-softmax gap)."""
-        next_tokens = iter(logits.argmax(dim=-1).tolist())
+        # One read-back per step (a synchronisation on CUDA): the chosen tokens and the
+        # top-2 gaps travel together (token ids < 2**53 are exact in float64, the fp32 gaps
+        # too), not in two transfers.
         top = logits.topk(min(2, logits.shape[-1]), dim=-1).values
-        gaps = iter((top[:, 0] - top[:, -1]).tolist() if top.shape[-1] > 1
-                    else [math.inf] * len(top))
+        gap = (top[:, 0] - top[:, -1] if top.shape[-1] > 1
+               else torch.full_like(top[:, 0], math.inf))
+        tokens, gaps = torch.stack([logits.argmax(dim=-1).double(), gap.double()]).tolist()
+        next_tokens, gaps = iter(map(int, tokens)), iter(gaps)
         still = []
         for row, slots in zip(rows, active):
             going = []
