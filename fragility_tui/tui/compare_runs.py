@@ -3,25 +3,50 @@ detached processes through the Runs pane (the device slots queue the second when
 one one-slot device); the Compare pane is told the pair and opens on it once the grid holds
 cells of both; a grid the runs are about to create is looked for every few seconds and
 opened when the first run has made it. The live watcher (live.py) then reloads it as their
-batches commit. Kept out of app.py, which holds state and intents only; `app` is the
-FragilityApp (tui/app.py), which imports this module."""
+batches commit. Kept out of app.py, which holds state and intents only; what it needs of the
+app is `CompareHost`."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from fragility_tui.tui.panes.compare import ComparePane
+from fragility_tui.tui.panes.runs import RunsPane
+
+if TYPE_CHECKING:
+    from textual.screen import Screen
+
+    from fragility_tui.tui.pane_switcher import PaneSwitcher
+    from fragility_tui.tui.panes.run_form import ComparePlan
 
 AWAIT_GRID_SECONDS = 2.0  # how often a Compare form's new grid is looked for
 
 
+class CompareHost(Protocol):
+    """The app (tui/app.FragilityApp) as a Compare form's runs use it."""
+
+    grid_name: str | None
+    screen: Screen
+
+    @property
+    def panes(self) -> PaneSwitcher: ...
+    def action_pane(self, pane_id: str) -> None: ...
+    def list_grids(self) -> object: ...
+    def open_grid(self, name: str) -> None: ...
+    def set_timer(self, delay: float, callback: Callable[[], object]) -> object: ...
+
+
 class CompareRuns:
-    def __init__(self, app):
+    def __init__(self, app: CompareHost):
         self.app = app
         self.awaited: str | None = None  # a Compare form's grid, until it exists
 
-    def start(self, plan) -> None:
-        """Launch the plan's two runs (panes/run_form.ComparePlan), open Compare on it."""
-        app, runs = self.app, self.app.pane("runs")
+    def start(self, plan: ComparePlan) -> None:
+        """Launch the plan's two runs, open Compare on the pair."""
+        app, runs = self.app, self.app.panes.pane_of(RunsPane)
         runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)")
         runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")
-        app.pane("compare").want(plan.grid, plan.a, plan.b)
+        app.panes.pane_of(ComparePane).want(plan.grid, plan.a, plan.b)
         app.action_pane("compare")
         if plan.grid != app.grid_name:  # opened once the first run has created it
             self.awaited = plan.grid
@@ -42,11 +67,11 @@ class CompareRuns:
         return True
 
 
-def open_compare_form(app) -> None:
+def open_compare_form(app: CompareHost) -> None:
     """The Compare form from the command palette (the Compare pane binds it to n)."""
     from textual.screen import ModalScreen
 
     if isinstance(app.screen, ModalScreen):
         return  # another form or the help is open
     app.action_pane("compare")
-    app.pane("compare").action_new_comparison()
+    app.panes.pane_of(ComparePane).action_new_comparison()

@@ -19,16 +19,14 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from textual.message import Message
 
 from fragility_tui.processes import run_progress
-from fragility_tui.store.runs import RunStatus
+from fragility_tui.store.runs import RunRecord, RunStatus
 
 if TYPE_CHECKING:
-    from textual.app import App
-
     from fragility_tui.grid.cube import Cube
 
 POLL_SECONDS = 1.0
@@ -42,11 +40,31 @@ class GridWritten(Message):
     grid: str
 
 
-class LiveGrid:
-    """The open grid's watcher; `app` needs `gateway`, `grid_name`, `computing` and
-    `reload_grid()`."""
+class RunReader(Protocol):
+    def runs(self) -> list[RunRecord]: ...
 
-    def __init__(self, app: App):
+
+class LiveHost(Protocol):
+    """The app (tui/app.FragilityApp) as the watcher uses it."""
+
+    gateway: RunReader
+    grid_name: str | None
+    screen_stack: list
+
+    @property
+    def computing(self) -> bool: ...
+    def reload_grid(self) -> None: ...
+    def post_message(self, message: Message) -> bool: ...
+    def set_interval(self, interval: float, callback: Callable[[], object]) -> object: ...
+    def set_timer(self, delay: float, callback: Callable[[], object]) -> object: ...
+    def run_worker(self, work: Callable[[], object], *, thread: bool, group: str,
+                   exit_on_error: bool) -> object: ...
+
+
+class LiveGrid:
+    """The open grid's watcher."""
+
+    def __init__(self, app: LiveHost):
         self.app = app
         self.seen: dict[str, int] = {}  # run_id -> cells done, for runs of `grid`
         self.grid: str | None = None
@@ -166,3 +184,10 @@ def header_note(cube: Cube) -> str:
         return ""
     shown = "; ".join(parts[:2]) + (f"; +{len(parts) - 2} more" if len(parts) > 2 else "")
     return f"provisional: {shown} items"
+
+
+def header_detail(cube: Cube) -> str:
+    """The header's line under the grid's name: its shape, and its provisional models."""
+    shape = (f"{len(cube.models)} models × {len(cube.items):,} items × {len(cube.configs)} "
+             "configs")
+    return " · ".join(filter(None, [shape, header_note(cube)]))

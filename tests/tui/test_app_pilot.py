@@ -182,7 +182,7 @@ async def test_selection_is_honoured_by_every_pane(synthetic_store):
         await pilot.pause()
         gen = tuple(c for c in app.view.full.configs if not c.startswith("cloze"))
         models = app.view.full.models[:3]
-        app._selection_done(Selection(configs=gen, models=models, benchmarks=("mmlu", "arc_challenge")))
+        app.choose_selection(Selection(configs=gen, models=models, benchmarks=("mmlu", "arc_challenge")))
         await wait_ready(app, pilot)
         assert app.view.cube.shape == (3, int(sum(app.view.full.benchmarks != "hellaswag")
                                                - sum(app.view.full.benchmarks == "truthfulqa")), 24)
@@ -212,7 +212,8 @@ async def test_selection_form_refuses_to_drop_the_reference(synthetic_store):
         configs.deselect("cloze_qa")
         await pilot.press("a")
         await wait_ready(app, pilot)
-        assert app.selection.configs is not None and "cloze_qa" not in app.selection.configs
+        chosen = app.session.selection
+        assert chosen.configs is not None and "cloze_qa" not in chosen.configs
 
 
 async def test_help_lists_every_binding_and_palette_has_panes(synthetic_store):
@@ -296,7 +297,7 @@ async def test_grids_pane_opens_another_grid(synthetic_store, monkeypatch):
     from fragility_tui.grid.simulate import simulate
 
     write_synthetic_grid(synthetic_store, simulate(3, 30, 9), "second")
-    from fragility_tui.tui.app import default_grid
+    from fragility_tui.tui.session import default_grid
 
     grids = synthetic_store.list_grids()
     assert default_grid(grids) == "synthetic-small"  # the larger grid opens first

@@ -103,7 +103,7 @@ async def test_the_selection_form_changes_the_reference(synthetic_store):
         configs.select("cloze_qa")
         await pilot.press("a")
         await wait_ready(app, pilot)
-        assert app.selection.reference == "cloze_qa"
+        assert app.session.selection.reference == "cloze_qa"
         assert app.view.cube.reference == "cloze_qa"
         assert "selection: everything · reference cloze_qa" in screen_text(app)
         cube = app.view.cube
@@ -117,4 +117,4 @@ async def test_the_selection_form_changes_the_reference(synthetic_store):
         assert app.screen.query_one("#sel-reference", Select).value == "cloze_qa"
         await pilot.press("r", "a")
         await wait_ready(app, pilot)
-        assert app.selection.reference is None and app.view.cube.reference == "o0.letter"
+        assert app.session.selection.reference is None and app.view.cube.reference == "o0.letter"

@@ -106,7 +106,7 @@ async def test_a_big_grid_shows_its_bands_before_the_bootstrap_statistics(synthe
 
     import fragility_tui.analysis.report as report
 
-    monkeypatch.setattr("fragility_tui.tui.app.FIRST_SECTIONS_CELLS", 1)
+    monkeypatch.setattr("fragility_tui.tui.session.FIRST_SECTIONS_CELLS", 1)
     release = threading.Event()
     full_report = report.report_of
 

@@ -19,7 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from fragility_tui.devices import DeviceReport, query_devices
-from fragility_tui.tui.panes.run_form import DEVICE_CHOICES, ComparePlan, check_compare_form
+from fragility_tui.tui.panes.device_picker import DevicePicker
+from fragility_tui.tui.panes.run_form import ComparePlan, check_compare_form
 from fragility_tui.tui.sanitize import clean
 
 B_BUILDS = [("model B as typed", ""), ("A's int8 build", "int8"), ("A's int4 build", "int4")]
@@ -75,8 +76,7 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
                 yield Label("grid", classes="form-label")
                 yield Input(self.grid, placeholder="grid name", id="cf-grid", compact=True)
                 yield Label("device", classes="form-label")
-                yield Select(DEVICE_CHOICES, value="auto", allow_blank=False, id="cf-device",
-                             compact=True)
+                yield DevicePicker(id="cf-device")
             yield Static("", id="cf-error")
             with Horizontal(id="cf-buttons"):
                 yield Button("Start both (Enter)", id="cf-start", variant="primary",
@@ -93,11 +93,7 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
 
     @on(_Devices)
     def _devices(self, message: _Devices) -> None:
-        choice = self.query_one("#cf-device", Select)
-        current = choice.value
-        options = DEVICE_CHOICES + [(d.short(), d.name) for d in message.report.gpus]
-        choice.set_options(options)
-        choice.value = current if current in {v for _, v in options} else "auto"
+        self.query_one(DevicePicker).offer(message.report)
 
     @on(Select.Changed, "#cf-b-build")
     def _build_changed(self, event: Select.Changed) -> None:
@@ -110,7 +106,7 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
                 "b_build": self.query_one("#cf-b-build", Select).value or "",
                 "items": value("items"), "per_benchmark": value("sample"),
                 "configs": value("configs"), "grid": value("grid"),
-                "device": self.query_one("#cf-device", Select).value or "auto"}
+                "device": self.query_one(DevicePicker).value or "auto"}
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#cf-start")

@@ -9,10 +9,11 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from fragility_tui.backends import DEFAULT_BACKEND, backend_info
 from fragility_tui.devices import ANY_GPU
+from fragility_tui.errors import InputError
 from fragility_tui.processes import db_args
 
-BACKENDS = ("transformers", "vllm", "openai")  # fragility_tui/commands/run.py --backend
 ENDPOINTS = ("completions", "chat")  # its --endpoint
 DEVICE_CHOICES = [("auto", "auto"), ("cpu", "cpu"), ("any free GPU", ANY_GPU)]
 # the CLI's own check of --api-key-env (commands/run.py): a variable's name, never a key
@@ -24,8 +25,8 @@ HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@[\w./-]+)?")
 
 def run_argv(form: dict, db_path: str | None) -> list[str]:
     """`fragility-tui run …` arguments for the form's values (empty fields left out: no
-    items means the shipped starter items, as on the command line; no model with the
-    openai backend means the served model needs no local tokenizer)."""
+    items means the shipped starter items, as on the command line; no model with a served
+    backend means the served model needs no local tokenizer)."""
     argv = ["run"] + (["--model", form["model"]] if form.get("model") else [])
     argv += ["--display", "none"]
     for flag, key in (("--items", "items"), ("--grid", "grid"),
@@ -35,10 +36,10 @@ def run_argv(form: dict, db_path: str | None) -> list[str]:
             argv += [flag, str(form[key])]
     if form.get("device") and form["device"] != "auto":
         argv += ["--device", form["device"]]
-    backend = form.get("backend") or "transformers"
-    if backend != "transformers":
+    backend = form.get("backend") or DEFAULT_BACKEND
+    if backend != DEFAULT_BACKEND:
         argv += ["--backend", backend]
-    if backend == "openai":
+    if backend_info(backend).server_flags:
         argv += ["--base-url", form["base_url"], "--served-model", form["served_model"]]
         if form.get("api_key_env"):
             argv += ["--api-key-env", form["api_key_env"]]
@@ -54,7 +55,11 @@ def check_run_form(form: dict, cwd: Path) -> tuple[dict, list[str]]:
     from fragility_tui.items.sources import SOURCE_NAMES, is_named_source
 
     form, problems = dict(form), []
-    served = form.get("backend") == "openai"
+    try:
+        served = backend_info(form.get("backend")).server_flags
+    except InputError as exc:
+        served = False
+        problems.append(f"backend: {exc}")
     # a served model needs no local model: --model then only names its tokenizer
     for key in ("grid",) if served else ("model", "grid"):
         if not form.get(key):
@@ -104,7 +109,7 @@ def _check_model(model: str, cwd: Path) -> tuple[str, str | None]:
 
 
 def _served_problems(form: dict) -> list[str]:
-    """The openai backend's fields, checked as the CLI checks its flags."""
+    """A served backend's fields, checked as the CLI checks its flags."""
     problems = []
     url = form.get("base_url") or ""
     if not url:
@@ -147,7 +152,7 @@ class ComparePlan:
 
 def grid_model_name(spec: str, quantize: str | None = None) -> str:
     """The name a run records a model under, as runners/models.resolve_spec and
-    runners/prepare.py name it (tests/tui/test_compare_form.py holds them to agree): an
+    runners/models/prepare.py name it (tests/tui/test_compare_form.py holds them to agree): an
     alias by itself, a .gguf file by its stem, a folder by its own name, a hub id without
     its @revision; a quantised build gets +int8 / +int4."""
     from fragility_tui.model_aliases import ALIASES

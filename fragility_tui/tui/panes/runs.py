@@ -21,6 +21,7 @@ from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import Button, DataTable, Input, Label, Select, Static
 
+from fragility_tui.backends import DEFAULT_BACKEND, backend_info, backend_names
 from fragility_tui.devices import DeviceReport, query_devices
 from fragility_tui.processes import (RunProgress, db_args, failure_line, launch_detached,
                                      log_dir, run_progress)
@@ -28,8 +29,8 @@ from fragility_tui.store.runs import RunRecord, RunStatus
 from fragility_tui.tui.confirm import ConfirmScreen
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.panes.run_form import (BACKENDS, DEVICE_CHOICES, ENDPOINTS,
-                                              check_run_form, run_argv)
+from fragility_tui.tui.panes.device_picker import DevicePicker
+from fragility_tui.tui.panes.run_form import ENDPOINTS, check_run_form, run_argv
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
@@ -108,11 +109,10 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             yield Label("quantise", classes="form-label")
             yield Select(QUANTISE, value="", allow_blank=False, id="run-quantize", compact=True)
             yield Label("device", classes="form-label")
-            yield Select(DEVICE_CHOICES, value="auto", allow_blank=False, id="run-device",
-                         compact=True)
+            yield DevicePicker(id="run-device")
             yield Label("backend", classes="form-label")
-            yield Select([(b, b) for b in BACKENDS], value="transformers", allow_blank=False,
-                         id="run-backend", compact=True)
+            yield Select([(b, b) for b in backend_names()], value=DEFAULT_BACKEND,
+                         allow_blank=False, id="run-backend", compact=True)
             for label, field_id, placeholder in SERVED_FIELDS:
                 yield Label(label, classes="form-label served")
                 yield Input(placeholder=placeholder, id=f"run-{field_id}", compact=True,
@@ -141,8 +141,9 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         self._show_served_fields()
 
     def _show_served_fields(self) -> None:
-        """The served model's fields (URL, id, key variable, endpoint) only for openai."""
-        served = self.query_one("#run-backend", Select).value == "openai"
+        """The served model's fields (URL, id, key variable, endpoint) only for a backend
+        that evaluates a model a server serves."""
+        served = backend_info(self.query_one("#run-backend", Select).value).server_flags
         for widget in self.query(".served"):
             widget.display = served
         self.query_one("#run-form").set_class(served, "served-form")
@@ -205,12 +206,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             lines.append(report.gpu_note)
         self.query_one("#devices-strip", Static).update(
             clean(" · ".join(lines), one_line=True, limit=600))
-        choice = self.query_one("#run-device", Select)
-        current = choice.value
-        options = DEVICE_CHOICES + [(d.short(), d.name) for d in report.gpus]
-        choice.set_options(options)
-        if current in {value for _, value in options}:
-            choice.value = current  # set_options cleared it
+        self.query_one(DevicePicker).offer(report)
 
     @on(RunsUpdated)
     def _runs_updated(self, message: RunsUpdated) -> None:
@@ -256,9 +252,9 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                 "per_benchmark": value("sample"), "configs": value("configs"),
                 "extra": value("extra"),
                 "quantize": self.query_one("#run-quantize", Select).value or "",
-                "device": self.query_one("#run-device", Select).value or "auto",
-                "backend": self.query_one("#run-backend", Select).value or "transformers"}
-        if form["backend"] == "openai":
+                "device": self.query_one(DevicePicker).value or "auto",
+                "backend": self.query_one("#run-backend", Select).value or DEFAULT_BACKEND}
+        if backend_info(form["backend"]).server_flags:
             form.update(base_url=value("base-url"), served_model=value("served-model"),
                         api_key_env=value("api-key-env"),
                         endpoint=self.query_one("#run-endpoint", Select).value)
