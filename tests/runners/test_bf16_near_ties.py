@@ -7,6 +7,11 @@ prediction differs between the two moved by rounding alone, so it must be `near_
 least one run. The test prints what it measured (largest change of a likelihood cell's
 acc_norm scores and of a generation cell's margin between the runs): the figures
 runners/plan/numerics.py's bf16 tolerances are set from. Slow: two bf16 runs of 312 cells.
+
+Device and dtype: FRAGILITY_TEST_DEVICE (default cpu) and FRAGILITY_TEST_DTYPE (default
+bf16), so the same acceptance runs on a GPU (`FRAGILITY_TEST_DEVICE=cuda make test-bf16`, on
+a machine with the whole install: it runs `fragility-tui run`, which needs the store) and
+measures that device's rounding against the same tolerances.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     os.environ.get("FRAGILITY_BF16_CHECK") != "1",
     reason="the bf16 near-tie acceptance run: set FRAGILITY_BF16_CHECK=1 (make test-bf16)")]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+DEVICE = os.environ.get("FRAGILITY_TEST_DEVICE", "cpu")
+DTYPE = os.environ.get("FRAGILITY_TEST_DTYPE", "bf16")
 FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
 
 
@@ -33,7 +40,7 @@ def _run(tmp_path, shared, name: str, *flags: str) -> list[dict]:
     db = tmp_path / f"{name}.duckdb"
     items = [arg for f in FILES for arg in ("--items", str(shared / f"{f}.jsonl"))]
     run_cli("run", "--model", "smollm2-135m-instruct", *items, "--per-benchmark", "3",
-            "--dtype", "bf16", "--device", "cpu", "--grid", name, "--display", "none",
+            "--dtype", DTYPE, "--device", DEVICE, "--grid", name, "--display", "none",
             *flags, db=db, timeout=3000, check=True)
     out = tmp_path / f"{name}.csv"
     run_cli("export", "--grid", name, "--what", "cells", "--format", "csv", "--out", str(out),
@@ -67,7 +74,8 @@ def test_bf16_flips_between_batchings_are_all_near_ties(tmp_path, shared_benchma
             if not near:
                 uncovered.append(flips[-1])
     near_ties = sum(r["near_tie"].lower() == "true" for r in one + twelve)
-    print(f"\nbf16: {len(flips)} of {len(one)} cells changed prediction; near_tie cells "
+    print(f"\n{DTYPE} on {DEVICE}: {len(flips)} of {len(one)} cells changed prediction; "
+          f"near_tie cells "
           f"{near_ties} of {2 * len(one)}; largest acc_norm score change (likelihood, per "
           f"character) {max(score_moves):.4g}; largest margin change (generation, same "
           f"output) {max(margin_moves):.4g}; flips (item, config, margins): {flips}")
