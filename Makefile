@@ -45,11 +45,13 @@ test-reference: install  # the full 40-item real-model reference check (~25 min 
 	FRAGILITY_REFERENCE_PER_BENCHMARK=10 FRAGILITY_REFERENCE_DEVICE=$(or $(DEVICE),cpu) \
 	  FRAGILITY_REFERENCE_DTYPE=$(or $(DTYPE),fp32) $(PY) -m pytest -q -s tests/runners/test_smollm2.py
 
-# One GPU, offline, <= 10 minutes: versions, probe, bf16 vs fp32 vs the plain loop, budgets,
-# memory and out-of-memory recovery, quanto, vLLM (benchmarks/gpu_check.py). `make gpu-check
-# DEVICE=cpu` is the dry run (1 item, out-of-memory injected; <= 5 minutes on 2 cores).
-gpu-check: install
-	$(PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda)
+# One GPU, offline, <= 8 minutes, nothing downloaded or converted (benchmarks/gpu_check.py, docs/runner.md).
+# It writes gpu-check.json and gpu-check.md into OUT (default gpu-check-out).
+# No install step: on the air-gapped GPU box, where pip reaches nothing, its preinstalled python runs it.
+# `make gpu-check DEVICE=cpu` is the dry run (about 70 s on 2 cores).
+GPU_CHECK_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
+gpu-check:
+	$(GPU_CHECK_PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda) --out $(or $(OUT),gpu-check-out)
 
 # Offline install (README, "Offline install"). On a connected machine, `make wheelhouse`
 # downloads into WHEELS the wheels a target lacks, for its Python and platform (PY, PLATFORM;
