@@ -23,9 +23,12 @@ m = the 2-point margin; 1,500 items unless said):
 - gap at m: A ahead by exactly 2 points everywhere                   -> stable (power, not checked)
 - gap at 1.5 m: A ahead by 3 points                                  -> stable (power, not checked)
 - gap at 1.5 m, correlated configs (0.8)                             -> stable (power, not checked)
-A checked scenario fails the check when its modal label is not one it recovers; the
-near-margin ones measure power, which no procedure holds near 100% at the margin, so they
-are reported, not checked.
+A checked scenario passes when the upper end of the 95% Wilson interval of its error rate
+(replicates whose label does not recover the known state) is under ERROR_LEVEL; it fails
+when the interval's lower end is above it, and is undecided in between (too few
+replicates to tell: --full). A modal label alone would pass a scenario with 45% errors.
+The near-margin ones measure power, which no procedure holds near 100% at the margin, so
+they report power with its interval and neither pass nor fail.
 
 The fair baseline (`fair_baseline_label`): SPEC §9's flags in the same order, with point
 estimates instead of intervals: unsupported as §9; harness-sensitive when another config's
@@ -55,6 +58,10 @@ B_AHEAD = (0.55, 0.02, 0.14)
 AT_MARGIN = (0.55, 0.08, 0.06)  # A ahead by 2 points
 AT_1_5_MARGIN = (0.55, 0.085, 0.055)  # A ahead by 3 points
 SIZES = (("big", 900), ("small", 600))
+# The error rate a checked scenario may have: its 95% upper bound must be under this. At 300
+# replicates (--full) the scenarios with no gap measure 4.5-6% (12 of 200: stable 7,
+# harness-sensitive 5), bounds near 9-10%.
+ERROR_LEVEL = 0.15
 TOL = 1e-9  # comparisons against m and zero (SPEC §11)
 
 
@@ -158,8 +165,23 @@ class ScenarioResult:
         return min(self.labels, key=lambda k: (-self.labels[k], k)) if self.labels else ""
 
     @property
+    def error_interval(self) -> tuple[float, float]:
+        """95% Wilson interval of the share of replicates whose label is an error."""
+        return wilson(self.replicates - self.recovered, self.replicates)
+
+    @property
+    def outcome(self) -> str:
+        """pass | FAIL | undecided for a checked scenario; power for the others."""
+        if not self.checked:
+            return "power"
+        low, high = self.error_interval
+        if high < ERROR_LEVEL:
+            return "pass"
+        return "FAIL" if low > ERROR_LEVEL else "undecided"
+
+    @property
     def passed(self) -> bool:
-        return not self.checked or self.modal_label in (self.recovering or (self.expected,))
+        return self.outcome in ("pass", "power")
 
 
 def run_check(replicates: int = 300, seed: int = 0, n_boot: int = 1000,
