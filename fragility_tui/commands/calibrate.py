@@ -61,7 +61,7 @@ def sections(result: dict) -> list:
     from fragility_tui.analysis.calibration import POWER, SCENARIOS
     from fragility_tui.analysis.calibration_result import CalibrationResult
     from fragility_tui.analysis.decisions import TARGETS
-    from fragility_tui.analysis.report import Section
+    from fragility_tui.analysis.report_text import Section
     from fragility_tui.harness.configs import REFERENCE
 
     r = CalibrationResult.from_json(result)
@@ -126,6 +126,6 @@ def sections(result: dict) -> list:
 
 
 def render_text(result: dict) -> str:
-    from fragility_tui.analysis.report import render_sections
+    from fragility_tui.analysis.report_text import render_sections
 
     return render_sections(sections(result)).rstrip("\n")

@@ -114,7 +114,7 @@ def _check_counts(args) -> None:
 
 
 def run(args) -> int:
-    from fragility_tui.analysis.report import render_markdown, render_text
+    from fragility_tui.analysis.report_text import render_markdown, render_text
     from fragility_tui.services.reports import grid_report
     from fragility_tui.bootstrap import open_store
 

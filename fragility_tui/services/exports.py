@@ -59,7 +59,7 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
         write_atomic(out, cells_json(table) if fmt == "json" else cells_markdown(table, grid))
         return f"wrote {table.num_rows} cells to {out}"
     if what == "report":
-        from fragility_tui.analysis.report import render_markdown
+        from fragility_tui.analysis.report_text import render_markdown
         from fragility_tui.services.reports import grid_report
 
         report = grid_report(store, grid, **(report_options or {}))

@@ -160,7 +160,8 @@ def test_incomplete_rows_are_their_own_part_of_the_gap():
     missing cell as fragility: fragile gap 2)."""
     from analysis_grids import make_cube
 
-    from fragility_tui.analysis.report import render_text, report_of
+    from fragility_tui.analysis.report import report_of
+    from fragility_tui.analysis.report_text import render_text
 
     cube = make_cube({"A": ["11", "1.", "10", "11"], "B": ["00", "00", "00", "11"]},
                      ["b1"] * 4, configs=("o0.letter", "o0.paren"))

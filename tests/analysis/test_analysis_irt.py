@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from fragility_tui.analysis.irt import _objective, _quadrature, fit_2pl, irt_discrimination
-from fragility_tui.analysis.report import build_report, render_text, report_of
+from fragility_tui.analysis.report import build_report, report_of
+from fragility_tui.analysis.report_text import render_text
 from fragility_tui.grid.cube import Cube
 
 FAST = dict(n_boot=50, k=10, n_random=20)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from fragility_tui.analysis.report import build_report, render_markdown, render_text, report_of
+from fragility_tui.analysis.report import build_report, report_of
+from fragility_tui.analysis.report_text import render_markdown, render_text
 
 from analysis_grids import TINY, TINY_BENCHMARKS, make_cube
 

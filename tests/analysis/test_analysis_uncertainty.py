@@ -14,7 +14,8 @@ from fragility_tui.analysis.itemstats import (STREAM_POOLED_SHARE, STREAM_TWO_WA
                                               resample_counts, rng_for, two_way_pearson_ci)
 from fragility_tui.analysis.pairs import adjacent_pairs, gap_splits
 from fragility_tui.analysis.pooled_share import pooled_share_ci
-from fragility_tui.analysis.report import render_text, report_of
+from fragility_tui.analysis.report import report_of
+from fragility_tui.analysis.report_text import render_text
 from fragility_tui.grid.cube import Cube
 
 

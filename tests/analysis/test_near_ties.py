@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from fragility_tui.analysis.near_ties import near_tie_fragility
-from fragility_tui.analysis.report import render_text
+from fragility_tui.analysis.report_text import render_text
 from fragility_tui.grid.cube import Cube
 from fragility_tui.store.schema import CellRow
 from fragility_tui.store.store import Store

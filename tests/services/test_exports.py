@@ -65,7 +65,8 @@ def test_cells_markdown_reads_back_row_by_row(db, tmp_path):
 
 def test_report_json_equals_build_report(db, tmp_path):
     """The export is `report`'s own report, cost section included (one builder)."""
-    from fragility_tui.analysis.report import render_markdown, report_of
+    from fragility_tui.analysis.report import report_of
+    from fragility_tui.analysis.report_text import render_markdown
 
     store = Store(db)
     cube = store.load_cube("sim")

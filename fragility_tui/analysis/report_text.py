@@ -1,0 +1,244 @@
+"""The report's text and Markdown renderings (`report`, `export --what report --format
+markdown`): titled tables read from the typed Report (analysis/report_sections.py), fitted
+to a width; `calibrate` prints its own Sections through the same renderer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from fragility_tui.analysis.axes import AXES
+from fragility_tui.analysis.pairs import GapSplit, PairsSummary
+from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
+                                                    ConfigRow, DiscriminationSummary,
+                                                    RankingsSummary, Report)
+from fragility_tui.harness.configs import REFERENCE
+from fragility_tui.text import clean, cut_middle
+
+TEXT_WIDTH = 100
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled table (when it has headers) and notes: what both renderings print, for the
+    report and for `calibrate`."""
+
+    title: str
+    headers: Sequence[str] = ()
+    rows: Sequence[Sequence] = ()
+    notes: Sequence[str] = ()
+
+
+def _one_line(text) -> str:
+    """Model names and ids are untrusted: nothing a terminal obeys, on one line."""
+    return clean(text, limit=500, one_line=True)
+
+
+def _pct(x, digits: int = 1) -> str:
+    return "-" if x is None else f"{100 * x:.{digits}f}"
+
+
+def _flt(x, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _ci(ci, scale: float = 100.0, digits: int = 1) -> str:
+    return "-" if ci is None else f"[{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
+
+
+def _sections(report: Report) -> list[Section]:
+    """The report as titled tables, shared by both renderings."""
+    g = report.grid
+    notes = [f"grid {g.name or '-'}: {len(g.models)} models x {g.n_items} items x "
+             f"{len(g.configs)} configs; reference {g.reference}; spec v{report.spec_version}"]
+    if g.reference != REFERENCE:
+        notes.append(f"reference {g.reference} stands in for SPEC's {REFERENCE}: every figure "
+                     "is measured against it")
+    secs = [Section("Grid", notes=notes), _bands_table(report.bands)]
+    if report.costs:
+        secs.append(Section(
+            "Cost per item (beside accuracy, not folded into it)",
+            headers=["model", "ref acc", "seconds", "tokens"],
+            rows=[[row.band.model, _pct(row.band.reference),
+                      _flt(report.costs[row.band.model].seconds_per_item, 3),
+                      _flt(report.costs[row.band.model].tokens_per_item, 1)]
+                     for row in report.bands]))
+    if any(row.near_tie_cells for row in report.near_ties or ()):
+        secs.append(Section(
+            "Near-ties: fragility that rounding alone can explain",
+            headers=["model", "fragile rows", "only via near-ties", "near-tie cells"],
+            rows=[[r.model, r.fragile, r.only_near_ties, r.near_tie_cells]
+                     for r in report.near_ties],
+            notes=["a fragile row is fragile only via near-ties when its cells outside "
+                      "the run's rounding tolerance (margin, near_tie) all agree"]))
+    secs += [_pairs_table(report.pairs, report.pairs_summary), _configs_table(report.configs),
+             _rankings_notes(report.rankings, len(g.models)), _axes_table(report.axes),
+             _discrimination_notes(report.discrimination, report.compression),
+             _decisions_table(report)]
+    return secs
+
+
+def _bands_table(bands: tuple[BandRow, ...]) -> Section:
+    return Section(
+        "Bands (accuracy %, SPEC 5)",
+        headers=["#", "model", "ref", "min", "min at", "max", "max at", "spread", "robust",
+                    "frag%ref", "RC", "RW", "frag", "inc"],
+        rows=[[row.rank or "-", b.model, _pct(b.reference), _pct(b.min), b.min_config or "-",
+                  _pct(b.max), b.max_config or "-", _pct(b.spread), _pct(b.robust_accuracy),
+                  _pct(b.fragile_share_of_reference_correct), b.robust_correct,
+                  b.robust_wrong, b.fragile, b.incomplete]
+                 for row in bands for b in [row.band]])
+
+
+def _pairs_table(pairs: tuple[GapSplit, ...], ps: PairsSummary) -> Section:
+    return Section(
+        "Pairs: gap split in items (SPEC 6)",
+        headers=["A", "B", "gap", "|S|", "A+", "B+", "stab", "inc", "frag", "share%",
+                    "verdict", "man", "rev"],
+        rows=[[p.a, p.b, p.gap, p.stable_items, p.a_only_stable, p.b_only_stable,
+                  p.stable_gap, p.incomplete_gap, p.fragile_gap, _pct(p.fragile_share),
+                  p.verdict + ("" if p.adjacent else " *"),
+                  "yes" if p.manufactured else "no", p.reversals]
+                 for p in pairs],
+        notes=[f"{ps.nonzero_gaps} nonzero adjacent gaps, {ps.manufactured} manufactured; "
+                  f"fragile share mean {_pct(ps.mean_fragile_share)}%, pooled "
+                  f"{_pct(ps.pooled_fragile_share)}% (95% CI "
+                  f"{_ci(ps.pooled_fragile_share_ci)} resampling items)",
+                  "A+/B+: stable items only A / only B gets right in every config; "
+                  "inc: the part of gap on items with a missing cell (not fragility); "
+                  "* = a named pair, not adjacent"]
+                 + [f"{p.a} vs {p.b}: {p.detail}" for p in pairs if p.detail])
+
+
+def _configs_table(configs: tuple[ConfigRow, ...]) -> Section:
+    return Section(
+        "Configs (SPEC 6)",
+        headers=["config", "champion(s)", "acc", "margin", "tau-b", "flipped"],
+        rows=[[c.config, ", ".join(c.champions) or "-",
+                  _pct(c.accuracy.get(c.champions[0]) if c.champions else None),
+                  "-" if c.margin_items is None else c.margin_items,
+                  _flt(c.kendall_tau), _pct(c.flipped_pair_fraction)]
+                 for c in configs])
+
+
+def _rankings_notes(r: RankingsSummary, n_models: int) -> Section:
+    return Section("Rankings", notes=[
+        f"{r.champion_count} of {n_models} models are champion somewhere: "
+        + (", ".join(r.champions) or "-"),
+        f"{len(r.top3_models)} reach the top 3: " + (", ".join(r.top3_models) or "-"),
+        f"mean Kendall tau-b {_flt(r.mean_kendall_tau)}; mean flipped pair fraction "
+        f"{_pct(r.mean_flipped_pair_fraction)}%",
+        "median margin (items): " + (", ".join(f"{m} {v:g}" for m, v in
+                                               r.median_margin_by_champion.items()) or "-"),
+    ])
+
+
+def _axes_table(ax: AxisAblation) -> Section:
+    return Section(
+        "Axis ablation: preserved fraction of reference-correct (SPEC 7)",
+        headers=["model", *AXES],
+        rows=[[m, *(_flt(v[a]) for a in AXES)] for m, v in ax.per_model.items()]
+                + [["mean", *(_flt(ax.mean[a]) for a in AXES)]])
+
+
+def _discrimination_notes(d: DiscriminationSummary, c: CompressionSummary) -> Section:
+    rng = c.discriminative_range
+    method = {"irt": "2PL IRT slope"}.get(d.method, "item-total correlation")
+    irt = d.irt or {}  # analysis.irt.irt_limits: the fit's model count and slope errors
+    return Section("Discrimination, fragility, compression (SPEC 8)", notes=[
+        f"discrimination-fragility r {_flt(d.r)}; 95% CI {_ci(d.ci, 1.0, 2)} "
+        f"resampling items, {_ci(d.ci_two_way, 1.0, 2)} resampling items and models",
+        f"discrimination = {method}"
+        + ("" if not irt.get("slope_se_median") else
+           f" (median slope standard error {_flt(irt['slope_se_median'])})"),
+        *([] if not irt.get("warning") else [f"warning: {irt['warning']}"]),
+        f"mean fragility: top-{d.top_k} discriminative {_flt(d.top_k_mean_fragility)} "
+        f"vs all items {_flt(d.mean_fragility)}",
+        f"champions with {c.k} items: random {_flt(c.random_mean_champions, 1)}, "
+        f"by discrimination {_flt(c.discriminative_mean_champions, 1)}"
+        + ("" if rng is None else f" (range {rng[0]}-{rng[1]})"),
+    ])
+
+
+def _decisions_table(report: Report) -> Section:
+    target = report.settings.target if report.settings else "observed"
+    margin = report.settings.margin if report.settings else 2.0
+    rows = [[x.a, x.b, x.target, _pct(x.delta), _ci(x.ci), x.label, ", ".join(x.flags[1:]) or "-"]
+            for x in sorted(report.decisions, key=lambda x: x.target != target)]
+    return Section(
+        f"Decisions at {report.grid.reference} (SPEC 9; delta in points, "
+                 f"margin {margin:g})",
+        headers=["A", "B", "target", "delta", "95% CI", "label", "more flags"],
+        rows=rows,
+        notes=["more flags: the blocking flags after the label"])
+
+
+def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:
+    """Column widths and separator size: two spaces when the table fits, else one, then
+    the widest columns (names, flags) are cut until it fits, but never so far that two
+    different values of a column (int4 and int8 builds of one model) print the same."""
+    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
+              for k, h in enumerate(headers)]
+    sep = 2 if sum(widths) + 2 * (len(widths) - 1) <= width else 1
+    columns = [{r[k] for r in rows} for k in range(len(headers))]
+    while sum(widths) + sep * (len(widths) - 1) > width:
+        cuttable = [k for k, w in enumerate(widths) if w > 8 and
+                    len({cut_middle(v, w - 1) for v in columns[k]}) == len(columns[k])]
+        if not cuttable:
+            break
+        k = max(cuttable, key=lambda j: widths[j])
+        widths[k] -= 1
+    return widths, sep
+
+
+def _is_number(text: str) -> bool:
+    return text.lstrip("-[").replace(".", "", 1)[:1].isdigit()
+
+
+def render_text(report: Report, width: int = TEXT_WIDTH) -> str:
+    """The full report (report_of's, not a partial one) as text tables within width."""
+    return render_sections(_sections(report), width)
+
+
+def render_sections(sections: list[Section], width: int = TEXT_WIDTH) -> str:
+    """Titled tables and notes as text within width."""
+    out = []
+    for sec in sections:
+        out.append(sec.title)
+        out.append("-" * min(len(sec.title), width))
+        if sec.headers:
+            rows = [[_one_line(v) for v in r] for r in sec.rows]
+            widths, sep = _fit_widths(sec.headers, rows, width)
+            gap = " " * sep
+            head = [cut_middle(h, w).ljust(w) for h, w in zip(sec.headers, widths)]
+            out.append(gap.join(head).rstrip())
+            for r in rows:
+                cells = [cut_middle(v, w).rjust(w) if _is_number(v) else cut_middle(v, w).ljust(w)
+                         for v, w in zip(r, widths)]
+                out.append(gap.join(cells).rstrip())
+        for note in sec.notes:
+            out.append(cut_middle(_one_line(note), width))
+        out.append("")
+    return "\n".join(out)
+
+
+def _md_cell(value) -> str:
+    return _one_line(value).replace("\\", "\\\\").replace("|", "\\|")
+
+
+def render_markdown(report: Report) -> str:
+    """The full report as Markdown tables."""
+    out = []
+    for sec in _sections(report):
+        out.append(f"### {sec.title}")
+        out.append("")
+        if sec.headers:
+            out.append("| " + " | ".join(_md_cell(h) for h in sec.headers) + " |")  # |S|
+            out.append("|" + "|".join("---" for _ in sec.headers) + "|")
+            out.extend("| " + " | ".join(_md_cell(v) for v in r) + " |" for r in sec.rows)
+            out.append("")
+        for note in sec.notes:
+            out.append(f"- {_md_cell(note)}")
+        if sec.notes:
+            out.append("")
+    return "\n".join(out)
