@@ -157,11 +157,23 @@ def resolve(roots, build, present, python, platform,
             for i in items}
 
 
+SKIPPED = {".git", ".venv", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis"}
+
+
 def tree_bytes() -> int:
-    """The project's tracked files: what travels with the wheelhouse."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=deps.REPO, capture_output=True,
-                           text=True, check=True).stdout.split("\0")
-    return sum((deps.REPO / f).stat().st_size for f in files if f and (deps.REPO / f).is_file())
+    """The project's tracked files (what travels with the wheelhouse); outside a git
+    checkout, every file but venvs, build outputs and caches."""
+    proc = subprocess.run(["git", "ls-files", "-z"], cwd=deps.REPO, capture_output=True,
+                          text=True)
+    if proc.returncode == 0:
+        files = [deps.REPO / f for f in proc.stdout.split("\0") if f]
+    else:
+        files = []
+        for folder, dirs, names in os.walk(deps.REPO):
+            dirs[:] = [d for d in dirs if d not in SKIPPED and not d.endswith(".egg-info")
+                       and not d.startswith(".venv")]
+            files += [Path(folder, n) for n in names]
+    return sum(f.stat().st_size for f in files if f.is_file())
 
 
 def mib(n: int) -> str:
