@@ -20,10 +20,10 @@ class PrefillConstants:
 
 
 # Per device type. CPU: a call's fixed cost is reading the weights once; the dense-forward
-# rates measured on this project's 2-core CPU (SmolLM2-135M fp32, 2 threads; RESOURCES.md
-# in ../shared) put it at ~40 tokens' time (1 x 8 and 1 x 30 tokens: 113 ms fixed, 2.9 ms a
-# token) to ~200 (8 x 40 and 8 x 160: 326 ms fixed, 1.6 ms a token): 64 sits inside (docs/
-# runner.md, *Prefill on a CPU and on a GPU*); 128 head rows of a 49k vocabulary are 25 MB of
+# rates measured on this project's 2-core CPU (SmolLM2-135M fp32, 2 threads) put it at ~40
+# tokens' time (1 x 8 and 1 x 30 tokens: 113 ms fixed, 2.9 ms a token) to ~200 (8 x 40 and
+# 8 x 160: 326 ms fixed, 1.6 ms a token): 64 sits inside (docs/runner.md, *Prefill on a CPU
+# and on a GPU*); 128 head rows of a 49k vocabulary are 25 MB of
 # logits. CUDA: a documented choice until a GPU measures it (`make gpu-check` prints the dense
 # rate): a forward there pays kernel launches for every layer and a full read of the weights
 # (an 8B model: 16 GB at ~4.8 TB/s, ~3.3 ms) while a token costs microseconds, so a call is
