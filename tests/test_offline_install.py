@@ -153,3 +153,14 @@ def test_the_reference_box_names_every_version_inside_the_ranges():
 def test_a_freeze_without_versions_is_refused_before_any_download(tmp_path):
     with pytest.raises(ValueError, match="no version for numpy"):
         wheelhouse.resolve([], [], {"numpy": None}, "3.12", "manylinux_2_28_x86_64")
+
+
+def test_a_requirement_without_a_wheel_is_named():
+    """What `make wheelhouse EXTRAS=runner,llama-server` printed (llama-cpp-python is source
+    only), from pip's own last line."""
+    stderr = ("ERROR: Could not find a version that satisfies the requirement "
+              "llama-cpp-python==0.3.36 (from versions: none)\n"
+              "ERROR: No matching distribution found for llama-cpp-python==0.3.36\n")
+    line = wheelhouse.no_wheel_error(stderr, "3.12", "manylinux_2_28_x86_64")
+    assert line.startswith("no wheel of llama-cpp-python==0.3.36 for Python 3.12 on "
+                           "manylinux_2_28_x86_64")
