@@ -125,3 +125,12 @@ def redact_secret(text: str, secret: str | None, *, fragment: int = SECRET_FRAGM
         at = b
     pieces.append(text[at:])
     return "".join(pieces)
+
+
+def visible_text(text: str) -> str:
+    """A document (a Markdown export) with its lines kept and every other control and
+    invisible format character made a visible stand-in, as clean() does, with no cut: a
+    terminal that prints the file obeys none of them."""
+    text = _CONTROL.sub(lambda m: m.group() if m.group() == "\n" else _visible_control(m),
+                        text.replace("\r\n", "\n"))
+    return _INVISIBLE.sub(_visible_format, text)

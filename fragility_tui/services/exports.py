@@ -11,6 +11,7 @@ import json
 from fragility_tui.errors import InputError
 from fragility_tui.services.documents import md_escape, write_atomic
 from fragility_tui.services.provenance_export import provenance_document, provenance_markdown
+from fragility_tui.text import clean, visible_text
 
 WHAT_FORMATS = {
     "cells": ("csv", "parquet", "json", "markdown", "lmeval-samples"),
@@ -56,7 +57,8 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
 
             return f"wrote {export_cells(store, grid, out, fmt)} cells to {out}"
         table = store.export_cells(grid)
-        write_atomic(out, cells_json(table) if fmt == "json" else cells_markdown(table, grid))
+        write_atomic(out, cells_json(table) if fmt == "json"
+                     else visible_text(cells_markdown(table, grid)))
         return f"wrote {table.num_rows} cells to {out}"
     if what == "report":
         from fragility_tui.analysis.report_text import render_markdown
@@ -64,9 +66,10 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
 
         report = grid_report(store, grid, **(report_options or {}))
         write_atomic(out, json.dumps(report.to_json(), indent=2, allow_nan=False) + "\n"
-                     if fmt == "json" else render_markdown(report) + "\n")
-        return f"wrote the report of {grid} to {out}"
+                     if fmt == "json" else visible_text(render_markdown(report) + "\n"))
+        return f"wrote the report of {clean(grid, one_line=True)} to {out}"
     doc = provenance_document(store, grid)
     write_atomic(out, json.dumps(doc, indent=2, default=str) + "\n" if fmt == "json"
-                 else provenance_markdown(doc))
-    return f"wrote the provenance of {grid} ({len(doc['runs'])} runs) to {out}"
+                 else visible_text(provenance_markdown(doc)))
+    return (f"wrote the provenance of {clean(grid, one_line=True)} ({len(doc['runs'])} runs) "
+            f"to {out}")

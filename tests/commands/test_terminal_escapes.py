@@ -29,3 +29,16 @@ def test_the_run_display_shows_names_without_escape_sequences():
         "configs": ["o0.letter"], "cells_total": 1, "cells_done": 0, "events_path": None})
     assert "\x1b" not in stream.getvalue() and "\x07" not in stream.getvalue()
     assert "evil␛]0;pwned" in stream.getvalue()
+
+
+def test_markdown_exports_carry_no_escape_sequence_and_csv_keeps_data(tmp_path):
+    db = tmp_path / "s.duckdb"
+    run_cli("simulate", "--models", "2", "--items", "5", "--grid", EVIL, db=db, check=True)
+    for what in ("cells", "report", "provenance"):
+        out = tmp_path / f"{what}.md"
+        done = run_cli("export", "--grid", EVIL, "--what", what, "--format", "markdown",
+                       "--out", str(out), db=db, check=True)
+        text = out.read_text()
+        assert "\x1b" not in text and "\x07" not in text and "\x1b" not in done.stderr, what
+    run_cli("export", "--grid", EVIL, "--what", "cells", "--format", "csv", "--out",
+            str(tmp_path / "cells.csv"), db=db, check=True)
