@@ -107,7 +107,9 @@ def tail_progress(events_path: str | None) -> Progress | None:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
             fh.seek(max(0, size - EVENTS_TAIL_BYTES))
-            lines = fh.read().decode("utf-8", "replace").splitlines()
+            # At most the tail: a path naming a device (/dev/zero reports size 0) is not
+            # read without end.
+            lines = fh.read(EVENTS_TAIL_BYTES).decode("utf-8", "replace").splitlines()
     except OSError:
         return None
     for line in reversed(lines):
