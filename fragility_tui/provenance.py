@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from fragility_tui.schemas.fields import SchemaError
 from fragility_tui.schemas.provenance import Batching, ModelProvenance, RecordedRun, Session
 from fragility_tui.text import clean
 
@@ -21,19 +22,30 @@ def _known(value, missing: str = "not recorded") -> str:
 
 def provenance_card(row) -> str:
     """The harness disclosure card of a run (SPEC §10), scoring first: a RunRecord (store/runs.py,
-    a layer above this one) or its `to_dict()` as exports and the runs JSON carry it. A field
-    of the wrong JSON type raises schemas.fields.SchemaError naming it."""
-    run = RecordedRun.from_row(row if isinstance(row, Mapping) else row.to_dict())
+    a layer above this one) or its `to_dict()` as exports and the runs JSON carry it."""
+    run, unreadable = _recorded(row if isinstance(row, Mapping) else row.to_dict())
     p = run.provenance
     lines = [f"Run {run.run_id}  status {run.status}  grid {_one_line(run.grid)}"]
     if run.error:
         lines.append(f"  error: {_one_line(run.error)}")
+    if unreadable:
+        lines.append(f"  unreadable record: {_one_line(unreadable)}")
     lines += ["", "Scoring", *_scoring_lines(run), "", "Items", *_item_lines(run)]
     for name, m in p.models.items():
         lines += ["", f"Model {_one_line(name)}", *_model_lines(m)]
     lines += ["", "Runtime", *_runtime_lines(run)]
     lines += _session_lines(p.sessions)
     return "\n".join(lines)
+
+
+def _recorded(row: Mapping) -> tuple[RecordedRun, str | None]:
+    """The run typed, or, when a field of its spec or provenance has the wrong JSON type,
+    the run without them and the error naming that field: the card (in `runs show`, the
+    app, an export) says so instead of failing."""
+    try:
+        return RecordedRun.from_row(row), None
+    except SchemaError as exc:
+        return RecordedRun.from_row({**row, "spec": None, "provenance": None}), str(exc)
 
 
 def _scoring_lines(run: RecordedRun) -> list[str]:

@@ -88,6 +88,14 @@ def test_a_field_of_the_wrong_type_is_an_error_naming_it(provenance, where):
     assert str(caught.value).startswith(f"run.{where}: expected")
 
 
+def test_the_card_of_a_record_of_the_wrong_type_names_the_field_instead_of_failing():
+    card = provenance_card({"run_id": "r", "status": "finished", "grid": "g", "seconds": 2.0,
+                            "provenance": {"items": 4, "models": ["m"]}})
+    assert card.startswith("Run r  status finished  grid g\n")
+    assert "unreadable record: run.provenance.models: expected an object, got list" in card
+    assert "seconds 2.0" in card and "4 items" not in card  # the row's columns still show
+
+
 def test_a_model_backend_that_is_not_an_object_is_read_as_none():
     # documented tolerance: such runs show no backend line, as before the field existed
     p = RunProvenance.from_json({"models": {"m": {"backend": "transformers"}}})
