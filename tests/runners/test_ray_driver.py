@@ -113,22 +113,8 @@ class _Store:
     def __init__(self, held: int):
         self.held = held
 
-    def connect(self):
-        store = self
-
-        class Con:
-            def __enter__(self):
-                return self
-
-            def __exit__(self, *exc):
-                return False
-
-            def execute(self, sql, params):
-                class Rows:
-                    def fetchall(self):
-                        return [(store.held,)]
-                return Rows()
-        return Con()
+    def cells_of_run(self, grid: str, run_id: str) -> int:
+        return self.held
 
 
 def test_a_task_whose_cells_are_not_all_merged_fails_loudly():

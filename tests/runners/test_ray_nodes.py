@@ -165,7 +165,7 @@ def test_a_part_lost_on_the_way_fails_the_launch(cluster, tiny_folder, whole, tm
     from fragility_tui.store.runs import RunStatus
     from runners.cluster import launcher as ray_launcher
     from runners.run.failure import RunFailed
-from runners.run.loop import RunSpec
+    from runners.run.loop import RunSpec
 
     address, env, _ = cluster
     items, _ = whole
