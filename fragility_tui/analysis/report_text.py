@@ -13,6 +13,8 @@ from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, Compr
                                                     ConfigRow, DiscriminationSummary,
                                                     RankingsSummary, Report)
 from fragility_tui.harness.configs import REFERENCE
+import textwrap
+
 from fragility_tui.text import clean, cut_middle
 
 TEXT_WIDTH = 100
@@ -152,6 +154,8 @@ def _discrimination_notes(d: DiscriminationSummary, c: CompressionSummary) -> Se
         + ("" if not irt.get("slope_se_median") else
            f" (median slope standard error {_flt(irt['slope_se_median'])})"),
         *([] if not irt.get("warning") else [f"warning: {irt['warning']}"]),
+        *([] if not irt.get("slope_se_warning") else [f"warning: {irt['slope_se_warning']}"]),
+        *([] if not irt.get("two_way_ci") else [f"note: {irt['two_way_ci']}"]),
         f"mean fragility: top-{d.top_k} discriminative {_flt(d.top_k_mean_fragility)} "
         f"vs all items {_flt(d.mean_fragility)}",
         f"champions with {c.k} items: random {_flt(c.random_mean_champions, 1)}, "
@@ -216,8 +220,9 @@ def render_sections(sections: list[Section], width: int = TEXT_WIDTH) -> str:
                 cells = [cut_middle(v, w).rjust(w) if _is_number(v) else cut_middle(v, w).ljust(w)
                          for v, w in zip(r, widths)]
                 out.append(gap.join(cells).rstrip())
-        for note in sec.notes:
-            out.append(cut_middle(_one_line(note), width))
+        for note in sec.notes:  # prose wraps, never cut mid-sentence (issue 43)
+            out += textwrap.wrap(_one_line(note), width, subsequent_indent="  ",
+                                 break_on_hyphens=False) or [""]
         out.append("")
     return "\n".join(out)
 

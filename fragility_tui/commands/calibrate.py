@@ -127,5 +127,6 @@ def sections(result: dict) -> list:
 
 def render_text(result: dict) -> str:
     from fragility_tui.analysis.report_text import render_sections
+    from fragility_tui.commands.report import text_width
 
-    return render_sections(sections(result)).rstrip("\n")
+    return render_sections(sections(result), text_width()).rstrip("\n")

@@ -133,6 +133,18 @@ def run(args) -> int:
     elif args.markdown:
         text = render_markdown(report)
     else:
-        text = render_text(report)
+        text = render_text(report, text_width())
     sys.stdout.write(text + "\n")
     return 0
+
+
+def text_width() -> int:
+    """The terminal's width when stdout is one (at least 80), else TEXT_WIDTH (100):
+    tables fit it and prose wraps to it."""
+    import shutil
+
+    from fragility_tui.analysis.report_text import TEXT_WIDTH
+
+    if not sys.stdout.isatty():
+        return TEXT_WIDTH
+    return max(80, shutil.get_terminal_size((TEXT_WIDTH, 24)).columns)

@@ -123,7 +123,15 @@ def test_report_warns_below_the_model_count_where_recovery_is_poor():
     assert info["slope_se_median"] > 0
     assert "warning: 2PL slopes from 60 models" in render_text(typed)
     many, *_ = simulated(n_models=MIN_MODELS, n_items=40, seed=3)
-    assert build_report(many, discrimination="irt", **FAST)["discrimination"]["irt"][
-        "warning"] is None
+    at_many = build_report(many, discrimination="irt", **FAST)["discrimination"]
+    assert at_many["irt"]["warning"] is None
+    # issue 43: the standard errors' under-coverage is said at any model count, with the
+    # measured coverage, and why the two-way interval of r is not given
+    assert "under-cover at any model count" in at_many["irt"]["slope_se_warning"]
+    assert "53% at 100" in at_many["irt"]["slope_se_warning"]
+    assert at_many["ci_two_way"] is None and "refit the 2PL" in at_many["irt"]["two_way_ci"]
+    text = render_text(typed)
+    assert "warning: slope standard errors under-cover" in text
+    assert "note: the interval resampling items and models is not given" in text
     # the item-total default carries no IRT section
     assert build_report(few, **FAST)["discrimination"]["irt"] is None

@@ -92,5 +92,5 @@ def test_report_names_each_interval_by_what_it_resamples():
     assert (d["ci_unit"], d["ci_two_way_unit"], ps["pooled_fragile_share_ci_unit"]) == (
         "items", "items and models", "items")
     assert d["ci_two_way"][0] < d["ci"][0] and d["ci"][1] < d["ci_two_way"][1]
-    text = render_text(typed)
+    text = " ".join(render_text(typed).split())  # prose wraps (issue 43)
     assert "resampling items and models" in text and "resampling items)" in text
