@@ -50,6 +50,10 @@ class Backend(Protocol):
         """What turns the planner's prompts into requests: None for token ids of the
         model's own tokenizer, else an encoder of text (a served model)."""
 
+    def watch_stop(self, scorer, should_stop: Callable[[], bool]) -> None:
+        """Let the scorer ask the run's stop check while a batch is in flight (a served
+        model shuts its requests); a local model stops between batches."""
+
 
 _REGISTRY: dict[str, Callable[[], Backend]] = {}
 
@@ -116,3 +120,6 @@ class LocalBackend:
 
     def text_encoder(self, scorer):
         return None
+
+    def watch_stop(self, scorer, should_stop) -> None:
+        """A local model's batch is not interrupted: the loop stops between batches."""

@@ -105,6 +105,7 @@ class Run:
         self.backend = backend_for(spec.backend)
         self.allocator = self.backend.configure_process(os.environ)  # before CUDA is used
         self.resuming = run_id is not None
+        self.writers: list = []  # the writer locks of its models in the grid, once held
         # Before the run row (a resumed run's record included) and before any model: missing
         # items, a grid that cannot take the cells, a refused setting (or a busy device with
         # --no-wait) leave the store as it was (runners/run/admission.py).
@@ -221,11 +222,12 @@ class Run:
         try_writer), waiting as `queued` while another run writes them: two runs of one
         model into one grid would each compute every cell. Taken before the device slot,
         so a run waiting here holds no device; False when cancelled while waiting."""
-        self.writers = device_queue.wait_for_writers(
+        writers = device_queue.wait_for_writers(
             self.store, self.run_id, self.spec.grid, [p.name for p in self.prepared],
             on_wait=lambda message: self._queued(None, message),
             should_stop=stopper.should_stop)
-        return self.writers is not None
+        self.writers = writers or []
+        return writers is not None
 
     def _queued(self, device: str, message: str) -> None:
         self.store.update_run(self.run_id, status=RunStatus.QUEUED, pid=os.getpid(),
@@ -236,8 +238,9 @@ class Run:
     def release_slot(self) -> None:
         if self.slot is not None:
             self.slot.release()
-        for writer in getattr(self, "writers", None) or ():
+        for writer in self.writers:
             writer.release()
+        self.writers = []
 
     def _finish(self, status: str, error: str | None = None) -> None:
         self.session.update(ended_at=utc_now().isoformat(), status=status)
@@ -312,8 +315,7 @@ class Run:
         if not todo:
             return RunStatus.FINISHED
         loaded, scorer = self._load(prepared)
-        if hasattr(scorer, "stop_when"):  # a served model: a stop shuts its requests
-            scorer.stop_when(stopper.should_stop)
+        self.backend.watch_stop(scorer, stopper.should_stop)  # a served model's requests
         # A seeded random order (spec.order_seed): any prefix of the run is a uniform sample
         # of its items, so a half-written grid gives unbiased provisional figures.
         todo = seeded_order(todo, spec.order_seed if spec.order_seed is not None else spec.seed)

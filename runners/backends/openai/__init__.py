@@ -52,3 +52,6 @@ class OpenAIBackend:
 
     def text_encoder(self, scorer):
         return scorer.encoder
+
+    def watch_stop(self, scorer, should_stop) -> None:
+        scorer.stop_when(should_stop)  # a stop shuts the requests in flight
