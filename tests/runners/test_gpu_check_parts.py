@@ -111,3 +111,37 @@ def test_a_failing_int4_build_is_a_skip_row_and_the_check_goes_on(tmp_path, monk
     assert rows["broken aborted"]["verdict"] == "FAIL"
     assert rows["vLLM"]["verdict"] == "SKIP"
     assert report.failed == ["broken: broken aborted"]
+
+
+def test_each_vllm_engine_runs_in_a_process_of_its_own(tmp_path, monkeypatch):
+    """The check's own process holds the transformers models (CUDA's caching allocator
+    keeps their memory), and vLLM 0.30 refuses to start when free memory is below its share:
+    each engine (prefix caching on, then off) starts in a fresh child process, one at a
+    time, and the parent compares what they wrote."""
+    import json
+    import subprocess
+
+    import gpu_check_extras
+    from runners.backends import vllm as vllm_backend
+
+    monkeypatch.setattr(vllm_backend, "installed_version", lambda: "0.30.0")
+    children = []
+
+    def run(argv, **kwargs):
+        children.append(argv)
+        out = tmp_path / argv[argv.index("--out") + 1]
+        caching = argv[argv.index("--caching") + 1]
+        out.write_text(json.dumps({
+            "likelihood_requests": 8, "reversed_gap": 0.0, "tokens_per_s": 1000.0,
+            "batch_invariant": {"enabled": True}, "loglikelihoods": {"a": -1.0},
+            "generations": {"b": "B" if caching == "on" else "C"}}))
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    monkeypatch.setattr(gpu_check_extras.subprocess, "run", run)
+    report = Report("cuda")
+    gpu_check_extras.vllm(report, "cuda", [], ["o0.letter"], tmp_path,
+                          lambda work: work / "model")
+    assert [argv[argv.index("--caching") + 1] for argv in children] == ["on", "off"]
+    assert all(argv[1].endswith("gpu_check_vllm.py") for argv in children)
+    rows = {r["check"]: r["value"] for r in report.rows}
+    assert rows["vLLM caching on vs off"] == "log-likelihood gap 0, 0/1 generations equal"
