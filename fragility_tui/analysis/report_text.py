@@ -96,20 +96,31 @@ def _pairs_table(pairs: tuple[GapSplit, ...], ps: PairsSummary) -> Section:
     return Section(
         "Pairs: gap split in items (SPEC 6)",
         headers=["A", "B", "gap", "|S|", "A+", "B+", "stab", "inc", "frag", "share%",
-                    "verdict", "man", "rev"],
+                    "verdict", "support", "rev"],
         rows=[[p.a, p.b, p.gap, p.stable_items, p.a_only_stable, p.b_only_stable,
-                  p.stable_gap, p.incomplete_gap, p.fragile_gap, _pct(p.fragile_share),
-                  p.verdict + ("" if p.adjacent else " *"),
-                  "yes" if p.manufactured else "no", p.reversals]
+                  p.stable_gap, p.incomplete_gap, p.fragile_gap, _share(p.fragile_share),
+                  p.verdict + ("" if p.adjacent else " *"), p.support or "-", p.reversals]
                  for p in pairs],
-        notes=[f"{ps.nonzero_gaps} nonzero adjacent gaps, {ps.manufactured} manufactured; "
-                  f"fragile share mean {_pct(ps.mean_fragile_share)}%, pooled "
-                  f"{_pct(ps.pooled_fragile_share)}% (95% CI "
-                  f"{_ci(ps.pooled_fragile_share_ci)} resampling items)",
-                  "A+/B+: stable items only A / only B gets right in every config; "
-                  "inc: the part of gap on items with a missing cell (not fragility); "
-                  "* = a named pair, not adjacent"]
-                 + [f"{p.a} vs {p.b}: {p.detail}" for p in pairs if p.detail])
+        notes=[f"{ps.nonzero_gaps} nonzero adjacent gaps: {ps.manufactured} manufactured, "
+               f"{ps.supported} supported, {ps.reversed} reversed; fragile share mean "
+               f"{_pct(ps.mean_fragile_share)}%, pooled {_pct(ps.pooled_fragile_share)}% "
+               f"(95% CI {_ci(ps.pooled_fragile_share_ci)} % points, resampling items)",
+               "A+/B+: stable items only A / only B gets right in every config; "
+               "inc: the part of gap on items with a missing cell (not fragility); "
+               "support: the exact test of A+ against B+ (manufactured: p >= 0.05; "
+               "reversed: the stable items order the pair against its gap); "
+               "share% marked ! leaves 0-100: the stable items lean against the gap; "
+               "* = a named pair, not adjacent"]
+              + [f"{p.a} vs {p.b}: {p.detail}" for p in pairs if p.detail]
+              + [f"{p.a} vs {p.b}: fragile share {_pct(p.fragile_share)}%, over 100 because the "
+                 f"stable items order the pair against its gap ({p.a_only_stable} vs "
+                 f"{p.b_only_stable}, exact p {p.mcnemar_p:.3g})"
+                 for p in pairs if p.fragile_share is not None and p.fragile_share > 1])
+
+
+def _share(share) -> str:
+    """A fragile share in percent, marked where it leaves 0-100 (SPEC §6 v4)."""
+    return _pct(share) + ("" if share is None or 0 <= share <= 1 else " !")
 
 
 def _configs_table(configs: tuple[ConfigRow, ...]) -> Section:
@@ -167,14 +178,21 @@ def _discrimination_notes(d: DiscriminationSummary, c: CompressionSummary) -> Se
 def _decisions_table(report: Report) -> Section:
     target = report.settings.target if report.settings else "observed"
     margin = report.settings.margin if report.settings else 2.0
-    rows = [[x.a, x.b, x.target, _pct(x.delta), _ci(x.ci), x.label, ", ".join(x.flags[1:]) or "-"]
-            for x in sorted(report.decisions, key=lambda x: x.target != target)]
+    ordered = sorted(report.decisions, key=lambda x: x.target != target)
+    rows = [[x.a, x.b, x.target, _pct(x.delta), _ci(x.ci), _ci(x.simultaneous_ci), x.label,
+             ", ".join(x.flags[1:]) or "-"] for x in ordered]
+    lacking = [f"{x.a} vs {x.b} ({x.target}): unsupported by "
+               f"{', '.join(x.unsupported_benchmarks)}" for x in ordered
+               if x.unsupported_benchmarks]
     return Section(
         f"Decisions at {report.grid.reference} (SPEC 9; delta in points, "
                  f"margin {margin:g})",
-        headers=["A", "B", "target", "delta", "95% CI", "label", "more flags"],
+        headers=["A", "B", "target", "delta", "95% CI", "family CI", "label", "more flags"],
         rows=rows,
-        notes=["more flags: the blocking flags after the label"])
+        notes=["more flags: the blocking flags after the label; family CI: the simultaneous "
+               "95% interval over all adjacent pairs of that target (max-deviation "
+               "bootstrap; '-' for a pair not adjacent); the balanced target needs 20 paired "
+               "items in every benchmark (SPEC 9 v4)", *lacking])
 
 
 def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:

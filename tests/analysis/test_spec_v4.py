@@ -96,3 +96,28 @@ def test_exchangeable_models_raise_labels_on_at_most_five_percent(latent_sd):
     balanced = [d for d in decisions if d.target == "balanced"]
     assert all(d.label == "unsupported" and set(d.unsupported_benchmarks) == {
         "b1", "b2", "b3", "b4"} for d in balanced)
+
+
+def test_the_text_says_in_words_when_the_stable_set_leans_against_the_gap():
+    from fragility_tui.analysis.report_text import render_markdown, render_text
+
+    typed = report_of(reversed_pair(), n_boot=50, k=2, n_random=5)
+    text = " ".join(render_text(typed).split())
+    assert "150.0 !" in text and "reversed" in text
+    assert "over 100 because the stable items order the pair against its gap (0 vs 10" in text
+    assert "1 reversed" in text
+    assert "over 100 because" in render_markdown(typed)
+
+
+def test_every_adjacent_decision_shows_its_simultaneous_interval():
+    from fragility_tui.analysis.report_text import render_text
+
+    cube = exchangeable_grid(0, 2.0, sizes=(60, 40), n_models=4)
+    typed = report_of(cube, n_boot=100, k=5, n_random=5)
+    adjacent = [d for d in typed.decisions if d.adjacent]
+    assert adjacent and all(d.simultaneous_ci is not None for d in adjacent)
+    text = render_text(typed)
+    assert "family CI" in text
+    for d in adjacent:
+        lo, hi = d.simultaneous_ci
+        assert f"[{100 * lo:.1f}, {100 * hi:.1f}]" in text
