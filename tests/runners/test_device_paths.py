@@ -104,3 +104,39 @@ def test_host_tensors_go_to_a_gpu_through_pinned_memory_without_blocking(monkeyp
     assert sent == [("cuda:0", True)]
     host = torch.zeros(3)
     assert to_device(host, torch.device("cpu")) is host and len(sent) == 1
+
+
+def test_a_decoding_step_picks_its_features_by_index_not_by_mask(tiny_model, tiny_tokenizer,
+                                                                  monkeypatch):
+    """Indexing with a boolean mask makes the host wait for the device (the result's size
+    depends on the mask's contents); the step's real queries are picked by an index built on
+    the device instead, so a step has one synchronisation: its read-back."""
+    from runners.backends.transformers import decoding
+    from runners.backends.transformers.scoring import GenRequest, Scorer
+
+    scorer = Scorer(tiny_model, tiny_tokenizer, {tiny_tokenizer.eos_token_id},
+                    max_new_tokens=4)
+    stepping, masked = [False], [0]
+    original_step = decoding.DecodingRows.step
+    original_getitem = torch.Tensor.__getitem__
+
+    def step(self, *args, **kwargs):
+        stepping[0] = True
+        try:
+            return original_step(self, *args, **kwargs)
+        finally:
+            stepping[0] = False
+
+    def getitem(self, index):
+        if stepping[0] and isinstance(index, torch.Tensor) and index.dtype == torch.bool:
+            masked[0] += 1
+        return original_getitem(self, index)
+
+    monkeypatch.setattr(decoding.DecodingRows, "step", step)
+    monkeypatch.setattr(torch.Tensor, "__getitem__", getitem)
+    prompts = [tiny_tokenizer(text)["input_ids"] for text in
+               ("Question: Which gas? Answer:", "The capital of France is")]
+    result = scorer.score([GenRequest(i, ids, lambda text: False)
+                           for i, ids in enumerate(prompts)], [])
+    assert len(result.generations) == 2 and result.stats.decode_calls >= 2
+    assert masked[0] == 0

@@ -202,7 +202,11 @@ class DecodingRows:
             mask = calls.tree_mask(torch.cat([seen, own], dim=2), positions, key_positions)
         else:  # one leaf per row: a key-padding mask says it all
             mask = torch.cat([seen[:, 0], real], dim=1).long()
-        features = calls.forward(ids, mask, positions, self.cache)[real]
+        # The real queries' features by index (row-major, as `entries` lists them), not by
+        # the boolean mask `real`: a mask index makes the host wait for the device to count
+        # its elements, a second synchronisation in every step on CUDA.
+        hidden = calls.forward(ids, mask, positions, self.cache)
+        features = hidden.reshape(count * width, *hidden.shape[2:])[row_index * width + query]
         # Each leaf sees its own new token from now on.
         self.visible[:, :, keys:keys + width] = False
         self.visible[row_index, leaf, keys + query] = True
