@@ -74,13 +74,14 @@ class RunSpec:
         return cls(**known)
 
 
-def prepare_models(spec: RunSpec, store: CellSink, backend: Backend) -> list:
+def prepare_models(spec: RunSpec, store: CellSink, backend: Backend | None = None) -> list:
     """Each model's name and fingerprint from its spec, tokenizer and config files (no
     weights load), checked against the grid's model rows: a model whose cells were made
     with other settings is refused here (FingerprintMismatch, exit 2)."""
     if spec.name and len(spec.models) > 1:
         raise InputError("--name names one model; give a single --model with it",
                          field="--name")
+    backend = backend or backend_for(spec.backend)
     prepared = backend.prepare(spec, device_queue.load_device(spec.device))
     names = [p.name for p in prepared]
     twice = sorted({n for n in names if names.count(n) > 1})
