@@ -1,0 +1,358 @@
+"""Sequential pairwise comparison (issue 45): anytime-valid confidence sequences for the
+paired accuracy difference of two models over a finite item pool, and the stopping rule.
+
+Items are drawn in a seeded random order without replacement; after every chunk of items
+each sequence is updated, and the comparison stops as soon as it is settled. The method
+(docs/spec.md, "Sequential comparisons"):
+
+- Per item and config, d = bit_A - bit_B in {-1, 0, 1}, mapped to x = (d + 1) / 2 in [0, 1].
+  The pool's mean of x is (Δ + 1) / 2 with Δ the pool's paired accuracy difference.
+- Betting confidence sequence for sampling without replacement (Waudby-Smith & Ramdas 2020,
+  "Confidence sequences for sampling without replacement", NeurIPS; the betting form of
+  their 2024 JRSS-B paper): for a candidate pool mean m, after n draws with sum s the mean of
+  the items not yet drawn is mu(m) = (N m - s) / (N - n); if m is the pool's mean, the next
+  draw has expectation mu(m), so the hedged capital
+      K(m) = 1/2 prod(1 + l+ (x - mu(m))) + 1/2 prod(1 - l- (x - mu(m)))
+  is a nonnegative martingale with K = 1, and by Ville's inequality it ever reaches 1/alpha
+  with probability at most alpha. The sequence is the set of m whose capital has never
+  reached 1/alpha (a running intersection) and that the draws leave possible
+  (s <= N m <= s + N - n). Bets are predictable plug-ins: l = sqrt(2 log(2/alpha) /
+  (v n' log(1 + n'))) with v the running variance estimate (1/4 + sum (x - mean)^2)/(n'),
+  n' = n + 1, truncated at 1/2 of the largest bet that keeps the capital positive.
+- The capital is computed for a grid of candidate means at once (vectorised over rows of
+  sequences x candidates): the pool's attainable means j / (2 N) when there are at most
+  GRID_POINTS of them (exact), else GRID_POINTS evenly spaced ones, the bounds then widened
+  by one grid step.
+- Strata: the balanced target (every benchmark weighs the same) is a weighted sum of the
+  benchmarks' own pool means; each benchmark gets its own sequence (its items reach it in
+  a uniformly random order whatever the interleaving, which never looks at the answers) at
+  its share of alpha, and the target's bounds are the weighted sums of theirs. The observed
+  target uses one sequence over the whole pool when the order is uniformly random, and the
+  same per-benchmark construction (weights N_b / N) when the order is stratified.
+- Alpha is split by a union bound so that every sequence holds at once with probability at
+  least 1 - alpha: half to the decision (the lead target at the reference config), a
+  quarter shared evenly by the other configs in view (the harness-sensitive reading), a
+  quarter to the other target at the reference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+GRID_POINTS = 801
+TRUNCATION = 0.5
+TOL = 1e-9
+STOPS = ("winner", "equivalent", "budget", "pool-exhausted", "awaiting-cells")
+_ORDER_STREAM = 45  # the item order's random stream (issue 45), separate from bootstraps
+
+
+class WorBettingCS:
+    """K rows of without-replacement betting confidence sequences, each over its own pool
+    (n_pool[k] items) at its own level alpha[k], vectorised over candidate means."""
+
+    def __init__(self, n_pool, alpha, points: int = GRID_POINTS):
+        self.n_pool = np.asarray(n_pool, dtype=np.int64)
+        self.alpha = np.broadcast_to(np.asarray(alpha, dtype=float), self.n_pool.shape).copy()
+        k = len(self.n_pool)
+        # candidate pool means of x: the attainable j / (2N) when few enough, else a grid
+        self.exact = 2 * self.n_pool + 1 <= points
+        grid = np.empty((k, points))
+        for r in range(k):
+            if self.exact[r]:
+                j = np.round(np.linspace(0, 2 * self.n_pool[r], points))
+                grid[r] = j / (2 * self.n_pool[r])
+            else:
+                grid[r] = np.linspace(0.0, 1.0, points)
+        self.grid = grid
+        self.step = np.where(self.exact, 0.0, 1.0 / (points - 1))
+        self.n = np.zeros(k, dtype=np.int64)
+        self.s = np.zeros(k)  # sum of x drawn
+        self.sq = np.zeros(k)  # sum of (x - running mean before it)^2
+        self.log_plus = np.zeros((k, points))
+        self.log_minus = np.zeros((k, points))
+        self.rejected = np.zeros((k, points), dtype=bool)
+        self.threshold = np.log(1.0 / self.alpha)
+
+    def update(self, rows: np.ndarray, x: np.ndarray) -> None:
+        """One draw x[j] in [0, 1] for each row rows[j] (distinct rows)."""
+        rows = np.asarray(rows, dtype=np.intp)
+        x = np.asarray(x, dtype=float)
+        n, s, big_n = self.n[rows], self.s[rows], self.n_pool[rows]
+        if np.any(n >= big_n):
+            raise ValueError("a row drew more items than its pool holds")
+        remaining = (big_n - n).astype(float)
+        mu = (big_n[:, None] * self.grid[rows] - s[:, None]) / remaining[:, None]
+        mean_before = (0.5 + s) / (n + 1.0)
+        var = (0.25 + self.sq[rows]) / (n + 1.0)
+        t = n + 1.0
+        lam = np.sqrt(2.0 * np.log(2.0 / self.alpha[rows]) / (var * t * np.log1p(t)))
+        inside = (mu > TOL) & (mu < 1.0 - TOL)
+        mu_c = np.clip(mu, 1e-12, 1.0 - 1e-12)
+        lam_plus = np.minimum(lam[:, None], TRUNCATION / mu_c)
+        lam_minus = np.minimum(lam[:, None], TRUNCATION / (1.0 - mu_c))
+        dev = x[:, None] - mu_c
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.log_plus[rows] += np.where(inside, np.log1p(lam_plus * dev), 0.0)
+            self.log_minus[rows] += np.where(inside, np.log1p(-lam_minus * dev), 0.0)
+        log_k = np.logaddexp(self.log_plus[rows], self.log_minus[rows]) - np.log(2.0)
+        xs = x[:, None]
+        impossible = ((mu < -TOL) | (mu > 1.0 + TOL) | ((mu <= TOL) & (xs > 0.0))
+                      | ((mu >= 1.0 - TOL) & (xs < 1.0)))
+        self.rejected[rows] |= (log_k >= self.threshold[rows, None]) | impossible
+        self.sq[rows] += (x - mean_before) ** 2
+        self.s[rows] = s + x
+        self.n[rows] = n + 1
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) [K] of each row's pool mean of x: the candidates never rejected,
+        widened by a grid step, inside what the draws leave possible."""
+        feas_lo = self.s / self.n_pool
+        feas_hi = (self.s + self.n_pool - self.n) / self.n_pool
+        alive = ~self.rejected
+        any_alive = alive.any(axis=1)
+        first = np.argmax(alive, axis=1)
+        last = alive.shape[1] - 1 - np.argmax(alive[:, ::-1], axis=1)
+        rows = np.arange(len(self.n_pool))
+        lo = np.where(any_alive, self.grid[rows, first] - self.step, feas_lo)
+        hi = np.where(any_alive, self.grid[rows, last] + self.step, feas_hi)
+        return np.maximum(lo, feas_lo), np.minimum(hi, feas_hi)
+
+
+def item_order(benchmarks, item_ids, seed: int, stratified: bool) -> np.ndarray:
+    """Seeded order of the pool (indices into item_ids), without replacement. Uniform: one
+    permutation of the items sorted by id. Stratified: a permutation within each benchmark,
+    interleaved so each benchmark's k-th item sits at position (k + 1/2) / N_b of the run
+    (ties by benchmark name): every prefix holds each benchmark in proportion."""
+    benchmarks = np.asarray([str(b) for b in benchmarks], dtype=object)
+    ids = np.asarray([str(i) for i in item_ids], dtype=object)
+    rng = np.random.default_rng([_ORDER_STREAM, int(seed)])
+    by_id = np.argsort(ids, kind="stable")
+    if not stratified:
+        return by_id[rng.permutation(len(ids))]
+    keys, parts = [], []
+    for b_rank, name in enumerate(sorted(set(benchmarks.tolist()))):
+        members = by_id[benchmarks[by_id] == name]
+        members = members[rng.permutation(len(members))]
+        frac = (np.arange(len(members)) + 0.5) / len(members)
+        keys.append(np.column_stack([frac, np.full(len(members), b_rank)]))
+        parts.append(members)
+    key = np.concatenate(keys)
+    order = np.lexsort((key[:, 1], key[:, 0]))
+    return np.concatenate(parts)[order]
+
+
+def split_alpha(alpha: float, n_other_configs: int) -> dict:
+    """The union bound: the decision alpha/2, each other config alpha/4/(C-1), the other
+    target alpha/4 (all sequences at once hold with probability >= 1 - alpha)."""
+    return {"decision": alpha / 2,
+            "per_other_config": alpha / 4 / n_other_configs if n_other_configs else 0.0,
+            "other_target": alpha / 4}
+
+
+@dataclass
+class _Target:
+    """How one target's sequence is built from rows of the CS: weights over strata rows, or
+    one pooled row."""
+
+    name: str
+    rows: np.ndarray  # row per stratum (stratified) or a single pooled row
+    weights: np.ndarray  # weight of each row's mean
+    row_of_stratum: np.ndarray | None  # [S] -> row (None when pooled)
+
+
+@dataclass(frozen=True)
+class Step:
+    items: int
+    delta: float | None
+    lower: float
+    upper: float
+    other_delta: float | None
+    other_lower: float
+    other_upper: float
+    harness_sensitive: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        return {"items": self.items, "delta": self.delta, "lower": self.lower,
+                "upper": self.upper, "other_target": {"delta": self.other_delta,
+                                                      "lower": self.other_lower,
+                                                      "upper": self.other_upper},
+                "harness_sensitive": list(self.harness_sensitive)}
+
+
+@dataclass
+class SequentialResult:
+    stop: str
+    winner: int | None  # +1: A, -1: B, None
+    items_used: int
+    pool: int
+    target: str
+    reference: str
+    margin: float
+    alpha: float
+    alphas: dict
+    seed: int
+    chunk: int
+    order: np.ndarray
+    path: list[Step] = field(default_factory=list)
+    configs: dict = field(default_factory=dict)  # config -> (delta, lower, upper)
+
+    @property
+    def final(self) -> Step | None:
+        return self.path[-1] if self.path else None
+
+    def to_json(self) -> dict:
+        return {"stop": self.stop, "winner": self.winner, "items_used": self.items_used,
+                "pool": self.pool, "share_saved": 1.0 - self.items_used / self.pool,
+                "target": self.target, "reference": self.reference, "margin": self.margin,
+                "alpha": self.alpha, "alpha_split": self.alphas, "seed": self.seed,
+                "chunk": self.chunk, "path": [s.to_json() for s in self.path],
+                "configs": {c: {"delta": d, "lower": lo, "upper": hi}
+                            for c, (d, lo, hi) in self.configs.items()}}
+
+
+def settled(delta: float | None, lower: float, upper: float, margin: float) -> str | None:
+    """'winner' (the sequence excludes zero and |Δ̂| >= m), 'equivalent' (it lies inside
+    [-m, m]) or None."""
+    if delta is not None and ((lower > TOL and delta >= margin - TOL)
+                              or (upper < -TOL and delta <= -margin + TOL)):
+        return "winner"
+    if lower >= -margin - TOL and upper <= margin + TOL:
+        return "equivalent"
+    return None
+
+
+class SequentialComparison:
+    """The sequences of one pair over a pool of items: d[i, c] in {-1, 0, 1} for configs
+    (the reference among them), benchmark per item. Feed items with `add(indices)`; read the
+    state with `step()`; `run` drives it over a seeded order chunk by chunk."""
+
+    def __init__(self, d, benchmarks, configs, reference: str, *, target: str = "observed",
+                 alpha: float = 0.05, stratified: bool | None = None,
+                 points: int = GRID_POINTS):
+        self.d = np.asarray(d, dtype=np.int8)
+        if self.d.ndim != 2 or self.d.shape[1] != len(configs):
+            raise ValueError("d must be [items, configs]")
+        if target not in ("observed", "balanced"):
+            raise ValueError(f"unknown target {target!r}")
+        self.configs = tuple(configs)
+        self.ref = self.configs.index(reference)
+        self.target = target
+        self.other = "balanced" if target == "observed" else "observed"
+        self.stratified = (target == "balanced") if stratified is None else stratified
+        names = sorted(set(str(b) for b in benchmarks))
+        self.strata = np.array([names.index(str(b)) for b in benchmarks], dtype=np.intp)
+        sizes = np.bincount(self.strata, minlength=len(names))
+        self.sizes, self.n_items = sizes, len(self.strata)
+        self.alphas = split_alpha(alpha, len(self.configs) - 1)
+        self.alpha = alpha
+        n_pool, alphas, self._slot = [], [], {}
+
+        def add_target(key, level, tname):
+            weights_b = (np.full(len(names), 1 / len(names)) if tname == "balanced"
+                         else sizes / sizes.sum())
+            if tname == "observed" and not self.stratified:
+                self._slot[key] = _Target(tname, np.array([len(n_pool)]), np.ones(1), None)
+                n_pool.append(self.n_items)
+                alphas.append(level)
+                return
+            rows = np.arange(len(n_pool), len(n_pool) + len(names))
+            n_pool.extend(sizes.tolist())
+            alphas.extend([level / len(names)] * len(names))
+            self._slot[key] = _Target(tname, rows, weights_b, rows)
+
+        add_target(("lead", self.ref), self.alphas["decision"], target)
+        for c in range(len(self.configs)):
+            if c != self.ref:
+                add_target(("lead", c), self.alphas["per_other_config"], target)
+        add_target(("other", self.ref), self.alphas["other_target"], self.other)
+        self.cs = WorBettingCS(n_pool, alphas, points)
+        self._sum = np.zeros((len(names), len(self.configs)))
+        self._count = np.zeros(len(names), dtype=np.int64)
+        self.used = 0
+
+    def add(self, indices) -> None:
+        for i in np.asarray(indices, dtype=np.intp).tolist():
+            b = self.strata[i]
+            rows, cols = [], []
+            for (_, c), tgt in self._slot.items():
+                rows.append(tgt.rows[0] if tgt.row_of_stratum is None
+                            else tgt.row_of_stratum[b])
+                cols.append(c)
+            self.cs.update(np.array(rows), (self.d[i, cols] + 1) / 2.0)
+            self._sum[b] += self.d[i]
+            self._count[b] += 1
+            self.used += 1
+
+    def _estimate(self, tname: str, c: int) -> float | None:
+        if tname == "observed":
+            return float(self._sum[:, c].sum() / self.used) if self.used else None
+        if np.any(self._count == 0):
+            return None
+        return float(np.mean(self._sum[:, c] / self._count))
+
+    def sequence(self, key) -> tuple[float | None, float, float]:
+        """(Δ̂, lower, upper) of one sequence, in accuracy (fraction) units."""
+        lo_x, hi_x = self.cs.bounds()
+        tgt = self._slot[key]
+        lo = float(np.dot(tgt.weights, 2 * lo_x[tgt.rows] - 1))
+        hi = float(np.dot(tgt.weights, 2 * hi_x[tgt.rows] - 1))
+        return self._estimate(tgt.name, key[1]), lo, hi
+
+    def step(self, margin: float) -> Step:
+        delta, lo, hi = self.sequence(("lead", self.ref))
+        o_delta, o_lo, o_hi = self.sequence(("other", self.ref))
+        flipped = []
+        if delta is not None and delta != 0:
+            for c, name in enumerate(self.configs):
+                if c == self.ref:
+                    continue
+                dc, lc, uc = self.sequence(("lead", c))
+                if dc is not None and abs(dc) >= margin - TOL and (
+                        (delta > 0 and uc < -TOL) or (delta < 0 and lc > TOL)):
+                    flipped.append(name)
+        return Step(self.used, delta, lo, hi, o_delta, o_lo, o_hi, tuple(flipped))
+
+    def config_sequences(self) -> dict:
+        return {name: self.sequence(("lead", c)) for c, name in enumerate(self.configs)}
+
+
+def run_sequential(d, benchmarks, item_ids, configs, reference: str, *, seed: int = 0,
+                   chunk: int = 50, margin: float = 0.02, alpha: float = 0.05,
+                   target: str = "observed", max_items: int | None = None,
+                   available=None, points: int = GRID_POINTS) -> SequentialResult:
+    """Replay the sequential decision over a pool chunk by chunk in the seeded order.
+    `available[i]` False marks an item whose cells are not there yet: the run stops before
+    the first chunk holding one ('awaiting-cells'), as a live run waits for them; only whole
+    chunks (or the pool's last one) are judged, so a rerun after more cells arrive follows
+    the same path."""
+    if chunk < 1:
+        raise ValueError("chunk must be at least 1")
+    comp = SequentialComparison(d, benchmarks, configs, reference, target=target,
+                                alpha=alpha, points=points)
+    order = item_order(benchmarks, item_ids, seed, comp.stratified)
+    pool = len(order)
+    limit = pool if max_items is None else min(pool, max_items)
+    avail = np.ones(pool, dtype=bool) if available is None else np.asarray(available, bool)
+    result = SequentialResult("pool-exhausted", None, 0, pool, target, reference, margin,
+                              alpha, comp.alphas, seed, chunk, order)
+    while comp.used < limit:
+        nxt = order[comp.used:min(comp.used + chunk, limit)]
+        if not avail[nxt].all():
+            result.stop = "awaiting-cells"
+            break
+        comp.add(nxt)
+        st = comp.step(margin)
+        result.path.append(st)
+        verdict = settled(st.delta, st.lower, st.upper, margin)
+        if verdict is not None:
+            result.stop = verdict
+            if verdict == "winner":
+                result.winner = 1 if st.delta > 0 else -1
+            break
+    else:
+        result.stop = "pool-exhausted" if comp.used >= pool else "budget"
+    result.items_used = comp.used
+    result.configs = comp.config_sequences() if comp.used else {}
+    return result
