@@ -72,7 +72,10 @@ def cost_text(costs: dict[str, dict], model: str) -> str:
 
 
 class Pickers(FormKeys, Horizontal):
-    """The two model pickers: keys stay in them (tui/widgets.FormKeys)."""
+    """The two model pickers: keys stay in them (tui/widgets.FormKeys), except the pane's
+    own (g: plot or table, n: the Compare form), which work with a picker focused."""
+
+    pane_keys = True
 
 
 class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
