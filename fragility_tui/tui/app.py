@@ -253,9 +253,8 @@ class FragilityApp(TableKeys, App):
             self._show_pane(event.tab.id.removeprefix("tab-"))
 
     def _show_pane(self, pane_id: str) -> None:
-        pane = self.panes.show(pane_id)
-        if pane is not None:
-            pane.apply_filter(self.main_screen.query_one(FilterBox).value)
+        if self.panes.show(pane_id) is not None:
+            self.main_screen.query_one(FilterBox).follow(pane_id)
 
     # ---------------------------------------------------------------- filter, back
     def action_filter(self) -> None:

@@ -1,5 +1,7 @@
 """The `/` filter box under the panes: what is typed narrows the main table of the pane in
-view (drill-down screens have filters of their own)."""
+view, and only that pane's: each pane keeps its own filter, and the box shows the filter of
+the pane in view (an Items query such as `flips:…` once emptied the Axes table unseen).
+Drill-down screens have filters of their own."""
 
 from __future__ import annotations
 
@@ -10,11 +12,13 @@ from fragility_tui.tui.pane_switcher import PaneSwitcher
 
 
 class FilterBox(Input):
-    """Hidden until `/`; Enter keeps the filter and goes back to the table, Esc clears it."""
+    """Hidden until `/` (or while the pane in view has a filter); Enter keeps the filter and
+    goes back to the table, Esc clears it."""
 
     def __init__(self) -> None:
         super().__init__(placeholder="filter (Enter to keep, Esc to close)", id="filter")
         self.display = False
+        self.filters: dict[str, str] = {}  # pane id -> its filter
 
     def open(self) -> None:
         self.display = True
@@ -28,9 +32,18 @@ class FilterBox(Input):
         self.display = False
         return True
 
+    def follow(self, pane_id: str) -> None:
+        """The pane now in view: show its filter, which its table already applies."""
+        text = self.filters.get(pane_id, "")
+        with self.prevent(Input.Changed):
+            self.value = text
+        self.display = bool(text)
+
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
-        self.screen.query_one(PaneSwitcher).active().apply_filter(event.value)
+        pane = self.screen.query_one(PaneSwitcher).active()
+        self.filters[pane.pane_id] = event.value
+        pane.apply_filter(event.value)
 
     @on(Input.Submitted)
     def _submitted(self) -> None:

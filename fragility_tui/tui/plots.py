@@ -25,13 +25,16 @@ from textual.events import Resize
 from textual.reactive import reactive
 from textual_plot import AxisFormatter, HiResMode, NumericAxisFormatter, PlotWidget
 
+from fragility_tui.text import distinct_labels
 from fragility_tui.tui.sanitize import clean
 
 NULL_STYLE = Style()
 MARKERS = "●◆▲■✚✖○◇△□"  # one per model; the legend shows the glyph with the name
 STYLES = ["green", "magenta", "cyan", "yellow", "red", "blue", "white", "bright_green",
           "bright_magenta", "bright_cyan"]
-LEGEND_ROOM = 1.5  # x range stretched by this: the legend's columns hold no config
+LEGEND_ROOM = 1.5  # x range stretched by this when the plot's width is not known yet
+LEGEND_NAME_WIDTH = 18  # a model's name in the legend, cut in the middle
+LEGEND_MARKER_BORDER = 6  # a legend line's marker (3) and space, and the box's two sides
 MAX_SERIES = len(MARKERS)  # beyond that the plot names the first ten (the table has all)
 
 
@@ -171,19 +174,39 @@ def draw_config_accuracy(plot: PlotWidget, configs: Sequence[str],
     plot.set_xlabel("config (o0…o5: orders · cl: cloze)")
     plot.set_ylabel("accuracy %")
     plot.set_y_formatter(_row_ticks(plot))
-    for k, (model, values) in enumerate(list(accuracy.items())[:MAX_SERIES]):
+    series = list(accuracy.items())[:MAX_SERIES]
+    labels = legend_labels([model for model, _ in series], highlight)
+    for k, ((model, values), label) in enumerate(zip(series, labels)):
         xs = [j for j, v in enumerate(values) if v is not None]
         ys = [100 * values[j] for j in xs]
         style = STYLES[k] + (" bold" if model == highlight else "")
-        name = clean(model, one_line=True, limit=18)  # the legend sits over the plot
         if len(xs) > 1:
             plot.plot(xs, ys, line_style=STYLES[k] + " dim", hires_mode=HiResMode.BRAILLE)
-        plot.scatter(xs, ys, marker=MARKERS[k], marker_style=style,
-                     label=name + (" (this)" if model == highlight else ""))  # glyph: drawn
+        plot.scatter(xs, ys, marker=MARKERS[k], marker_style=style, label=label)  # glyph: drawn
     # room on the right for the legend (it is drawn over the plot area), so no point hides
-    plot.set_xlimits(-0.5, (len(configs) - 0.5) * LEGEND_ROOM)
+    legend_width = LEGEND_MARKER_BORDER + max((len(label) for label in labels), default=0)
+    plot.set_xlimits(-0.5, _x_max_beside_legend(plot, len(configs), legend_width))
     plot.set_ylimits(0, 100)
     plot.show_legend()
+
+
+def legend_labels(models: list[str], highlight: str | None) -> list[str]:
+    """The legend's names: cut in the middle to LEGEND_NAME_WIDTH, as little wider as keeps
+    two apart (the end tells an int4 build from an int8 one), the highlighted one marked."""
+    names = distinct_labels([clean(m, one_line=True, limit=200) for m in models],
+                            LEGEND_NAME_WIDTH)
+    return [name + (" (this)" if model == highlight else "")
+            for model, name in zip(models, names)]
+
+
+def _x_max_beside_legend(plot: PlotWidget, configs: int, legend_width: int) -> float:
+    """The x limit that puts the last config left of a legend `legend_width` columns wide
+    at the plot's top right; LEGEND_ROOM while the plot is too narrow or not laid out."""
+    canvas = plot.size.width - plot.margin_left
+    room = canvas - legend_width - 2  # columns left of the legend, one kept blank
+    if room < configs:
+        return (configs - 0.5) * LEGEND_ROOM
+    return -0.5 + configs * canvas / room
 
 
 def draw_pair_deltas(plot: PlotWidget, configs: Sequence[str], deltas: list) -> None:

@@ -58,10 +58,14 @@ def _column_width(label: str, col: Column, cells: list, k: int) -> int:
     return max(1, min(cap, max(label_width, widest)))
 
 
-def export_value(value):
-    """Raw value as written to CSV/Parquet/Markdown (text sanitised, numbers kept)."""
+def export_value(value, kind: str = "text"):
+    """Raw value as written to CSV/Parquet/Markdown (text sanitised, numbers kept; a `pct`
+    fraction in percent, as the table shows it, with no float noise such as 85.60000001)."""
     if isinstance(value, Text):
         return value.plain
+    if kind == "pct" and isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and not math.isnan(value):
+        return round(100 * value, 10)
     if value is None or isinstance(value, (int, float, bool)):
         return value
     return clean(value, one_line=True)
@@ -160,8 +164,11 @@ class TableRows:
         return [" ".join(c.label.split()) for c in self.columns_spec]
 
     def export_rows(self, only_current: bool = False) -> list[list]:
+        """Rows as copied and exported: every value whole, a percentage column in percent
+        as its header says (`ref %`: 85.6, not the fraction 0.856)."""
         rows = [self.current_values() or []] if only_current else [v for _, v in self.shown_rows]
-        return [[export_value(v) for v in row] for row in rows]
+        kinds = [c.kind for c in self.columns_spec]
+        return [[export_value(v, kind) for v, kind in zip(row, kinds)] for row in rows]
 
     def as_tsv(self, only_current: bool = False) -> str:
         buf = io.StringIO()
@@ -371,19 +378,31 @@ class FormKeys:
     bindings, which is how `u` and `k` once resumed and cancelled runs from the Start
     button (issue 24). Enter, Tab, arrows, space and F-keys pass as usual."""
 
+    pane_keys = False  # True: the enclosing pane's own keys still work (Compare's g and n)
+
     def on_key(self, event) -> None:
         from textual.widgets._select import SelectOverlay
 
+        owner = next((a for a in self.ancestors if hasattr(a, "focus_main")), None)
         if event.key == "escape":
             if isinstance(self.app.focused, SelectOverlay):
                 return  # the dropdown's own Esc closes it
             event.stop()
             event.prevent_default()
-            owner = next((a for a in self.ancestors if hasattr(a, "focus_main")), None)
             if owner is not None:
                 owner.focus_main()
             else:
                 self.screen.set_focus(None)
-        elif event.is_printable and event.key != "space":
+        elif event.is_printable and event.key != "space" and not self._pane_key(event, owner):
             event.stop()
             event.prevent_default()
+
+    def _pane_key(self, event, owner) -> bool:
+        """Whether this form lets the enclosing pane's keys through and the key is one of
+        them (as the user's keymap binds it)."""
+        from textual.widgets._select import SelectOverlay
+
+        if not self.pane_keys or owner is None or isinstance(self.app.focused, SelectOverlay):
+            return False  # an open dropdown: the key is the list's
+        active = self.screen.active_bindings.get(event.key)
+        return active is not None and active.node is owner

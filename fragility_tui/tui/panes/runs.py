@@ -245,8 +245,10 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         return progress.run if progress else None
 
     # ---------------------------------------------------------------- actions
+    @on(Input.Submitted, "#run-form Input")
     @on(Button.Pressed, "#run-start")
     def action_start_run(self) -> None:
+        """The Start button, or Enter in any of the form's fields."""
         value = lambda name: self.query_one(f"#run-{name}", Input).value.strip()  # noqa: E731
         form = {"model": value("model"), "items": value("items"), "grid": value("grid"),
                 "per_benchmark": value("sample"), "configs": value("configs"),

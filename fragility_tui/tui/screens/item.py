@@ -9,6 +9,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable, Static
 
@@ -29,6 +30,29 @@ class CellsLoaded(Message):
     chats: dict  # model -> harness.chat.ChatTemplate (how its prompts were rendered)
 
 
+class BitMatrix(DataTable):
+    """The models × configs matrix: left and right step over the model column and the blank
+    gaps between config groups, from one ✓/✗ cell to the next."""
+
+    def cell_column(self, column: int) -> bool:
+        key = self.ordered_columns[column].key.value
+        return key != "model" and not key.startswith("gap-")
+
+    def action_cursor_right(self) -> None:
+        self._step(1)
+
+    def action_cursor_left(self) -> None:
+        self._step(-1)
+
+    def _step(self, direction: int) -> None:
+        row, column = self.cursor_coordinate
+        target = column + direction
+        while 0 <= target < len(self.columns) and not self.cell_column(target):
+            target += direction
+        if 0 <= target < len(self.columns):
+            self.cursor_coordinate = Coordinate(row, target)
+
+
 class ItemScreen(DrillScreen):
     """One item: the models × configs bit matrix and, for the cell under the cursor, the
     exact prompt, the permutation, the raw output, the parse and the option scores."""
@@ -43,7 +67,7 @@ class ItemScreen(DrillScreen):
         yield from self.compose_header()
         with Vertical(id="item-body"):
             yield Static("", id="matrix-groups")
-            yield DataTable(id="bit-matrix", cursor_type="cell", zebra_stripes=False,
+            yield BitMatrix(id="bit-matrix", cursor_type="cell", zebra_stripes=False,
                             cell_padding=0)
             yield Static("", id="matrix-legend")
             with VerticalScroll(id="item-detail"):

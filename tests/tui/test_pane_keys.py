@@ -1,0 +1,119 @@
+"""Rough edges of issue 44 in the panes' keys, each through the pilot: a filter stays with
+its pane, the item matrix's cursor steps over its gaps, Compare's `g` works with a model
+picker focused, Enter in a run form field starts the run, and a percentage column is copied
+in percent."""
+
+from __future__ import annotations
+
+import pytest
+
+from fragility_tui.tui.app import FragilityApp
+from fragility_tui.tui.screens import ItemScreen
+
+from .conftest import show_pane, wait_ready
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_filter_stays_with_its_pane(synthetic_store):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "4")
+        query = f"flips:{app.view.cube.models[0]}"
+        await pilot.press("slash", *query, "enter")
+        await pilot.pause()
+        items = app.pane("items").main_table()
+        flipped = len(items.shown_rows)
+        assert 0 < flipped < len(app.view.cube.items)
+        await show_pane(app, pilot, "5")  # Axes: its rows are not items
+        axes = app.pane("axes").main_table()
+        box = app.query_one("#filter")
+        assert len(axes.shown_rows) == len(axes.all_rows) > 0 and not box.display
+        await show_pane(app, pilot, "4")  # the Items query is still there, and shown
+        assert box.display and box.value == query and len(items.shown_rows) == flipped
+
+
+async def test_the_item_matrix_cursor_steps_over_the_gaps(synthetic_store):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "4")
+        await pilot.press("down", "enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert isinstance(app.screen, ItemScreen)
+        matrix = app.screen.query_one("#bit-matrix")
+
+        def config() -> str:
+            return matrix.coordinate_to_cell_key(matrix.cursor_coordinate).column_key.value
+
+        assert config() == "o0.letter"
+        await pilot.press("right", "right", "right", "right")  # L P D I, then past the gap
+        assert config() == "o1.letter"
+        await pilot.press("left")
+        assert config() == "o0.instruct"
+        await pilot.press("left", "left", "left", "left")  # never onto the model names
+        assert config() == "o0.letter"
+
+
+async def test_compare_g_works_with_a_model_picker_focused(synthetic_store):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "8")
+        pane = app.pane("compare")
+        pane.query_one("#compare-a").focus()
+        await pilot.pause()
+        assert pane.query_one("#compare-plot").display  # tall enough: plot and table
+        await pilot.press("g")
+        await pilot.pause()
+        assert not pane.query_one("#compare-plot").display
+        assert app.screen is app.main_screen  # q, s and digits still stay in the picker
+        await pilot.press("s", "1")
+        assert app.screen is app.main_screen and app.query_one("#panes").current == "compare"
+
+
+async def test_enter_in_a_run_form_field_starts_the_run(synthetic_store):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "7")
+        runs = app.pane("runs")
+        runs.query_one("#run-configs").focus()
+        await pilot.press("enter")  # no model: checked as Start checks it, nothing launched
+        await pilot.pause()
+        assert "fill in the model" in str(runs.query_one("#run-note").render())
+        assert not runs.launched
+
+
+async def test_a_percentage_column_is_copied_in_percent(synthetic_store):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "2")
+        await pilot.press("C")
+        header, first = (line.split("\t") for line in app.clipboard.splitlines()[:2])
+        assert header[1] == "ref %"
+        reference = app.view.report.bands[0].band.reference
+        assert float(first[1]) == pytest.approx(100 * reference) and float(first[1]) > 1
+
+
+async def test_the_model_plot_legend_keeps_builds_apart_beside_the_configs(shipped_store,
+                                                                          monkeypatch):
+    """starter-real's long names: the legend cuts them in the middle (`…+int4`, never a
+    `[… more characters not shown]` tail), and the x range leaves its columns to it."""
+    monkeypatch.setenv("FRAGILITY_TUI_GRID", "starter-real")
+    app = FragilityApp(str(shipped_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot, timeout=60)
+        await show_pane(app, pilot, "2")
+        await pilot.press("enter", "g")  # 80×24: g shows the plot instead of the table
+        await pilot.pause()
+        plot = app.screen.query_one("#model-plot")
+        legend = plot.query_one("#legend")
+        text = str(legend.render())
+        assert "+int4" in text and "+int8" in text and "not shown" not in text
+        last_config = len(app.view.cube.configs) - 1
+        x, _ = plot.get_pixel_from_coordinate(last_config, 50)
+        assert plot.margin_left + x < legend.offset.x
