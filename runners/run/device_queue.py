@@ -67,11 +67,12 @@ def wait_for(store: CellSink, run_id: str, requested: str, resolved: str, *,
 
 
 def wait_for_writers(store: CellSink, run_id: str, grid: str, models: list[str], *,
-                     on_wait: Callable[[str], None],
-                     should_stop: Callable[[], bool]) -> list[Slot] | None:
+                     on_wait: Callable[[str], None], should_stop: Callable[[], bool],
+                     wait: bool = True) -> list[Slot] | None:
     """The writer locks of the run's models in the grid (in name order, so two runs never
     hold one each and wait for the other's), waiting while another run holds one; None
-    when stopped while waiting. No queue (a parts folder): nothing to hold."""
+    when stopped while waiting; with wait=False (`--no-wait`) a held one is an InputError.
+    No queue (a parts folder): nothing to hold."""
     folder = store.slots_dir()
     if folder is None:
         return []
@@ -85,6 +86,12 @@ def wait_for_writers(store: CellSink, run_id: str, grid: str, models: list[str],
                 break
             message = (f"waiting to write model {model!r} into grid {grid!r}, "
                        f"{held_by([(model, got)])}")
+            if not wait:
+                for slot in held:
+                    slot.release()
+                raise InputError(f"model {model!r} is being written into grid {grid!r}, "
+                                 f"{held_by([(model, got)])}; not waiting (--no-wait)",
+                                 field="--no-wait")
             if message != said:
                 on_wait(message)
                 said = message

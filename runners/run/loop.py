@@ -116,8 +116,17 @@ class Run:
         note = check_grid(store, spec, self.inputs.set_hash)
         self.prepared = prepare_models(spec, store, self.backend)
         self.run_id = run_id or new_run_id()
-        self.slot = (device_queue.take_now(store, self.run_id, spec.device,
-                                           self.prepared[0].device) if not wait else None)
+        self.slot = None
+        if not wait:  # --no-wait: a busy writer or device refuses before the run row
+            self.writers = device_queue.wait_for_writers(
+                store, self.run_id, spec.grid, [p.name for p in self.prepared],
+                on_wait=lambda message: None, should_stop=lambda: False, wait=False)
+        try:
+            self.slot = (device_queue.take_now(store, self.run_id, spec.device,
+                                               self.prepared[0].device) if not wait else None)
+        except InputError:
+            self.release_slot()  # the writer locks just taken
+            raise
         if not self.resuming:
             spec.order_seed = spec.seed if spec.order_seed is None else spec.order_seed
             store.create_run({"run_id": self.run_id, "grid": spec.grid,
@@ -223,6 +232,8 @@ class Run:
         try_writer), waiting as `queued` while another run writes them: two runs of one
         model into one grid would each compute every cell. Taken before the device slot,
         so a run waiting here holds no device; False when cancelled while waiting."""
+        if self.writers:  # taken at once (--no-wait)
+            return True
         writers = device_queue.wait_for_writers(
             self.store, self.run_id, self.spec.grid, [p.name for p in self.prepared],
             on_wait=lambda message: self._queued(None, message),

@@ -75,3 +75,17 @@ def test_a_second_run_of_the_same_model_into_the_grid_waits_for_the_first(tiny_f
     held.release()
     thread.join(120)
     assert outcome == ["finished"] and len(cells_of(store, "g")) == 2
+
+
+def test_no_wait_refuses_a_busy_writer_before_the_run_row(tiny_folder, tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    items = write_items(tmp_path / "a.jsonl", 1)
+    held = try_writer(slots_folder(store.path), "g", "tiny-llama", "run-first pid 1")
+    with pytest.raises(InputError, match="being written into grid 'g', held by run "
+                                         "run-first; not waiting"):
+        Run(spec_for(tiny_folder, items, configs=CONFIGS), store, display="none", wait=False)
+    assert not store.runs()
+    held.release()
+    run = Run(spec_for(tiny_folder, items, configs=CONFIGS), store, display="none",
+              wait=False, events_path=str(tmp_path / "ev.jsonl"))
+    assert run.execute() == "finished"
