@@ -45,8 +45,9 @@ from fragility_tui.grid.cube import Cube
 
 # part of every cache key: bump when a cached figure's meaning changes (2: four named
 # scenarios instead of "real"/"none", true gaps and shortfalls recorded; 3: SPEC v4's
-# verdict `differs` and its decision rules)
-METHOD_VERSION = 3
+# verdict `differs` and its decision rules; 4: each truth's harness reversal recorded, so
+# only errors under the truth are counted as false alarms)
+METHOD_VERSION = 4
 REPLICATES = 200  # per scenario
 N_BOOT = 500  # bootstrap resamples behind each simulated decision label
 STREAM_CALIBRATION = 5  # itemstats' streams are 1-4
@@ -56,6 +57,9 @@ HARNESS_KEPT = "false_alarms_harness_kept"
 POWER = "power_at_margin"
 FAMILY = "family_largest_gap"
 SCENARIOS = (REPRODUCIBILITY, EXCHANGEABLE, HARNESS_KEPT, POWER)
+# each scenario's truth, as calibration_truths.false_alarm judges outcomes against it
+TRUTHS = {REPRODUCIBILITY: "observed", EXCHANGEABLE: "no gap", HARNESS_KEPT: "no gap",
+          POWER: "margin"}
 MEASURES = {
     REPRODUCIBILITY: "how often the outcome comes back when the grid's items are redrawn: "
                      "the truth is the observed grid, its gap included (reproducibility at "
@@ -211,6 +215,9 @@ def calibrate_pair(cube: Cube, a: str, b: str, *, replicates: int = REPLICATES, 
             "verdicts": _counts(verdicts, VERDICTS),
             "manufactured": int(np.count_nonzero(manufactured)),
             "labels": {t: _counts(labels[t], LABELS) for t in TARGETS},
+            # the exchangeable truth is the 50/50 mixture: no gap under any config
+            "harness_reversal": (dict.fromkeys(TARGETS, False) if exchange
+                                 else truths.harness_reversal(truth, margin)),
         }
     return out
 
@@ -280,26 +287,59 @@ def family_line(cube: Cube, pairs, replicates: int, seed: int) -> dict:
                          for g in observed]}
 
 
+def is_false_alarm(tally: dict, scenario: str, outcome: str, target: str | None) -> bool:
+    """Whether an outcome is an error under this scenario's truth for this pair (never
+    under the observed grid, nor where the truth fell short of its gap: not judged)."""
+    truth = TRUTHS[scenario] if not tally.get("shortfall_items") else "observed"
+    return truths.false_alarm(truth, outcome, target, tally.get("harness_reversal"))
+
+
+def false_alarm_counts(tally: dict, scenario: str) -> dict | None:
+    """{target: replicates whose label is an error under the truth}; None where the
+    scenario has no known truth (reproducibility) or fell short of it (not judged)."""
+    if TRUTHS[scenario] == "observed" or tally.get("shortfall_items"):
+        return None
+    return {t: sum(c for x, c in tally["labels"][t].items()
+                   if is_false_alarm(tally, scenario, x, t)) for t in TARGETS}
+
+
 def rated(counts: dict) -> dict:
     """A pair's (or the totals') counts with every count turned into a rate with its
-    interval (binomial.rate) out of the replicates."""
+    interval (binomial.rate) out of the replicates; `false_alarms` {target: rate} counts
+    only the labels that are errors under the scenario's truth (null for reproducibility)."""
     n = counts["replicates"]
     out = {k: v for k, v in counts.items() if k not in SCENARIOS}
     for scenario in SCENARIOS:
         tally = counts[scenario]
+        alarms = (tally["false_alarm_counts"] if "false_alarm_counts" in tally
+                  else false_alarm_counts(tally, scenario))
+        judged = tally.get("judged_replicates", n)
         out[scenario] = dict(
-            tally, verdicts={v: rate(c, n) for v, c in tally["verdicts"].items()},
+            {k: v for k, v in tally.items() if k not in ("false_alarm_counts",
+                                                         "judged_replicates")},
+            verdicts={v: rate(c, n) for v, c in tally["verdicts"].items()},
             manufactured=rate(tally["manufactured"], n),
             labels={t: {x: rate(c, n) for x, c in tally["labels"][t].items()}
-                    for t in TARGETS})
+                    for t in TARGETS},
+            false_alarms=None if alarms is None else {t: rate(c, judged)
+                                                      for t, c in alarms.items()})
     return out
 
 
 def totals(counts: list[dict]) -> dict:
-    """Each scenario's counts summed over the pairs (replicates × pairs draws), as rates."""
+    """Each scenario's counts summed over the pairs (replicates × pairs draws), as rates:
+    pooled over the pairs' truths, which differ (`true_gaps_points`, one per pair; false
+    alarms are judged per pair against its own truth before they are summed)."""
     out = {"replicates": sum(r["replicates"] for r in counts)}
     for scenario in SCENARIOS:
+        alarms = [(false_alarm_counts(r[scenario], scenario), r["replicates"]) for r in counts]
+        judged = [(a, n) for a, n in alarms if a is not None]
         out[scenario] = {
+            "true_gaps_points": [r[scenario]["true_gap_points"] for r in counts],
+            # over the pairs whose truth is judged (not reproducibility, no shortfall)
+            "false_alarm_counts": {t: sum(a[t] for a, _ in judged) for t in TARGETS}
+            if judged else None,
+            "judged_replicates": sum(n for _, n in judged),
             "shortfall_items": sum(r[scenario]["shortfall_items"] for r in counts),
             "verdicts": {v: sum(r[scenario]["verdicts"][v] for r in counts) for v in VERDICTS},
             "manufactured": sum(r[scenario]["manufactured"] for r in counts),
@@ -385,9 +425,11 @@ def summary_line(result: dict, outcome: str, target: str | None = None,
         f" [{100 * r['ci_low']:.0f}–{100 * r['ci_high']:.0f}]")
     n = result["replicates"]
     what = f"'{outcome}'" if target is None else f"{target} '{outcome}'"
+    # "false alarms" only where the outcome is an error under that null's truth
+    alarm = " (false alarms)" if is_false_alarm(result[second], second, outcome, target) else ""
     variants = [
         f"calibration ({n} replicates): {what} {pct(rep)}{ci(rep)} reproduced at the observed "
-        f"gap; {pct(null)}{ci(null)} {long} (false alarms)",
+        f"gap; {pct(null)}{ci(null)} {long}{alarm}",
         f"calibration ({n} replicates): {what} {pct(rep)} reproduced at the observed gap, "
         f"{pct(null)} {long}",
         f"calib. {n} reps: {what} {pct(rep)} at the observed gap, {pct(null)} {medium}",

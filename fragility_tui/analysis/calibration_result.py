@@ -51,11 +51,20 @@ class Tally:
     verdicts: dict[str, Rate]
     manufactured: Rate
     labels: dict[str, dict[str, Rate]]  # target -> label -> rate
+    # target -> replicates whose label is an error under the scenario's truth (None: the
+    # observed grid, no known truth)
+    false_alarms: dict[str, Rate] | None
+    true_gap_points: float | None  # a pair's truth (None in the totals, or undefined)
+    true_gaps_points: tuple  # the totals: one truth per pair, pooled
+    doc: dict  # the scenario's tally as the JSON has it (for is_false_alarm)
 
     @classmethod
     def from_json(cls, doc: dict) -> "Tally":
+        alarms = doc.get("false_alarms")
         return cls(_rates(doc["verdicts"]), Rate.from_json(doc["manufactured"]),
-                   {t: _rates(labels) for t, labels in doc["labels"].items()})
+                   {t: _rates(labels) for t, labels in doc["labels"].items()},
+                   None if alarms is None else _rates(alarms), doc.get("true_gap_points"),
+                   tuple(doc.get("true_gaps_points", ())), doc)
 
     def share(self, outcome: str, target: str | None = None) -> Rate:
         """The rate of an outcome: a verdict, 'manufactured', or (with target) a label."""

@@ -144,3 +144,60 @@ def family_exceedance(cube: Cube, pairs_idx, replicates: int, rng: np.random.Gen
             sim = np.where(n > 0, 100.0 * np.abs((diff[idx] * coin).sum(axis=1)) / n, 0.0)
         null_max = np.maximum(null_max, sim)
     return observed, null_max
+
+
+def config_gaps_points(pair: Cube) -> dict[str, np.ndarray]:
+    """The truth's gap (0 − 1) in points under every config [C], per target: `observed`
+    over the paired items, `balanced` the mean of the benchmarks' gaps (those with paired
+    items); nan where a config has no paired item."""
+    paired = pair.present[0] & pair.present[1]  # [I, C]
+    diff = (pair.bits[0].astype(np.int64) - pair.bits[1]) * paired
+    strata = strata_of(pair)
+    num = np.array([diff[lo:hi].sum(axis=0) for lo, hi in zip(strata.starts, strata.stops)])
+    den = np.array([paired[lo:hi].sum(axis=0) for lo, hi in zip(strata.starts, strata.stops)])
+    has = den > 0
+    per_bench = np.where(has, 100.0 * num / np.maximum(den, 1), 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = 100.0 * num.sum(axis=0) / den.sum(axis=0)
+        balanced = per_bench.sum(axis=0) / has.sum(axis=0)
+    return {"observed": observed, "balanced": balanced}
+
+
+def harness_reversal(pair: Cube, margin_points: float) -> dict[str, bool]:
+    """Per target: whether the truth itself makes the winner depend on the harness, so that
+    `harness-sensitive` is a correct outcome, not a false alarm: some other config's true
+    gap is at least the margin and has the opposite sign to the reference's (either sign
+    when the reference gap is 0). 1e-9 tolerance: gaps are ratios of counts."""
+    ref = pair.reference_index
+    out = {}
+    for target, gaps in config_gaps_points(pair).items():
+        g_ref = gaps[ref] if np.isfinite(gaps[ref]) else 0.0
+        others = np.delete(gaps, ref)
+        others = others[np.isfinite(others)]
+        big = np.abs(others) >= margin_points - 1e-9
+        opposite = (others * g_ref <= 0) if abs(g_ref) <= 1e-9 else (others * g_ref < 0)
+        out[target] = bool((big & opposite).any())
+    return out
+
+
+# which decision labels are errors (false alarms) under a truth with no reference gap, and
+# under the margin's truth (a gap of about m in the observed direction under both targets):
+# a winner where there is none, a target difference where both targets agree, a harness
+# reversal the truth does not hold. `underpowered` is a correct call or a miss, never a
+# false alarm; `unsupported` says the data cannot carry the target; verdicts and
+# `manufactured` are descriptive of the stable set (`manufactured` is the correct call
+# under no gap) and never false alarms.
+_WRONG_UNDER_NO_GAP = ("stable", "target-sensitive")
+_WRONG_UNDER_MARGIN = ("target-sensitive",)
+
+
+def false_alarm(truth: str, outcome: str, target: str | None,
+                reversal: dict[str, bool] | None) -> bool:
+    """Whether `outcome` (a verdict, 'manufactured' or, with target, a label) is an error
+    under a scenario's truth: truth is 'no gap', 'margin' or 'observed' (the observed grid:
+    no known truth, nothing is judged). reversal: harness_reversal of the truth."""
+    if target is None or truth == "observed":
+        return False
+    if outcome == "harness-sensitive":
+        return not (reversal or {}).get(target, False)
+    return outcome in (_WRONG_UNDER_NO_GAP if truth == "no gap" else _WRONG_UNDER_MARGIN)

@@ -57,6 +57,31 @@ SHORT = {"reproducibility_at_observed_gap": "repro", "false_alarms_exchangeable"
          "false_alarms_harness_kept": "harness", "power_at_margin": "at m"}
 
 
+def _gap(points) -> str:
+    """A true gap in points, signed ('+1.3', '0', '–' when undefined)."""
+    if points is None:
+        return "–"
+    return "0" if abs(points) < 0.05 else f"{points:+.1f}".replace("-", "\u2212")
+
+
+def _gaps(points: tuple) -> str:
+    """The pooled truths' gaps: one value, or their range."""
+    known = [g for g in points if g is not None]
+    if not known:
+        return "–"
+    lo, hi = min(known), max(known)
+    return _gap(lo) if _gap(lo) == _gap(hi) else f"{_gap(lo)}…{_gap(hi)}"
+
+
+def _cell(p, scenario: str, outcome: str, target: str | None = None) -> str:
+    """A pair's rate of its own outcome; '*' where that outcome is a false alarm."""
+    from fragility_tui.analysis.calibration import is_false_alarm
+
+    tally = p.scenarios[scenario]
+    mark = "*" if is_false_alarm(tally.doc, scenario, outcome, target) else ""
+    return tally.share(outcome, target).percent() + mark
+
+
 def sections(result: dict) -> list:
     from fragility_tui.analysis.calibration import POWER, SCENARIOS
     from fragility_tui.analysis.calibration_result import CalibrationResult
@@ -80,38 +105,64 @@ def sections(result: dict) -> list:
         "with replacement:",
         "  repro   reproducibility at the observed gap: the truth is the observed grid",
         "          (how often the outcome comes back, not a true-positive rate)",
-        "  exch.   false alarms, exchangeable rows: the pair's rows swapped by a coin per "
-        "item, no gap",
-        "  harness false alarms, no reference gap, harness kept: whole robust rows turned, "
-        "each model's",
+        "  exch.   no gap, exchangeable rows: the pair's rows swapped by a coin per item",
+        "  harness no reference gap, harness kept: whole robust rows turned, each model's",
         "          config-to-config pattern kept exactly",
-        f"  at m    power at the margin: the same construction with a true gap of {m} points",
-        "cells: % of replicates giving the pair's own observed outcome in each scenario"])]
+        f"  at m    power at the margin: the same construction aiming at {m} points per "
+        "benchmark,",
+        "          in whole items: each pair's true gap is in 'True gaps' below",
+        "cells: % of replicates giving the pair's own observed outcome in each scenario;",
+        "* marks false alarms: that outcome is an error under that scenario's truth (a winner",
+        "or a target difference where the truth has none, a harness reversal it does not "
+        "hold);",
+        "unmarked: a correct call, a miss, or not judged (repro: no known truth)"])]
     short = [SHORT[x] for x in SCENARIOS]
+    secs.append(Section(
+        f"True gaps of each scenario's truth (A − B, points at {r.reference}, observed target)",
+        headers=["A", "B", *short, "harness reversal"],
+        rows=[[p.a, p.b, *(_gap(p.scenarios[x].true_gap_points) + (
+            "†" if p.scenarios[x].doc.get("shortfall_items") else "") for x in SCENARIOS),
+               " ".join(SHORT[x] for x in SCENARIOS
+                        if p.scenarios[x].doc.get("harness_reversal", {}).get("observed"))
+               or "none"] for p in r.pairs],
+        notes=["† short of its target gap (too few robust rows to turn; --json "
+               "shortfall_items): not judged",
+               "harness reversal: in that truth another config's gap is at least m against "
+               "the reference's,",
+               "so 'harness-sensitive' is correct there and a false alarm elsewhere"]))
     secs.append(Section(
         "Gap-split verdicts (SPEC 6): the pair's verdict, or manufactured",
         headers=["A", "B", "gap", "outcome", *short],
         rows=[[p.a, p.b, p.observed.gap, p.observed.outcome,
-               *(p.scenarios[x].share(p.observed.outcome).percent() for x in SCENARIOS)]
-              for p in r.pairs]))
+               *(_cell(p, x, p.observed.outcome) for x in SCENARIOS)] for p in r.pairs],
+        notes=["verdicts describe the stable set: 'manufactured' is the correct call where the "
+               "truth has no gap"]))
     for t in TARGETS:
         secs.append(Section(
             f"Decision labels at {r.reference}, {t} target (SPEC 9)",
             headers=["A", "B", "label", *short, "stable@m"],
             rows=[[p.a, p.b, p.observed.labels[t],
-                   *(p.scenarios[x].share(p.observed.labels[t], t).percent() for x in SCENARIOS),
+                   *(_cell(p, x, p.observed.labels[t], t) for x in SCENARIOS),
                    p.scenarios[POWER].share("stable", t).percent()] for p in r.pairs],
-            notes=["stable@m: power at the margin, % of replicates labelled stable with a "
-                   f"true gap of {m} points"]))
+            notes=["stable@m: power at the margin, % of replicates labelled stable at the "
+                   "pair's 'at m' true gap"]))
     if r.pairs:
         secs.append(Section(
-            f"Over the {len(r.pairs)} pairs ({r.total_replicates} replicates a scenario, "
-            "observed target)",
-            headers=["scenario", "stable", "underpowered", "harness-sens.", "manufactured"],
-            rows=[[x, *(r.totals[x].share(lab, "observed").with_interval()
-                        for lab in ("stable", "underpowered", "harness-sensitive")),
-                   r.totals[x].manufactured.with_interval()] for x in SCENARIOS],
-            notes=[f"cache: {r.pairs_reused} pairs reused, {r.pairs_computed} computed"]))
+            f"Pooled over the {len(r.pairs)} pairs' truths ({r.total_replicates} replicates a "
+            "scenario, observed target)",
+            headers=["scenario", "true gaps", "stable", "underpowered", "harness-sens.",
+                     "false alarms"],
+            rows=[[x, _gaps(r.totals[x].true_gaps_points),
+                   *(r.totals[x].share(lab, "observed").with_interval()
+                     for lab in ("stable", "underpowered", "harness-sensitive")),
+                   "–" if r.totals[x].false_alarms is None
+                   else r.totals[x].false_alarms["observed"].with_interval()]
+                  for x in SCENARIOS],
+            notes=["each row sums the pairs' replicates under truths whose gaps span 'true "
+                   "gaps';",
+                   "false alarms are judged per pair against its own truth; per-truth rates: "
+                   "the tables above",
+                   f"cache: {r.pairs_reused} pairs reused, {r.pairs_computed} computed"]))
     if r.family:
         f = r.family
         secs.append(Section("Family of adjacent pairs (exchangeable null)", notes=[

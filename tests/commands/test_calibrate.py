@@ -211,3 +211,32 @@ def test_each_setting_has_its_own_cached_result(db):
         assert other["cache"]["pairs_computed"] == 3, change
         assert other["cache"]["key"] != base["cache"]["key"]
     assert grid_calibration(store, "syn", replicates=6, n_boot=20)["cache"]["pairs_reused"] == 3
+
+
+def test_text_states_each_truths_gaps_marks_only_false_alarms_and_names_what_it_pools(db):
+    """Issue 43 item 4: not '(false alarms)' beside every null rate, not 'a true gap of 2
+    points' where the truths' gaps differ, no pooled rate without its truths."""
+    result = json.loads(run_cli("calibrate", "--grid", "syn", "--json", *FAST, db=db,
+                                check=True).stdout)
+    secs = {s.title.split(" (")[0]: s for s in command.sections(result)}
+    gaps = secs["True gaps of each scenario's truth"]
+    for row, p in zip(gaps.rows, result["pairs"]):
+        assert row[:2] == [p["a"], p["b"]]
+        for cell, scenario in zip(row[2:6], SCENARIO_KEYS):
+            g = p[scenario]["true_gap_points"]
+            assert cell.rstrip("†") == ("0" if abs(g) < 0.05 else f"{g:+.1f}".replace("-", "−"))
+            assert cell.endswith("†") == bool(p[scenario]["shortfall_items"])
+    for target in ("observed", "balanced"):
+        table = secs[f"Decision labels at o0.letter, {target} target"]
+        for row, p in zip(table.rows, result["pairs"]):
+            label = p["observed"]["labels"][target]
+            for cell, scenario in zip(row[3:7], SCENARIO_KEYS):
+                alarm = calibration.is_false_alarm(p[scenario], scenario, label, target)
+                assert cell.endswith("*") == alarm, (scenario, label, cell)
+    verdicts = secs["Gap-split verdicts"]
+    assert not any(str(c).endswith("*") for row in verdicts.rows for c in row)
+    pooled = next(s for s in command.sections(result) if s.title.startswith("Pooled over"))
+    assert pooled.title.startswith("Pooled over the 3 pairs' truths")
+    assert "true gaps" in pooled.headers and "false alarms" in pooled.headers
+    text = run_cli("calibrate", "--grid", "syn", *FAST, db=db, check=True).stdout
+    assert "true gap of 2 points" not in text and "(false alarms)" not in text
