@@ -203,6 +203,10 @@ class Launch:
 
         if not self.shared:
             shutil.rmtree(self.folder, ignore_errors=True)
+            try:  # the store's folder too, once no other launch of it has parts there
+                self.folder.parent.rmdir()
+            except OSError:
+                pass
 
     def _final_merge(self, error: str | None) -> tuple[int, str | None]:
         """Whatever the workers committed is kept; a merge that fails after a task failed

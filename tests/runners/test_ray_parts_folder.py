@@ -42,8 +42,12 @@ def test_a_finished_launch_removes_its_own_folder_only(tmp_path, monkeypatch):
     own = launch(store, items)
     (own.folder / "cells").mkdir(parents=True)
     (own.folder / "cells" / "r-000001.parquet").write_bytes(b"x")
+    other = launch(store, items)  # another launch of the same store, still running
+    (other.folder / "cells").mkdir(parents=True)
     own.clean_up()
-    assert not own.folder.exists()
+    assert not own.folder.exists() and other.folder.exists()
+    other.clean_up()
+    assert not other.folder.parent.exists()  # the store's folder goes with its last launch
     shared = launch(store, items, folder=str(tmp_path / "parts"))
     (shared.folder / "cells").mkdir(parents=True)
     shared.clean_up()
