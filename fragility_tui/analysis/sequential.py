@@ -57,16 +57,12 @@ class WorBettingCS:
         self.alpha = np.broadcast_to(np.asarray(alpha, dtype=float), self.n_pool.shape).copy()
         k = len(self.n_pool)
         # candidate pool means of x: the attainable j / (2N) when few enough, else a grid
+        points = int(min(points, 2 * self.n_pool.max() + 1)) if k else points
         self.exact = 2 * self.n_pool + 1 <= points
-        grid = np.empty((k, points))
-        for r in range(k):
-            if self.exact[r]:
-                j = np.round(np.linspace(0, 2 * self.n_pool[r], points))
-                grid[r] = j / (2 * self.n_pool[r])
-            else:
-                grid[r] = np.linspace(0.0, 1.0, points)
-        self.grid = grid
-        self.step = np.where(self.exact, 0.0, 1.0 / (points - 1))
+        u = np.linspace(0.0, 1.0, points)[None, :]
+        lattice = np.round(u * 2 * self.n_pool[:, None]) / (2 * np.maximum(self.n_pool, 1))[:, None]
+        self.grid = np.where(self.exact[:, None], lattice, u)
+        self.step = np.where(self.exact, 0.0, 1.0 / max(points - 1, 1))
         self.n = np.zeros(k, dtype=np.int64)
         self.s = np.zeros(k)  # sum of x drawn
         self.sq = np.zeros(k)  # sum of (x - running mean before it)^2
@@ -196,6 +192,7 @@ class SequentialResult:
     chunk: int
     order: np.ndarray
     path: list[Step] = field(default_factory=list)
+    settled: str | None = None  # winner / equivalent at the last check, else None
     configs: dict = field(default_factory=dict)  # config -> (delta, lower, upper)
 
     @property
@@ -203,7 +200,7 @@ class SequentialResult:
         return self.path[-1] if self.path else None
 
     def to_json(self) -> dict:
-        return {"stop": self.stop, "winner": self.winner, "items_used": self.items_used,
+        return {"stop": self.stop, "settled": self.settled, "winner": self.winner, "items_used": self.items_used,
                 "pool": self.pool, "share_saved": 1.0 - self.items_used / self.pool,
                 "target": self.target, "reference": self.reference, "margin": self.margin,
                 "alpha": self.alpha, "alpha_split": self.alphas, "seed": self.seed,
@@ -346,8 +343,11 @@ def run_sequential(d, benchmarks, item_ids, configs, reference: str, *, seed: in
         st = comp.step(margin)
         result.path.append(st)
         verdict = settled(st.delta, st.lower, st.upper, margin)
-        if verdict is not None:
-            result.stop = verdict
+        if verdict is not None or comp.used >= pool:
+            # the whole pool drawn: the sequence is the pool's exact Δ, always settled; the
+            # stop says the pool ran out, `settled` what the exact value shows
+            result.stop = "pool-exhausted" if comp.used >= pool else verdict
+            result.settled = verdict
             if verdict == "winner":
                 result.winner = 1 if st.delta > 0 else -1
             break

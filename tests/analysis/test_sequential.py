@@ -1,0 +1,173 @@
+"""Sequential comparisons (issue 45): the confidence sequences' validity on small exact
+cases, the stopping rule, the seeded order, and that a rerun over the same cells (a killed
+run resumed) follows the same decision path."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fragility_tui.analysis.sequential import (WorBettingCS, item_order, run_sequential,
+                                               settled, split_alpha)
+from fragility_tui.harness.configs import CONFIG_IDS
+
+
+def _miss_rate(values: np.ndarray, orders: np.ndarray, alpha: float) -> float:
+    """Share of orders (rows) in which the sequence ever excludes the pool's mean."""
+    n_orders, n = orders.shape
+    cs = WorBettingCS(np.full(n_orders, n), alpha)
+    truth = values.mean()
+    missed = np.zeros(n_orders, dtype=bool)
+    rows = np.arange(n_orders)
+    for t in range(n):
+        cs.update(rows, values[orders[:, t]])
+        lo, hi = cs.bounds()
+        missed |= (lo > truth + 1e-12) | (hi < truth - 1e-12)
+    return float(missed.mean()), cs
+
+
+@pytest.mark.parametrize("d", [[1, 1, 1, 0, -1, 1, 0, 1],
+                               [1, 1, 1, 1, 1, 1, 1, -1],
+                               [0, 0, 0, 0, 1, -1, 0, 0]])
+def test_every_order_of_a_tiny_pool_covers_with_probability_at_least_one_minus_alpha(d):
+    values = (np.array(d) + 1) / 2.0
+    orders = np.array(list(itertools.permutations(range(len(d)))))  # all 40,320 orders
+    alpha = 0.1
+    rate, cs = _miss_rate(values, orders, alpha)
+    assert rate <= alpha  # exact: the uniform distribution over orders, no sampling error
+    lo, hi = cs.bounds()  # the whole pool drawn: the sequence is the pool's mean
+    assert np.allclose(lo, values.mean()) and np.allclose(hi, values.mean())
+
+
+def test_simulated_orders_of_a_larger_pool_cover_and_shrink():
+    rng = np.random.default_rng(3)
+    values = (rng.choice([-1, 0, 1], size=120, p=[0.15, 0.6, 0.25]) + 1) / 2.0
+    orders = np.array([rng.permutation(120) for _ in range(3000)])
+    rate, cs = _miss_rate(values, orders, 0.05)
+    assert rate <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 3000)
+    # not vacuous: half-way through, the sequence is far narrower than [0, 1]
+    half = WorBettingCS([120], 0.05)
+    for t in range(60):
+        half.update([0], values[orders[0, t:t + 1]])
+    lo, hi = half.bounds()
+    assert hi[0] - lo[0] < 0.35
+
+
+def test_a_coarse_grid_still_covers():
+    """Pools above GRID_POINTS/2 items use an even grid widened by a step: coverage holds
+    on a pool whose mean falls between grid points."""
+    rng = np.random.default_rng(5)
+    values = (rng.choice([-1, 0, 1], size=60, p=[0.2, 0.5, 0.3]) + 1) / 2.0
+    orders = np.array([rng.permutation(60) for _ in range(2000)])
+    n_orders = len(orders)
+    cs = WorBettingCS(np.full(n_orders, 60), 0.05, points=41)  # step 1/40 in x
+    assert not cs.exact.any()
+    missed = np.zeros(n_orders, dtype=bool)
+    for t in range(60):
+        cs.update(np.arange(n_orders), values[orders[:, t]])
+        lo, hi = cs.bounds()
+        missed |= (lo > values.mean() + 1e-12) | (hi < values.mean() - 1e-12)
+    assert missed.mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_orders)
+
+
+def test_the_stopping_rule():
+    m = 0.02
+    assert settled(0.05, 0.001, 0.09, m) == "winner"
+    assert settled(-0.05, -0.09, -0.001, m) == "winner"
+    assert settled(0.01, 0.001, 0.03, m) is None  # excludes zero, below the margin
+    assert settled(0.0, -0.015, 0.019, m) == "equivalent"
+    assert settled(0.0, -0.021, 0.019, m) is None
+    assert settled(0.03, -0.01, 0.07, m) is None
+    assert settled(None, -1.0, 1.0, m) is None
+
+
+def test_alpha_split_adds_up_to_alpha():
+    a = split_alpha(0.05, 25)
+    assert a["decision"] + 25 * a["per_other_config"] + a["other_target"] == pytest.approx(0.05)
+
+
+def _pair(n_items=600, gap=0.0, seed=0, sizes=None):
+    rng = np.random.default_rng(seed)
+    sizes = sizes or [n_items // 4] * 4
+    bench = np.repeat([f"b{k}" for k in range(len(sizes))], sizes)
+    n = len(bench)
+    item = rng.normal(0.3, 1, (n, 1))
+    harness = rng.normal(0, 0.8, (n, len(CONFIG_IDS)))
+    a = (item + harness + rng.normal(0, 1, harness.shape) + 2.5 * gap) > 0
+    b = (item + harness + rng.normal(0, 1, harness.shape)) > 0
+    ids = [f"{bb}/i{k}" for k, bb in enumerate(bench)]
+    return a.astype(np.int8) - b.astype(np.int8), bench, ids
+
+
+def test_a_large_gap_stops_early_with_the_right_winner_and_budgets_stop():
+    d, bench, ids = _pair(800, gap=0.25)
+    r = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=20)
+    assert r.stop == "winner" and r.winner == 1 and r.items_used < 400
+    assert r.final.lower > 0 and d[:, 0].mean() >= r.final.lower
+    r = run_sequential(-d, bench, ids, CONFIG_IDS, "o0.letter", chunk=20)
+    assert r.stop == "winner" and r.winner == -1
+    r = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=20, max_items=40)
+    assert r.stop == "budget" and r.items_used == 40
+
+
+def test_identical_models_settle_as_equivalent_or_run_the_pool_out():
+    d, bench, ids = _pair(400)
+    same = np.zeros_like(d)
+    r = run_sequential(same, bench, ids, CONFIG_IDS, "o0.letter", chunk=25)
+    assert r.stop == "equivalent" and r.items_used < 400
+    mixed = np.zeros_like(d[:40])
+    mixed[:10], mixed[10:20] = 1, -1  # pool Δ 0, too few items to settle before the end
+    tiny = run_sequential(mixed, bench[:40], ids[:40], CONFIG_IDS, "o0.letter", chunk=25)
+    assert tiny.stop == "pool-exhausted" and tiny.items_used == 40
+    assert tiny.settled == "equivalent" and tiny.winner is None
+    assert tiny.final.lower == pytest.approx(0.0) and tiny.final.upper == pytest.approx(0.0)
+
+
+def test_the_order_is_seeded_and_independent_of_the_row_order():
+    d, bench, ids = _pair(200)
+    o1 = item_order(bench, ids, 7, stratified=False)
+    assert sorted(o1.tolist()) == list(range(200))
+    assert np.array_equal(o1, item_order(bench, ids, 7, stratified=False))
+    assert not np.array_equal(o1, item_order(bench, ids, 8, stratified=False))
+    perm = np.random.default_rng(0).permutation(200)  # the store returns rows in any order
+    o2 = item_order(bench[perm], [ids[k] for k in perm], 7, stratified=False)
+    assert [ids[k] for k in o1] == [ids[perm[k]] for k in o2]
+
+
+def test_the_stratified_order_keeps_every_prefix_in_proportion():
+    d, bench, ids = _pair(sizes=[100, 50, 30, 20])
+    order = item_order(bench, ids, 1, stratified=True)
+    for prefix in (10, 37, 100, 150):
+        counts = np.array([np.sum(bench[order[:prefix]] == f"b{k}") for k in range(4)])
+        expected = prefix * np.array([100, 50, 30, 20]) / 200
+        assert np.all(np.abs(counts - expected) <= 1)
+
+
+def test_a_rerun_over_the_same_cells_follows_the_same_path_and_resumes_it():
+    d, bench, ids = _pair(600, gap=0.06, seed=2)
+    full = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", seed=3, chunk=30)
+    again = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", seed=3, chunk=30)
+    assert again.to_json() == full.to_json()
+    # killed after 95 items in the seeded order (mid-chunk): the cells beyond are missing
+    available = np.zeros(600, dtype=bool)
+    available[full.order[:95]] = True
+    part = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", seed=3, chunk=30,
+                          available=available)
+    assert part.stop == "awaiting-cells" and part.items_used == 90
+    assert [s.to_json() for s in part.path] == [s.to_json() for s in full.path[:3]]
+    available[:] = True  # the rerun brings the rest: the same decision path
+    resumed = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", seed=3, chunk=30,
+                             available=available)
+    assert resumed.to_json() == full.to_json()
+
+
+def test_the_balanced_target_uses_a_stratified_order_and_covers_its_truth():
+    d, bench, ids = _pair(sizes=[200, 60, 40, 100], gap=0.1, seed=4)
+    r = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=40, target="balanced")
+    truth = np.mean([d[bench == f"b{k}", 0].mean() for k in range(4)])
+    assert r.target == "balanced"
+    assert all(s.lower - 1e-12 <= truth <= s.upper + 1e-12 for s in r.path)
+    observed = d[:, 0].mean()
+    assert all(s.other_lower - 1e-12 <= observed <= s.other_upper + 1e-12 for s in r.path)
