@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable, Static, Tabs
 
-from fragility_tui.text import md_cell
+from fragility_tui.text import cut_middle, md_cell
 from fragility_tui.tui.sanitize import cell, clean
 
 DEFAULT_MAX_WIDTH = 40  # cells wider than this are cut with "…" (copy/export keep them whole)
@@ -22,7 +22,7 @@ MAX_ROWS_SHOWN = 500  # rows put in a DataTable (filling costs ~0.1 ms a row); c
 @dataclass
 class Column:
     label: str
-    kind: str = "text"  # text | pct | num | pts | rate | int | bool | marks | rich
+    kind: str = "text"  # text | name | pct | num | pts | rate | int | bool | marks | rich
     width: int = 0  # 0 = fit
 
 
@@ -31,7 +31,10 @@ def format_value(value, kind: str, width: int = 0) -> Text:
     if isinstance(value, Text):
         return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        return Text("—", justify="right" if kind != "text" else "left", style="dim")
+        return Text("—", justify="left" if kind in ("text", "name") else "right", style="dim")
+    if kind == "name":  # a model or grid: cut in the middle, keeping the end (+int4)
+        name = clean(value, one_line=True, limit=200)
+        return Text(cut_middle(name, width or DEFAULT_MAX_WIDTH))
     if kind == "pct":
         return Text(f"{100 * value:.1f}", justify="right")
     if kind == "num":

@@ -67,3 +67,25 @@ async def test_progress_and_eta_are_on_screen_at_80x24(synthetic_store, tmp_path
         row = next(line for line in screen_text(app).splitlines() if run_id in line)
         assert "██████" in row, row  # half of a 12-cell bar
         assert "1h02m" in row, row  # fmt_eta(3725)
+
+
+async def test_both_builds_are_told_apart_at_80x24(synthetic_store):
+    """A long model name is cut in the middle, keeping the end that tells builds apart
+    (`smollm2-135m-instruct+in` was all 80 columns showed of both)."""
+    for build in ("int4", "int8"):
+        model = f"smollm2-135m-instruct+{build}"
+        synthetic_store.create_run({"grid": "synthetic-small", "model": model,
+                                    "status": "finished", "cells_done": 1040,
+                                    "cells_total": 1040,
+                                    "spec": {"models": [model], "items": ["x.jsonl"],
+                                             "grid": "synthetic-small"}})
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await open_runs(app, pilot)
+        for _ in range(100):
+            if pane.runs:
+                break
+            await pilot.pause(0.05)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "truct+int4" in text and "truct+int8" in text, text

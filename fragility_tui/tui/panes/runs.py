@@ -35,10 +35,12 @@ from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
 # progress and ETA come right after the run id: at 80 columns the columns after the model
-# name are off-screen, and how far a run is matters most while watching it
+# name are off-screen, and how far a run is matters most while watching it; a long model
+# name is cut in the middle, so an int4 and an int8 build stay apart there
 COLUMNS = [Column("run"), Column("progress", "rich"), Column("ETA"), Column("status"),
-           Column("model"), Column("grid"), Column("device"), Column("done", "int"),
-           Column("total", "int"), Column("tok/s", "rate"), Column("started")]
+           Column("model", "name", 22), Column("grid", "name", 22), Column("device"),
+           Column("done", "int"), Column("total", "int"), Column("tok/s", "rate"),
+           Column("started")]
 QUANTISE = [("no quantisation", ""), ("int8 (optimum-quanto)", "int8"),
             ("int4 (optimum-quanto)", "int4")]
 REFRESH_SECONDS = 1.0
