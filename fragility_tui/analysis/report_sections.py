@@ -28,11 +28,15 @@ class GridSection:
     reference: str
     benchmarks: tuple[str, ...]
     complete: bool
+    # a simulated grid (grid/simulate.py), not model outputs: the store's flag, set by
+    # services.reports.grid_report (a cube alone does not know it)
+    synthetic: bool = False
 
     def to_json(self) -> dict:
         return {"name": self.name, "models": list(self.models), "n_items": self.n_items,
                 "configs": list(self.configs), "reference": self.reference,
-                "benchmarks": list(self.benchmarks), "complete": self.complete}
+                "benchmarks": list(self.benchmarks), "complete": self.complete,
+                "synthetic": self.synthetic}
 
 
 @dataclass(frozen=True)

@@ -51,12 +51,14 @@ def _ci(ci, scale: float = 100.0, digits: int = 1) -> str:
 def _sections(report: Report) -> list[Section]:
     """The report as titled tables, shared by both renderings."""
     g = report.grid
-    notes = [f"grid {g.name or '-'}: {len(g.models)} models x {g.n_items} items x "
+    notes = [f"{'SYNTHETIC ' if g.synthetic else ''}grid {g.name or '-'}: "
+             f"{len(g.models)} models x {g.n_items} items x "
              f"{len(g.configs)} configs; reference {g.reference}; spec v{report.spec_version}"]
     if g.reference != REFERENCE:
         notes.append(f"reference {g.reference} stands in for SPEC's {REFERENCE}: every figure "
                      "is measured against it")
-    secs = [Section("Grid", notes=notes), _bands_table(report.bands)]
+    title = "Grid (SYNTHETIC: simulated, not model outputs)" if g.synthetic else "Grid"
+    secs = [Section(title, notes=notes), _bands_table(report.bands)]
     if report.costs:
         secs.append(Section(
             "Cost per item (beside accuracy, not folded into it)",

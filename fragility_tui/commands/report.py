@@ -114,7 +114,9 @@ def _check_counts(args) -> None:
 
 
 def run(args) -> int:
-    from fragility_tui.analysis.report_text import render_markdown, render_text
+    from fragility_tui.analysis.pair_detail import pair_detail
+    from fragility_tui.analysis.report_text import (render_markdown, render_sections,
+                                                    render_text)
     from fragility_tui.services.reports import grid_report
     from fragility_tui.bootstrap import open_store
 
@@ -128,14 +130,61 @@ def run(args) -> int:
                          seed=args.seed, pairs=pairs, n_boot=args.boot, k=args.k,
                          n_random=args.random_draws,
                          discrimination=args.discrimination)
+    details = [pair_detail(cube, a, b, report.grid.configs) for a, b in pairs]
     if args.json:
-        text = json.dumps(report.to_json(), indent=2, allow_nan=False)
+        doc = report.to_json()
+        if details:  # a key of its own: the report's keys stay as they are
+            doc["pair_details"] = [d.to_json() for d in details]
+        text = json.dumps(doc, indent=2, allow_nan=False)
     elif args.markdown:
-        text = render_markdown(report)
+        text = render_markdown(report) + markdown_sections(pair_sections(details))
     else:
         text = render_text(report, text_width())
-    sys.stdout.write(text + "\n")
+        if details:
+            text = text.rstrip("\n") + "\n\n" + render_sections(pair_sections(details),
+                                                                text_width())
+    sys.stdout.write(text.rstrip("\n") + "\n")
     return 0
+
+
+def pair_sections(details) -> list:
+    """Each named pair under every config in view: both accuracies and the items only one
+    of them gets right (analysis/pair_detail.py)."""
+    from fragility_tui.analysis.report_text import Section
+
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f}"  # noqa: E731
+    secs = []
+    for d in details:
+        ref = d.at_reference
+        secs.append(Section(
+            f"Pair {d.a} vs {d.b}: accuracy % and items only one gets right",
+            headers=["config", "A %", "B %", "paired", "only A", "only B", "A-B"],
+            rows=[[c.config + (" (ref)" if c.config == d.reference else ""),
+                   pct(c.accuracy_a), pct(c.accuracy_b), c.paired_items, c.only_a, c.only_b,
+                   f"{c.only_a - c.only_b:+d}"] for c in d.configs],
+            notes=[f"A = {d.a}, B = {d.b}",
+                   f"at the reference {d.reference}: A {pct(ref.accuracy_a)}%, B "
+                   f"{pct(ref.accuracy_b)}%; {ref.only_a} items only A gets right, "
+                   f"{ref.only_b} only B, of {ref.paired_items} both answered",
+                   "accuracy over each model's present cells; only A / only B and A-B (items) "
+                   "over the items both have (--json pair_details)"]))
+    return secs
+
+
+def markdown_sections(sections) -> str:
+    """Sections as Markdown tables (after the report's own)."""
+    from fragility_tui.text import clean
+
+    cell = lambda v: clean(str(v), limit=500, one_line=True).replace(  # noqa: E731
+        "\\", "\\\\").replace("|", "\\|")
+    out = []
+    for sec in sections:
+        out += ["", f"### {cell(sec.title)}", "",
+                "| " + " | ".join(cell(h) for h in sec.headers) + " |",
+                "|" + "|".join("---" for _ in sec.headers) + "|",
+                *("| " + " | ".join(cell(v) for v in r) + " |" for r in sec.rows), "",
+                *(f"- {cell(n)}" for n in sec.notes)]
+    return "\n".join(out)
 
 
 def text_width() -> int:

@@ -14,11 +14,16 @@ def grid_report(store, grid: str, *, cube=None, reference: str | None = None,
     carries its own reference, with each model's cost per item from its runs: what `report`
     prints and `export --what report` writes (`.to_json()`). reference: for a whole grid,
     the config to measure against (default: `configs.default_reference` of its configs)."""
+    from dataclasses import replace
+
     from fragility_tui.analysis.report import report_of
 
     cube = _measured_cube(store, grid, cube, reference)
-    return report_of(cube, name=grid, costs=store.model_costs(grid),
-                     near_tie=store.near_tie_mask(grid, cube), **options)
+    report = report_of(cube, name=grid, costs=store.model_costs(grid),
+                       near_tie=store.near_tie_mask(grid, cube), **options)
+    # labelled synthetic wherever it is shown (README): the flag is the store's
+    synthetic = bool(store.grid_meta(grid).get("synthetic"))
+    return replace(report, grid=replace(report.grid, synthetic=synthetic))
 
 
 def _measured_cube(store, grid: str, cube, reference: str | None):
