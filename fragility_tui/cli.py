@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "fragility_tui.commands.runs",
     "fragility_tui.commands.lmeval",
     "fragility_tui.commands.merge",
+    "fragility_tui.commands.compare",
 )
 
 

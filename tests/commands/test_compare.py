@@ -1,0 +1,100 @@
+"""`fragility-tui compare A B --grid NAME` (issue 45): the sequential comparison replayed over
+recorded cells, its verdict, its errors, and a grid whose run was cut short."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from helpers import run_cli
+
+BASE, INT4 = "smollm2-135m-instruct", "smollm2-135m-instruct+int4"
+
+
+@pytest.fixture(scope="module")
+def shipped_db(tmp_path_factory):
+    db = tmp_path_factory.mktemp("compare") / "s.duckdb"
+    run_cli("load-samples", db=db, check=True)
+    return db
+
+
+def _compare(db, *args):
+    proc = run_cli("compare", *args, "--json", db=db, check=True)
+    return json.loads(proc.stdout)
+
+
+def test_the_real_pair_under_cloze_qa_stops_early_with_the_base_build_winning(shipped_db):
+    out = _compare(shipped_db, BASE, INT4, "--grid", "starter-real", "--reference", "cloze_qa")
+    assert out["stop"] == "winner" and out["winner"] == 1 and out["replay"] is True
+    assert out["pool"] == 265 and out["items_used"] < out["pool"]
+    assert out["items_used"] == out["path"][-1]["items"] and out["items_used"] % 25 == 0
+    assert out["pool_delta"] == pytest.approx((115 - 94) / 265)  # 43.4% vs 35.5%
+    last = out["path"][-1]
+    assert last["lower"] > 0 and last["lower"] <= out["pool_delta"] <= last["upper"]
+    assert all(not settled for settled in
+               [s["lower"] > 0 and s["delta"] >= 0.02 for s in out["path"][:-1]])
+    assert out["seconds_used"] == pytest.approx(out["seconds_per_item"] * out["items_used"])
+    # swapping A and B mirrors the path
+    mirror = _compare(shipped_db, INT4, BASE, "--grid", "starter-real", "--reference",
+                      "cloze_qa")
+    assert mirror["winner"] == -1 and mirror["items_used"] == out["items_used"]
+
+
+def test_the_reference_o0_letter_runs_the_pool_out_equivalent(shipped_db):
+    out = _compare(shipped_db, BASE, INT4, "--grid", "starter-real", "--chunk", "50")
+    assert out["reference"] == "o0.letter" and out["stop"] == "pool-exhausted"
+    assert out["settled"] == "equivalent" and out["winner"] is None
+    assert out["items_used"] == 265 and [s["items"] for s in out["path"]][-2:] == [250, 265]
+    text = run_cli("compare", BASE, INT4, "--grid", "starter-real", "--max-items", "60",
+                   db=shipped_db, check=True).stdout
+    assert "verdict: not settled (budget" in text and "60 of 265 items used" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    ((BASE, "nope"), "unknown model(s) nope"),
+    ((BASE, BASE), "name the same model"),
+    ((BASE, INT4, "--chunk", "0"), "--chunk"),
+    ((BASE, INT4, "--reference", "o9.letter"), "unknown config"),
+])
+def test_bad_input_is_one_error_line_and_exit_2(shipped_db, args, message):
+    proc = run_cli("compare", *args, "--grid", "starter-real", db=shipped_db)
+    assert proc.returncode == 2 and message in proc.stderr
+    assert proc.stderr.count("error:") == 1
+
+
+def _write(path, bits, keep):
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["model", "item", "benchmark", "config", "correct"])
+        for m, name in enumerate(("a", "b")):
+            for i in range(bits.shape[1]):
+                if m == 1 and not keep[i]:
+                    continue
+                bench = "arc" if i % 2 else "mmlu"
+                for c, config in enumerate(("o0.letter", "cloze_qa")):
+                    w.writerow([name, f"{bench}/q{i:03d}", bench, config,
+                                str(bool(bits[m, i, c])).lower()])
+
+
+def test_a_cut_short_grid_stops_awaiting_cells_and_the_rerun_follows_the_same_path(tmp_path):
+    rng = np.random.default_rng(0)
+    bits = rng.random((2, 160, 2)) < np.array([0.6, 0.45])[:, None, None]
+    db = tmp_path / "c.duckdb"
+    full = _compare_after_import(db, tmp_path / "full.csv", bits, np.ones(160, bool), "full")
+    # model b killed after the first 70 items of the seeded order: its other cells missing
+    order = [int(s.split("q")[1]) for s in full["order_items"][:70]]
+    keep = np.zeros(160, dtype=bool)
+    keep[order] = True
+    part = _compare_after_import(db, tmp_path / "part.csv", bits, keep, "part")
+    assert part["stop"] == "awaiting-cells" and part["items_used"] == 60
+    assert len(full["path"]) > 3 and part["path"] == full["path"][:3]
+
+
+def _compare_after_import(db, path, bits, keep, grid):
+    _write(path, bits, keep)
+    run_cli("import", str(path), "--grid", grid, db=db, check=True)
+    out = _compare(db, "a", "b", "--grid", grid, "--chunk", "20")
+    return out
