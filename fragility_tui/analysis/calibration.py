@@ -35,6 +35,7 @@ import numpy as np
 
 from fragility_tui.analysis import calibration_truths as truths
 from fragility_tui.analysis.binomial import INTERVAL_NAME, rate
+from fragility_tui.analysis.intervals import interval
 from fragility_tui.analysis.classify import (ROBUST_CORRECT, ROBUST_WRONG, Classification,
                                              classify)
 from fragility_tui.analysis.decisions import (FLAGS, TARGETS, canonical, decide_pairs,
@@ -422,7 +423,7 @@ def summary_line(result: dict, outcome: str, target: str | None = None,
     long, medium, short = _NULL_WORDS[second]
     pct = lambda r: "–" if r["rate"] is None else f"{100 * r['rate']:.0f}%"  # noqa: E731
     ci = lambda r: "" if r["rate"] is None else (  # noqa: E731
-        f" [{100 * r['ci_low']:.0f}–{100 * r['ci_high']:.0f}]")
+        " " + interval(100 * r["ci_low"], 100 * r["ci_high"], 0))
     n = result["replicates"]
     what = f"'{outcome}'" if target is None else f"{target} '{outcome}'"
     # "false alarms" only where the outcome is an error under that null's truth

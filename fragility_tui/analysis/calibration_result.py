@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fragility_tui.analysis.calibration import FAMILY, SCENARIOS
+from fragility_tui.analysis.intervals import interval
 
 
 @dataclass(frozen=True)
@@ -32,12 +33,11 @@ class Rate:
         return "–" if self.rate is None else f"{100 * self.rate:.0f}"
 
     def with_interval(self, digits: int = 0) -> str:
-        """'12% [9–16]', or '–' when there were no replicates."""
+        """'12% [9, 16]', or '–' when there were no replicates."""
         if not self.n:
             return "–"
-        f = f"{{:.{digits}f}}"
-        return (f"{f.format(100 * self.rate)}% [{f.format(100 * self.ci_low)}–"
-                f"{f.format(100 * self.ci_high)}]")
+        return (f"{100 * self.rate:.{digits}f}% "
+                f"{interval(100 * self.ci_low, 100 * self.ci_high, digits)}")
 
 
 def _rates(doc: dict) -> dict[str, Rate]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from fragility_tui.analysis.axes import AXES
+from fragility_tui.analysis.intervals import MINUS, interval
 from fragility_tui.analysis.pairs import GapSplit, PairsSummary
 from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
                                                     ConfigRow, DiscriminationSummary,
@@ -45,7 +46,7 @@ def _flt(x, digits: int = 2) -> str:
 
 
 def _ci(ci, scale: float = 100.0, digits: int = 1) -> str:
-    return "-" if ci is None else f"[{scale * ci[0]:.{digits}f}, {scale * ci[1]:.{digits}f}]"
+    return "-" if ci is None else interval(scale * ci[0], scale * ci[1], digits)
 
 
 def _sections(report: Report) -> list[Section]:
@@ -216,7 +217,7 @@ def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:
 
 
 def _is_number(text: str) -> bool:
-    return text.lstrip("-[").replace(".", "", 1)[:1].isdigit()
+    return text.lstrip("-[" + MINUS).replace(".", "", 1)[:1].isdigit()
 
 
 def render_text(report: Report, width: int = TEXT_WIDTH) -> str:

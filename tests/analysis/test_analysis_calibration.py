@@ -206,11 +206,11 @@ def test_the_pane_line_names_its_scenarios_and_fits_78_columns_for_every_outcome
             assert "obs" in line and "no gap" in line and "harness" in line
     wide = cal.summary_line(result, "manufactured", width=160)
     # `manufactured` is the correct call where the truth has no gap: not a false alarm
-    assert wide == ("calibration (9999 replicates): 'manufactured' 100% [100–100] "
-                    "reproduced at the observed gap; 100% [100–100] with no gap, "
+    assert wide == ("calibration (9999 replicates): 'manufactured' 100% [100, 100] "
+                    "reproduced at the observed gap; 100% [100, 100] with no gap, "
                     "rows exchanged")
     wide = cal.summary_line(result, "stable", "observed", width=160)
-    assert wide.endswith("reproduced at the observed gap; 100% [100–100] with no gap, "
+    assert wide.endswith("reproduced at the observed gap; 100% [100, 100] with no gap, "
                          "harness kept")  # false alarms: test_calibration_false_alarms.py
 
 

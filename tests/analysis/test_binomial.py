@@ -32,7 +32,7 @@ def test_known_values_and_bad_input():
     assert rate(0, 0) == {"count": 0, "n": 0, "rate": None, "ci_low": 0.0, "ci_high": 1.0}
     with pytest.raises(ValueError):
         wilson(11, 10)
-    assert Rate.from_json(rate(1, 4)).with_interval() == "25% [5–70]"
+    assert Rate.from_json(rate(1, 4)).with_interval() == "25% [5, 70]"
     assert Rate.from_json(rate(0, 0)).with_interval() == "–"
     assert Rate.from_json(rate(1, 4)).percent() == "25"
     assert Rate.from_json(rate(0, 0)).percent() == "–"
