@@ -34,35 +34,34 @@ def _where(path: Path, node: ast.AST) -> str:
     return f"{path.relative_to(REPO)}:{node.lineno}"
 
 
+def _sql(pattern: re.Pattern, *roots: Path, outside_store: bool = False):
+    """(path, node) of every string constant under roots that the pattern matches."""
+    for path, tree in _sources(*roots):
+        if outside_store and PACKAGE / "store" in path.parents:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and pattern.search(node.value):
+                yield path, node
+
+
 def test_sql_writes_only_in_the_store():
-    offenders = [_where(path, node) for path, tree in _sources(PACKAGE, REPO / "runners")
-                 if PACKAGE / "store" not in path.parents
-                 for node in ast.walk(tree)
-                 if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                 and SQL_WRITE.search(node.value)]
+    offenders = [_where(path, node) for path, node in
+                 _sql(SQL_WRITE, PACKAGE, REPO / "runners", outside_store=True)]
     assert not offenders, offenders
 
 
 def test_sql_reads_of_the_store_only_in_the_store():
-    offenders = [_where(path, node) for path, tree in _sources(PACKAGE, REPO / "runners")
-                 if PACKAGE / "store" not in path.parents
-                 for node in ast.walk(tree)
-                 if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                 and SQL_READ.search(node.value)]
+    offenders = [_where(path, node) for path, node in
+                 _sql(SQL_READ, PACKAGE, REPO / "runners", outside_store=True)]
     assert not offenders, offenders
-    store_reads = [node.value for _, tree in _sources(PACKAGE / "store")
-                   for node in ast.walk(tree)
-                   if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                   and SQL_READ.search(node.value)]
-    assert store_reads  # the pattern is not vacuous: the store's own reads match it
+    assert list(_sql(SQL_READ, PACKAGE / "store"))  # not vacuous: the store's reads match
 
 
 def test_the_scan_sees_sql_writes():
     """The pattern above is not vacuous: the store's own statements match it."""
-    store_sql = [node.value for _, tree in _sources(PACKAGE / "store") for node in ast.walk(tree)
-                 if isinstance(node, ast.Constant) and isinstance(node.value, str)
-                 and SQL_WRITE.search(node.value)]
-    kinds = {SQL_WRITE.search(s).group(1).split()[0] for s in store_sql}
+    kinds = {SQL_WRITE.search(node.value).group(1).split()[0]
+             for _, node in _sql(SQL_WRITE, PACKAGE / "store")}
     assert {"INSERT", "DELETE", "CREATE", "UPDATE"} <= kinds, kinds
 
 
