@@ -51,11 +51,12 @@ def add_reference_option(parser) -> None:
                              "order, e.g. cloze_qa for a grid imported from lm-eval)")
 
 
-def add_resampling_options(parser, *, boot: int) -> None:
-    """--seed and --boot, shared by every command that bootstraps."""
-    parser.add_argument("--seed", type=int, default=0)
+def add_resampling_options(parser, *, boot: int | None, boot_default: str | None = None) -> None:
+    """--seed and --boot, shared by every command that bootstraps. boot_default: what the
+    help says the default is, where it depends on other flags (boot is then None)."""
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     parser.add_argument("--boot", type=int, default=boot, metavar="N",
-                        help=f"bootstrap resamples (default {boot})")
+                        help=f"bootstrap resamples (default {boot_default or boot})")
 
 
 def select_view(cube, args):

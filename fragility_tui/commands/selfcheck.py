@@ -27,7 +27,7 @@ def register(sub) -> None:
     p.add_argument("--full", action="store_true",
                    help=f"the SPEC-sized run: {FULL[0]} replicates, {FULL[1]} resamples "
                         "(minutes)")
-    add_resampling_options(p, boot=None)
+    add_resampling_options(p, boot=None, boot_default=f"{QUICK[1]}; --full: {FULL[1]}")
     p.set_defaults(boot=None)
 
 
