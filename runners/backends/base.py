@@ -107,6 +107,7 @@ class LocalBackend:
         self.environ: MutableMapping[str, str] = os.environ
 
     def configure_process(self, environ: MutableMapping[str, str]) -> dict:
+        self.environ = environ  # what depends on the device waits for it (load)
         return configure_allocator(environ)
 
     def prepare(self, spec, device: str) -> list:

@@ -34,7 +34,7 @@ from fragility_tui.errors import InputError
 from runners.plan.budget import RAMP_STEPS, SchedulesOwnMemory
 from runners.plan.prefix_tree import build_tree, count_tokens
 from runners.models.provenance import model_provenance
-from runners.backends.base import LocalBackend, configure_allocator, register_backend
+from runners.backends.base import LocalBackend, register_backend
 from runners.plan.score_types import BatchResult, GenResult, ScoreStats, stop_reason
 
 VLLM_INSTALL = "pip install -e '.[vllm]'"
@@ -361,17 +361,18 @@ class VLLMBackend(LocalBackend):
     # runs this one, as the transformers backend does; inline, the GPU waited through it.
     overlaps_host_work = True
     engine_attention = "chosen by vllm"
+    invariance: dict | None = None  # configure_process's batch-invariant decision
 
     def configure_process(self, environ) -> dict:
         self.invariance = batch_invariance(environ)  # vLLM reads it once, at its import
-        return configure_allocator(environ)
+        return super().configure_process(environ)
 
     def prepare(self, spec, device: str) -> list:
         check_backend(spec.quantize, device)  # installed, with a GPU: before anything loads
         return super().prepare(spec, device)
 
     def load(self, prepared, spec) -> tuple:
-        return load_vllm(prepared, spec, getattr(self, "invariance", None))
+        return load_vllm(prepared, spec, self.invariance)
 
     def budget(self, spec, loaded, scorer):
         return scorer.token_budget(spec.batch_tokens, spec.batch_size)

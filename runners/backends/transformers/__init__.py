@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import MutableMapping
 
-from runners.backends.base import LocalBackend, configure_allocator, register_backend
+from runners.backends.base import LocalBackend, register_backend
 
 # Masked attention on a CPU: let SDPA read the shared KV heads itself rather than have
 # transformers copy them once per query head (a third of decoding time for SmolLM2). On CUDA
@@ -40,10 +40,6 @@ def configure_device(device: str, environ: MutableMapping[str, str]) -> None:
 class TransformersBackend(LocalBackend):
     name = "transformers"
     overlaps_host_work = True  # its model calls leave the host thread free
-
-    def configure_process(self, environ: MutableMapping[str, str]) -> dict:
-        self.environ = environ  # the device-dependent part waits for the device (load)
-        return configure_allocator(environ)
 
     def load(self, prepared, spec) -> tuple:
         from runners.backends.transformers.scoring import Scorer
