@@ -128,9 +128,9 @@ def _verdict(out: dict, args) -> str:
     saved = f"{used} of {pool} items used, {100 * (1 - used / pool):.0f}% of the pool saved"
     if out["winner"]:
         who = args.a if out["winner"] > 0 else args.b
-        text = f"winner {who}"
+        text = f"winner {who} on this pool"
     elif out["settled"] == "equivalent" or stop == "equivalent":
-        text = f"equivalent within ±{args.margin:g} points"
+        text = f"equivalent within ±{args.margin:g} points on this pool"
     else:
         text = "not settled"
     reason = {"winner": "settled", "equivalent": "settled",
