@@ -69,7 +69,7 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
                 yield Input(placeholder="the shipped starter items", id="cf-items",
                             compact=True)
                 yield Label("per bench", classes="form-label")
-                yield Input(placeholder="all items", id="cf-sample", type="integer",
+                yield Input(placeholder="up to 1000 (0: all)", id="cf-sample", type="integer",
                             compact=True)
                 yield Label("configs", classes="form-label")
                 yield Input(placeholder="all 26", id="cf-configs", compact=True)

@@ -105,7 +105,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             yield Label("grid", classes="form-label")
             yield Input(placeholder="grid name", id="run-grid", compact=True)
             yield Label("per bench", classes="form-label")
-            yield Input(placeholder="all items", id="run-sample", type="integer", compact=True)
+            yield Input(placeholder="up to 1000 (0: all)", id="run-sample", type="integer",
+                        compact=True)  # run --per-benchmark's default (SPEC 1)
             yield Label("configs", classes="form-label")
             yield Input(placeholder="all 26", id="run-configs", compact=True)
             yield Label("quantise", classes="form-label")
