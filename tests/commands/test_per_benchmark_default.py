@@ -30,3 +30,14 @@ def test_an_empty_form_field_leaves_the_cli_default_and_the_placeholder_says_it(
         placeholder = re.search(rf'placeholder="([^"]*)", id="{field}"', text).group(1)
         assert str(DEFAULT_PER_BENCHMARK) in placeholder and "all" in placeholder, placeholder
         assert placeholder != "all items"
+
+
+def test_the_readme_tour_states_the_default_the_aliases_and_how_long_a_run_takes():
+    from fragility_tui.model_aliases import ALIASES
+
+    readme = (PANES.parents[2] / "README.md").read_text()
+    tour = " ".join(readme.split("## A five-minute tour")[1].split("## Command line")[0].split())
+    assert f"up to {DEFAULT_PER_BENCHMARK} items per benchmark" in tour
+    for alias in ALIASES:
+        assert f"`{alias}`" in tour
+    assert "offline machine" in tour and "about 3 minutes" in tour and "25 minutes" in tour
