@@ -60,7 +60,8 @@ def verdict_reason(p: dict) -> str:
                       f"(|stable gap| ≤ 1)",
             "differs": f"the stable items differ: A only {a}, B only {b} "
                        f"(stable gap {p.get('stable_gap')} of Δ = {gap})"}.get(p.get("verdict"), "")
-    support = p.get("support")
+    # a report before SPEC v4 has no support: its manufactured flag says as much
+    support = p.get("support") or ("manufactured" if p.get("manufactured") else None)
     if support == "manufactured":
         text += (f"; manufactured: Δ ≠ 0 but McNemar on {a} vs {b} gives p ≥ 0.05 "
                  "(the stable set supports no order)")

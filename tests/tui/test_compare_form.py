@@ -83,7 +83,7 @@ def test_two_folders_with_one_name_would_share_a_model_name(tmp_path):
 def test_model_names_agree_with_the_runner(tmp_path):
     """The pair Compare opens on is the name the run records (runners/models.resolve_spec +
     prepare's +int4): a folder by its name, a .gguf by its stem, a hub id without @rev."""
-    models = pytest.importorskip("runners.models")
+    models = pytest.importorskip("runners.models.load")
     folder = model_folder(tmp_path, "my-ckpt")
     gguf = tmp_path / "tiny.Q4_0.gguf"
     gguf.write_bytes(b"GGUF")

@@ -44,3 +44,17 @@ def test_identical_is_about_the_stable_set():
 def test_the_compare_summary_shows_the_why():
     text = summary_text(CompareResult("A", "B", [decision()], {"A": "x", "B": "y"})).plain
     assert "why: the 95% CI [+0.0, +0.0] includes 0" in text
+
+
+def test_an_adjacent_pairs_compare_shows_its_family_interval_and_a_reversed_split():
+    """SPEC v4 in the app: the simultaneous interval of an adjacent pair (only in the JSON
+    before), the benchmarks behind an unsupported decision, and a reversed stable set."""
+    adjacent = decision(simultaneous_ci=[-0.031, 0.052], label="unsupported",
+                        unsupported_benchmarks=["truthfulqa"])
+    text = summary_text(CompareResult("A", "B", [adjacent], {"A": "x", "B": "y"})).plain
+    assert "over all adjacent pairs [-3.1, +5.2]" in text
+    assert "unsupported by: truthfulqa" in text
+    reversed_pair = {"a": "A", "b": "B", "gap": 20, "stable_items": 10, "a_only_stable": 0,
+                     "b_only_stable": 10, "stable_gap": -10, "verdict": "differs",
+                     "support": "reversed", "manufactured": False}
+    assert "against Δ = 20" in verdict_reason(reversed_pair)

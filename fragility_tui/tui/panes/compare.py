@@ -252,10 +252,16 @@ def summary_text(r: CompareResult) -> Text:
             text.append(f" Δ̂ {_pts(d['delta'])} pts")
         if d.get("ci"):
             text.append(f", 95% CI [{_pts(d['ci'][0])}, {_pts(d['ci'][1])}]")
+        if d.get("simultaneous_ci"):  # an adjacent pair: its family's simultaneous interval
+            lo, hi = d["simultaneous_ci"]
+            text.append(f", over all adjacent pairs [{_pts(lo)}, {_pts(hi)}]")
         text.append(f" at {d.get('config', 'o0.letter')}")
         flags = ", ".join(d.get("flags", [])) or "none"
         text.append(f" · flags: {flags}")
         text.append("\n")
+        if d.get("unsupported_benchmarks"):
+            text.append(f"          unsupported by: {', '.join(d['unsupported_benchmarks'])}\n",
+                        style="dim")
         reason = decision_reason(d)
         if reason:
             text.append(f"          why: {reason}\n", style="dim")
