@@ -116,3 +116,23 @@ def test_a_synthetic_grid_says_so_in_the_header_and_the_json(db):
     text = run_cli("report", "--grid", "syn", "--pair", PAIR, *FAST, db=path,
                    check=True).stdout
     assert text.startswith("Grid (SYNTHETIC")
+
+
+def test_the_readme_tour_quotes_what_report_pair_prints_on_the_shipped_grid(tmp_path):
+    """The tour's "33 items only the base build gets right, 12 only int4" is the
+    cloze_qa row of `report --pair` on starter-real."""
+    from pathlib import Path
+
+    path = tmp_path / "s.duckdb"
+    run_cli("load-samples", db=path, check=True)
+    r = json.loads(run_cli("report", "--grid", "starter-real", "--json", "--pair",
+                           "smollm2-135m-instruct,smollm2-135m-instruct+int4", *FAST,
+                           db=path, check=True).stdout)
+    rows = {c["config"]: c for c in r["pair_details"][0]["configs"]}
+    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    for config in ("o0.letter", "cloze_qa"):
+        c = rows[config]
+        quoted = (f"{100 * c['accuracy_a']:.1f}% against {100 * c['accuracy_b']:.1f}%, "
+                  f"{c['only_a']}")
+        assert quoted in readme, quoted
+    assert (rows["cloze_qa"]["only_a"], rows["cloze_qa"]["only_b"]) == (33, 12)
