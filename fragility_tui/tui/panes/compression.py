@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Static
 
+from fragility_tui.analysis.intervals import interval
 from fragility_tui.tui.formats import num
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.plot_toggle import PlotToggle
@@ -64,7 +65,8 @@ class CompressionPane(PlotToggle, Pane, pane_id="compression", title="Compressio
         text = Text()
         text.append("discrimination × fragility: r = ", style="bold")
         text.append(num(d.r))
-        text.append(f" (95% CI {num(ci[0])}–{num(ci[1])})" if ci else " (CI undefined)")
+        # one way of writing an interval in every text output: [−0.29, −0.11] (issue 44)
+        text.append(f" (95% CI {interval(ci[0], ci[1], 2)})" if ci else " (CI undefined)")
         text.append(f" · top-{d.top_k} discriminative items: mean fragility "
                     f"{num(d.top_k_mean_fragility)} vs {num(d.mean_fragility)} "
                     "for all items\n")
