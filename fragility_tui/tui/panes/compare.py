@@ -226,7 +226,9 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
         plot.border_title = "● Δ̂ (A − B) per config  │ 95% interval"
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, breakdown(result.decisions))
-        table.border_title = "Per benchmark Δ̂ (A − B), reference config, paired items"
+        at = result.decisions[0].get("config", "the reference") if result.decisions else \
+            "the reference"
+        table.border_title = f"Per benchmark Δ̂ (A − B) at {at}, paired items, both targets"
         self.update_caption()
         self.apply_plot_layout()
 

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from fragility_tui.analysis.decisions import Decision
 
 # The verdicts first: at 80 columns they are what a reader needs in view (issue 44).
-COLUMNS = [Column("A"), Column("B"), Column("verdict"), Column("support"),
+COLUMNS = [Column("A", "name", 22), Column("B", "name", 22), Column("verdict"), Column("support"),
            Column("decision (observed)"), Column("decision (balanced)"), Column("gap Δ", "int"),
            Column("fragile share %", "rich"), Column("|S|", "int"), Column("A only", "int"),
            Column("B only", "int"), Column("stable gap", "int"), Column("incomplete gap", "int"),
@@ -70,7 +70,9 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
                           manufactured, p.reversals]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
-        table.border_title = "Adjacent pairs"
+        # which reference the gaps and decisions use (the verdicts read the stable set,
+        # robust over every config in view), so a Compare at another config is not misread
+        table.border_title = f"Adjacent pairs · gap and decisions at {reference}"
         self.update_caption()
         s, rk = report.pairs_summary, report.rankings
         summary = Text()
