@@ -19,6 +19,13 @@ each sequence is updated, and the comparison stops as soon as it is settled. The
   (s <= N m <= s + N - n). Bets are predictable plug-ins: l = sqrt(2 log(2/alpha) /
   (v n' log(1 + n'))) with v the running variance estimate (1/4 + sum (x - mean)^2)/(n'),
   n' = n + 1, truncated at 1/2 of the largest bet that keeps the capital positive.
+- Scope. The sequence above ("pool") is about the pool's own Δ: exact once every item is
+  drawn. The default ("population") is about the population of items the pool stands for
+  (SPEC §9's bootstrap treats items the same way): the pool's items in a uniformly random
+  order are draws from it, so the same capital with mu(m) = m, the with-replacement betting
+  sequence of Waudby-Smith & Ramdas (JRSS-B 2024), covers the population's Δ at any
+  stopping time; it never collapses to a point, so two models that differ only by the
+  pool's luck are not called different at the pool's end.
 - The capital is computed for a grid of candidate means at once (vectorised over rows of
   sequences x candidates): the pool's attainable means j / (2 N) when there are at most
   GRID_POINTS of them (exact), else GRID_POINTS evenly spaced ones, the bounds then widened
@@ -44,6 +51,7 @@ import numpy as np
 GRID_POINTS = 801
 TRUNCATION = 0.5
 TOL = 1e-9
+SCOPES = ("population", "pool")
 STOPS = ("winner", "equivalent", "budget", "pool-exhausted", "awaiting-cells")
 _ORDER_STREAM = 45  # the item order's random stream (issue 45), separate from bootstraps
 
@@ -52,13 +60,15 @@ class WorBettingCS:
     """K rows of without-replacement betting confidence sequences, each over its own pool
     (n_pool[k] items) at its own level alpha[k], vectorised over candidate means."""
 
-    def __init__(self, n_pool, alpha, points: int = GRID_POINTS):
+    def __init__(self, n_pool, alpha, points: int = GRID_POINTS, finite: bool = True):
+        self.finite = finite  # False: the with-replacement (population) sequence
         self.n_pool = np.asarray(n_pool, dtype=np.int64)
         self.alpha = np.broadcast_to(np.asarray(alpha, dtype=float), self.n_pool.shape).copy()
         k = len(self.n_pool)
         # candidate pool means of x: the attainable j / (2N) when few enough, else a grid
-        points = int(min(points, 2 * self.n_pool.max() + 1)) if k else points
-        self.exact = 2 * self.n_pool + 1 <= points
+        if finite and k:
+            points = int(min(points, 2 * self.n_pool.max() + 1))
+        self.exact = (2 * self.n_pool + 1 <= points) & finite
         u = np.linspace(0.0, 1.0, points)[None, :]
         lattice = np.round(u * 2 * self.n_pool[:, None]) / (2 * np.maximum(self.n_pool, 1))[:, None]
         self.grid = np.where(self.exact[:, None], lattice, u)
@@ -78,8 +88,11 @@ class WorBettingCS:
         n, s, big_n = self.n[rows], self.s[rows], self.n_pool[rows]
         if np.any(n >= big_n):
             raise ValueError("a row drew more items than its pool holds")
-        remaining = (big_n - n).astype(float)
-        mu = (big_n[:, None] * self.grid[rows] - s[:, None]) / remaining[:, None]
+        if self.finite:  # the mean of the items not yet drawn, if the pool's mean is m
+            remaining = (big_n - n).astype(float)
+            mu = (big_n[:, None] * self.grid[rows] - s[:, None]) / remaining[:, None]
+        else:  # draws from a population whose mean is m
+            mu = self.grid[rows]
         mean_before = (0.5 + s) / (n + 1.0)
         var = (0.25 + self.sq[rows]) / (n + 1.0)
         t = n + 1.0
@@ -104,8 +117,11 @@ class WorBettingCS:
     def bounds(self) -> tuple[np.ndarray, np.ndarray]:
         """(lower, upper) [K] of each row's pool mean of x: the candidates never rejected,
         widened by a grid step, inside what the draws leave possible."""
-        feas_lo = self.s / self.n_pool
-        feas_hi = (self.s + self.n_pool - self.n) / self.n_pool
+        if self.finite:
+            feas_lo = self.s / self.n_pool
+            feas_hi = (self.s + self.n_pool - self.n) / self.n_pool
+        else:
+            feas_lo, feas_hi = np.zeros(len(self.n)), np.ones(len(self.n))
         alive = ~self.rejected
         any_alive = alive.any(axis=1)
         first = np.argmax(alive, axis=1)
@@ -193,6 +209,7 @@ class SequentialResult:
     order: np.ndarray
     path: list[Step] = field(default_factory=list)
     settled: str | None = None  # winner / equivalent at the last check, else None
+    scope: str = "population"
     configs: dict = field(default_factory=dict)  # config -> (delta, lower, upper)
 
     @property
@@ -202,7 +219,8 @@ class SequentialResult:
     def to_json(self) -> dict:
         return {"stop": self.stop, "settled": self.settled, "winner": self.winner, "items_used": self.items_used,
                 "pool": self.pool, "share_saved": 1.0 - self.items_used / self.pool,
-                "target": self.target, "reference": self.reference, "margin": self.margin,
+                "scope": self.scope, "target": self.target, "reference": self.reference,
+                "margin": self.margin,
                 "alpha": self.alpha, "alpha_split": self.alphas, "seed": self.seed,
                 "chunk": self.chunk, "path": [s.to_json() for s in self.path],
                 "configs": {c: {"delta": d, "lower": lo, "upper": hi}
@@ -227,7 +245,10 @@ class SequentialComparison:
 
     def __init__(self, d, benchmarks, configs, reference: str, *, target: str = "observed",
                  alpha: float = 0.05, stratified: bool | None = None,
-                 points: int = GRID_POINTS):
+                 points: int = GRID_POINTS, scope: str = "population"):
+        if scope not in SCOPES:
+            raise ValueError(f"unknown scope {scope!r}")
+        self.scope = scope
         self.d = np.asarray(d, dtype=np.int8)
         if self.d.ndim != 2 or self.d.shape[1] != len(configs):
             raise ValueError("d must be [items, configs]")
@@ -264,7 +285,7 @@ class SequentialComparison:
             if c != self.ref:
                 add_target(("lead", c), self.alphas["per_other_config"], target)
         add_target(("other", self.ref), self.alphas["other_target"], self.other)
-        self.cs = WorBettingCS(n_pool, alphas, points)
+        self.cs = WorBettingCS(n_pool, alphas, points, finite=scope == "pool")
         self._sum = np.zeros((len(names), len(self.configs)))
         self._count = np.zeros(len(names), dtype=np.int64)
         self.used = 0
@@ -318,7 +339,8 @@ class SequentialComparison:
 def run_sequential(d, benchmarks, item_ids, configs, reference: str, *, seed: int = 0,
                    chunk: int = 50, margin: float = 0.02, alpha: float = 0.05,
                    target: str = "observed", max_items: int | None = None,
-                   available=None, points: int = GRID_POINTS) -> SequentialResult:
+                   available=None, points: int = GRID_POINTS,
+                   scope: str = "population") -> SequentialResult:
     """Replay the sequential decision over a pool chunk by chunk in the seeded order.
     `available[i]` False marks an item whose cells are not there yet: the run stops before
     the first chunk holding one ('awaiting-cells'), as a live run waits for them; only whole
@@ -327,13 +349,13 @@ def run_sequential(d, benchmarks, item_ids, configs, reference: str, *, seed: in
     if chunk < 1:
         raise ValueError("chunk must be at least 1")
     comp = SequentialComparison(d, benchmarks, configs, reference, target=target,
-                                alpha=alpha, points=points)
+                                alpha=alpha, points=points, scope=scope)
     order = item_order(benchmarks, item_ids, seed, comp.stratified)
     pool = len(order)
     limit = pool if max_items is None else min(pool, max_items)
     avail = np.ones(pool, dtype=bool) if available is None else np.asarray(available, bool)
     result = SequentialResult("pool-exhausted", None, 0, pool, target, reference, margin,
-                              alpha, comp.alphas, seed, chunk, order)
+                              alpha, comp.alphas, seed, chunk, order, scope=scope)
     while comp.used < limit:
         nxt = order[comp.used:min(comp.used + chunk, limit)]
         if not avail[nxt].all():

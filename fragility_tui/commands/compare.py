@@ -37,6 +37,10 @@ def register(sub) -> None:
                    help="items per chunk between decisions (default 25)")
     p.add_argument("--max-items", type=int, default=None, metavar="N",
                    help="budget: stop after this many items (default: the whole pool)")
+    p.add_argument("--scope", choices=["population", "pool"], default="population",
+                   help="what the sequences cover: the population of items the pool stands "
+                        "for (default, as SPEC 9's bootstrap), or the pool's own Δ (exact at "
+                        "the pool's end)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
@@ -80,7 +84,7 @@ def run(args) -> int:
     result = run_sequential(d, cube.benchmarks, cube.items, cube.configs, cube.reference,
                             seed=args.seed, chunk=args.chunk, margin=args.margin / 100,
                             target=args.target, max_items=args.max_items,
-                            available=available)
+                            available=available, scope=args.scope)
     costs = store.model_costs(args.grid)
     per_item = [costs.get(m, {}).get("seconds_per_item") for m in (args.a, args.b)]
     seconds = None if None in per_item else float(sum(per_item))
@@ -107,7 +111,7 @@ def _print_text(out: dict, args) -> None:
     w = sys.stdout.write
     a = out["alpha_split"]
     w(f"compare {args.a} vs {args.b} on {args.grid} (a replay of recorded cells): reference "
-      f"{out['reference']}, {out['target']} target, margin {args.margin:g} points, "
+      f"{out['reference']}, {out['target']} target, {out['scope']} scope, margin {args.margin:g} points, "
       f"alpha {out['alpha']:g} (decision {a['decision']:g}), seed {out['seed']}, "
       f"chunk {out['chunk']}, pool {out['pool']} items\n")
     other = "balanced" if out["target"] == "observed" else "observed"
@@ -125,12 +129,13 @@ def _print_text(out: dict, args) -> None:
 def _verdict(out: dict, args) -> str:
     used, pool, stop = out["items_used"], out["pool"], out["stop"]
     last = out["path"][-1] if out["path"] else None
+    where = " on this pool" if out["scope"] == "pool" else ""
     saved = f"{used} of {pool} items used, {100 * (1 - used / pool):.0f}% of the pool saved"
     if out["winner"]:
         who = args.a if out["winner"] > 0 else args.b
-        text = f"winner {who} on this pool"
+        text = f"winner {who}" + where
     elif out["settled"] == "equivalent" or stop == "equivalent":
-        text = f"equivalent within ±{args.margin:g} points on this pool"
+        text = f"equivalent within ±{args.margin:g} points" + where
     else:
         text = "not settled"
     reason = {"winner": "settled", "equivalent": "settled",

@@ -72,6 +72,23 @@ def test_a_coarse_grid_still_covers():
     assert missed.mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_orders)
 
 
+def test_the_population_sequence_covers_the_population_mean_of_iid_draws():
+    rng = np.random.default_rng(11)
+    n_runs, n = 2000, 150
+    draws = (rng.choice([-1, 0, 1], size=(n_runs, n), p=[0.2, 0.5, 0.3]) + 1) / 2.0
+    truth = (0.3 - 0.2 + 1) / 2
+    cs = WorBettingCS(np.full(n_runs, n), 0.05, points=401, finite=False)
+    missed = np.zeros(n_runs, dtype=bool)
+    for t in range(n):
+        cs.update(np.arange(n_runs), draws[:, t])
+        lo, hi = cs.bounds()
+        missed |= (lo > truth) | (hi < truth)
+    assert missed.mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_runs)
+    assert np.median(hi - lo) < 0.2  # and it narrows
+    # the population sequence stays wider than the pool's at the pool's end
+    assert np.all(hi - lo > 0.05)
+
+
 def test_the_stopping_rule():
     m = 0.02
     assert settled(0.05, 0.001, 0.09, m) == "winner"
@@ -113,13 +130,15 @@ def test_a_large_gap_stops_early_with_the_right_winner_and_budgets_stop():
 
 
 def test_identical_models_settle_as_equivalent_or_run_the_pool_out():
-    d, bench, ids = _pair(400)
+    d, bench, ids = _pair(1200)
     same = np.zeros_like(d)
-    r = run_sequential(same, bench, ids, CONFIG_IDS, "o0.letter", chunk=25)
-    assert r.stop == "equivalent" and r.items_used < 400
+    r = run_sequential(same, bench, ids, CONFIG_IDS, "o0.letter", chunk=100)
+    assert r.stop == "equivalent" and r.items_used < 1200
+    assert r.final.lower >= -0.02 and r.final.upper <= 0.02 and r.final.lower < 0
     mixed = np.zeros_like(d[:40])
     mixed[:10], mixed[10:20] = 1, -1  # pool Δ 0, too few items to settle before the end
-    tiny = run_sequential(mixed, bench[:40], ids[:40], CONFIG_IDS, "o0.letter", chunk=25)
+    tiny = run_sequential(mixed, bench[:40], ids[:40], CONFIG_IDS, "o0.letter", chunk=25,
+                          scope="pool")
     assert tiny.stop == "pool-exhausted" and tiny.items_used == 40
     assert tiny.settled == "equivalent" and tiny.winner is None
     assert tiny.final.lower == pytest.approx(0.0) and tiny.final.upper == pytest.approx(0.0)
@@ -165,7 +184,8 @@ def test_a_rerun_over_the_same_cells_follows_the_same_path_and_resumes_it():
 
 def test_the_balanced_target_uses_a_stratified_order_and_covers_its_truth():
     d, bench, ids = _pair(sizes=[200, 60, 40, 100], gap=0.1, seed=4)
-    r = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=40, target="balanced")
+    r = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=40, target="balanced",
+                       scope="pool")
     truth = np.mean([d[bench == f"b{k}", 0].mean() for k in range(4)])
     assert r.target == "balanced"
     assert all(s.lower - 1e-12 <= truth <= s.upper + 1e-12 for s in r.path)

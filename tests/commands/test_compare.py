@@ -28,14 +28,14 @@ def _compare(db, *args):
 
 def test_the_real_pair_under_cloze_qa_stops_early_with_the_base_build_winning(shipped_db):
     out = _compare(shipped_db, BASE, INT4, "--grid", "starter-real", "--reference", "cloze_qa")
-    assert out["stop"] == "winner" and out["winner"] == 1 and out["replay"] is True
+    assert out["scope"] == "population" and out["replay"] is True
+    assert out["stop"] == "winner" and out["winner"] == 1
     assert out["pool"] == 265 and out["items_used"] < out["pool"]
     assert out["items_used"] == out["path"][-1]["items"] and out["items_used"] % 25 == 0
     assert out["pool_delta"] == pytest.approx((115 - 94) / 265)  # 43.4% vs 35.5%
     last = out["path"][-1]
     assert last["lower"] > 0 and last["lower"] <= out["pool_delta"] <= last["upper"]
-    assert all(not settled for settled in
-               [s["lower"] > 0 and s["delta"] >= 0.02 for s in out["path"][:-1]])
+    assert not any(s["lower"] > 0 and s["delta"] >= 0.02 for s in out["path"][:-1])
     assert out["seconds_used"] == pytest.approx(out["seconds_per_item"] * out["items_used"])
     # swapping A and B mirrors the path
     mirror = _compare(shipped_db, INT4, BASE, "--grid", "starter-real", "--reference",
@@ -43,11 +43,16 @@ def test_the_real_pair_under_cloze_qa_stops_early_with_the_base_build_winning(sh
     assert mirror["winner"] == -1 and mirror["items_used"] == out["items_used"]
 
 
-def test_the_reference_o0_letter_runs_the_pool_out_equivalent(shipped_db):
+def test_the_reference_o0_letter_runs_the_pool_out(shipped_db):
     out = _compare(shipped_db, BASE, INT4, "--grid", "starter-real", "--chunk", "50")
     assert out["reference"] == "o0.letter" and out["stop"] == "pool-exhausted"
-    assert out["settled"] == "equivalent" and out["winner"] is None
+    assert out["settled"] is None and out["winner"] is None  # as SPEC 9: underpowered
     assert out["items_used"] == 265 and [s["items"] for s in out["path"]][-2:] == [250, 265]
+    assert out["path"][-1]["lower"] < 0 < out["path"][-1]["upper"]
+    # the pool's own Δ (-0.4 points) is exact once every item is drawn: equivalent on it
+    pool = _compare(shipped_db, BASE, INT4, "--grid", "starter-real", "--scope", "pool")
+    assert pool["stop"] == "pool-exhausted" and pool["settled"] == "equivalent"
+    assert pool["path"][-1]["lower"] == pytest.approx(-1 / 265)
     text = run_cli("compare", BASE, INT4, "--grid", "starter-real", "--max-items", "60",
                    db=shipped_db, check=True).stdout
     assert "verdict: not settled (budget" in text and "60 of 265 items used" in text
