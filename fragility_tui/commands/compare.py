@@ -85,9 +85,7 @@ def run(args) -> int:
                             seed=args.seed, chunk=args.chunk, margin=args.margin / 100,
                             target=args.target, max_items=args.max_items,
                             available=available, scope=args.scope)
-    costs = store.model_costs(args.grid)
-    per_item = [costs.get(m, {}).get("seconds_per_item") for m in (args.a, args.b)]
-    seconds = None if None in per_item else float(sum(per_item))
+    seconds = _pair_seconds_per_item(store, args.grid, cube, (ia, ib))
     out = result.to_json()
     out.update({
         "grid": args.grid, "a": args.a, "b": args.b, "replay": True,
@@ -105,6 +103,21 @@ def run(args) -> int:
         return 0
     _print_text(out, args)
     return 0
+
+
+def _pair_seconds_per_item(store, grid: str, cube, models) -> float | None:
+    """Seconds per item of the pair: each model's runs' recorded seconds (runs table
+    provenance) over the items it has cells for, summed over the two; None when a model
+    has no timed run (an imported or simulated grid)."""
+    total = 0.0
+    for m in models:
+        runs = [r for r in store.runs(grid) if r.model == cube.models[m]]
+        seconds = [r.seconds for r in runs if r.seconds is not None]
+        items = int(cube.present[m].any(axis=1).sum())
+        if not seconds or not items:
+            return None
+        total += sum(seconds) / items
+    return total
 
 
 def _print_text(out: dict, args) -> None:
@@ -152,7 +165,7 @@ def _verdict(out: dict, args) -> str:
             lines.append("  harness-sensitive: " + ", ".join(last["harness_sensitive"])
                          + " support the opposite winner (simultaneous sequences)")
     if out["seconds_per_item"] is not None:
-        lines.append(f"  cost (estimated from the cells' recorded seconds): "
+        lines.append(f"  cost (estimated from the runs' recorded seconds): "
                      f"{out['seconds_used']:.0f} s against {out['seconds_pool']:.0f} s for "
                      f"the whole pool ({out['seconds_per_item']:.2f} s per item for the pair)")
     return "\n".join(lines)
