@@ -202,7 +202,8 @@ def main() -> None:
     args.out = args.out or ("benchmarks/sequential_sim.json" if SCOPE == "population"
                             else "benchmarks/sequential_sim_pool.json")
     t0 = time.time()
-    results = {"scope": SCOPE, "latent_sd": LATENT_SD, "method": "run_sequential defaults: observed target, uniform seeded order, "
+    results = {"scope": SCOPE, "latent_sd": LATENT_SD,
+               "method": "run_sequential defaults: observed target, uniform seeded order, "
                          f"chunk {CHUNK}, margin {MARGIN}, alpha {ALPHA} (decision alpha/2)",
                "checked_against_run_sequential": check_against_procedure(args.check,
                                                                          args.seed),

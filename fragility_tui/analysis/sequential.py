@@ -217,7 +217,8 @@ class SequentialResult:
         return self.path[-1] if self.path else None
 
     def to_json(self) -> dict:
-        return {"stop": self.stop, "settled": self.settled, "winner": self.winner, "items_used": self.items_used,
+        return {"stop": self.stop, "settled": self.settled, "winner": self.winner,
+                "items_used": self.items_used,
                 "pool": self.pool, "share_saved": 1.0 - self.items_used / self.pool,
                 "scope": self.scope, "target": self.target, "reference": self.reference,
                 "margin": self.margin,

@@ -124,7 +124,8 @@ def _print_text(out: dict, args) -> None:
     w = sys.stdout.write
     a = out["alpha_split"]
     w(f"compare {args.a} vs {args.b} on {args.grid} (a replay of recorded cells): reference "
-      f"{out['reference']}, {out['target']} target, {out['scope']} scope, margin {args.margin:g} points, "
+      f"{out['reference']}, {out['target']} target, {out['scope']} scope, "
+      f"margin {args.margin:g} points, "
       f"alpha {out['alpha']:g} (decision {a['decision']:g}), seed {out['seed']}, "
       f"chunk {out['chunk']}, pool {out['pool']} items\n")
     other = "balanced" if out["target"] == "observed" else "observed"
