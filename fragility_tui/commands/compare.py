@@ -52,7 +52,7 @@ def _check(args) -> None:
     if args.max_items is not None and args.max_items < 1:
         raise InputError(f"must be at least 1, got {args.max_items}", field="--max-items")
     if args.a == args.b:
-        raise InputError(f"A and B name the same model {args.a!r}", field="compare")
+        raise InputError(f"A and B name the same model {args.a!r}", field="A B")
 
 
 def _points(value) -> str:
@@ -76,7 +76,7 @@ def run(args) -> int:
     unknown = [m for m in (args.a, args.b) if m not in cube.models]
     if unknown:
         raise InputError(f"unknown model(s) {', '.join(unknown)} in grid {args.grid!r}; "
-                         f"known: {', '.join(cube.models)}", field="compare")
+                         f"known: {', '.join(cube.models)}", field="A B")
     ia, ib = cube.models.index(args.a), cube.models.index(args.b)
     available = (cube.present[ia] & cube.present[ib]).all(axis=1)
     d = cube.bits[ia].astype(np.int8) - cube.bits[ib].astype(np.int8)
