@@ -58,3 +58,14 @@ def test_an_adjacent_pairs_compare_shows_its_family_interval_and_a_reversed_spli
                      "b_only_stable": 10, "stable_gap": -10, "verdict": "differs",
                      "support": "reversed", "manufactured": False}
     assert "against Δ = 20" in verdict_reason(reversed_pair)
+
+
+def test_compare_shows_both_accuracies_and_the_discordant_items():
+    """Issue 44: the tour's "33 items only the base build gets right, 12 only int4"."""
+    from fragility_tui.analysis.pair_detail import ConfigPair
+
+    at = ConfigPair("cloze_qa", 0.434, 0.355, 265, 33, 12)
+    text = summary_text(CompareResult("A", "B", [decision()], {"A": "x", "B": "y"},
+                                      at_reference=at)).plain
+    assert "at cloze_qa: A 43.4 % · B 35.5 % · of 265 paired items 33 only A gets right, " \
+           "12 only B" in text

@@ -13,7 +13,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Select, Static
 
-from fragility_tui.tui.formats import decision_reason, num
+from fragility_tui.tui.formats import decision_reason, num, pct
 from fragility_tui.tui.live import pair_coverage
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.panes.base import Pane
@@ -37,6 +37,7 @@ class CompareResult(Message):
     deltas: list = field(default_factory=list)  # analysis.config_deltas.ConfigDelta
     configs: list = field(default_factory=list)
     provisional: str = ""  # "provisional: 120 of 265 items" while items are still to come
+    at_reference: object = None  # analysis.pair_detail.ConfigPair: accuracies, discordant items
 
 
 def decisions_for(view, a: str, b: str) -> list[dict]:
@@ -209,8 +210,12 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
 
             deltas = config_deltas(view.cube, a, b, seed=view.seed)
             partial = pair_coverage(view.cube, a, b)
+            from fragility_tui.analysis.pair_detail import pair_detail
+
+            ref = decisions[0]["config"] if decisions else view.cube.reference
             result = CompareResult(a, b, decisions, cost, deltas, [d.config for d in deltas],
-                                   partial.label() if partial else "")
+                                   partial.label() if partial else "",
+                                   pair_detail(view.cube, a, b, [ref]).configs[0])
         except Exception as exc:
             self.post_message(WorkFailed(f"comparing {a} and {b}", f"{type(exc).__name__}: {exc}"))
             return
@@ -242,6 +247,11 @@ def summary_text(r: CompareResult) -> Text:
     if r.provisional:
         text.append("  " + r.provisional, style="bold yellow")
     text.append("\n")
+    if r.at_reference is not None:  # the tour's "33 items only the base build gets right"
+        c = r.at_reference
+        text.append(f"at {c.config}: ", style="bold")
+        text.append(f"A {pct(c.accuracy_a)} % · B {pct(c.accuracy_b)} % · of {c.paired_items} "
+                    f"paired items {c.only_a} only A gets right, {c.only_b} only B\n")
     if not r.decisions:
         text.append("no decision available for this pair\n", style="yellow")
     for d in r.decisions:
