@@ -151,9 +151,9 @@ def test_two_nodes_relative_items_give_the_single_process_grid(cluster, tiny_fol
     assert launch.spec["items"] == [str(tmp_path / "items.jsonl")]
     workers = [r for r in runs if not r.spec.get("launcher")]
     assert sorted(r.spec["shard"][0] for r in workers) == [0, 1]
-    # Nothing went through a shared folder: the parts sit in the driver's own data folder,
-    # and neither node's scratch kept any.
-    assert list((root / "driver" / "data").rglob("cells/*.parquet"))
+    # Nothing went through a shared folder: the parts were the driver's own (in its data
+    # folder, removed once merged: issue 47), and neither node's scratch kept any.
+    assert not list((root / "driver" / "data").rglob("cells/*.parquet"))
     for node in ("head", "second"):
         assert not list((root / node / "cache").rglob("*.parquet"))
 
