@@ -62,13 +62,16 @@ def _points(x):
     return None if x is None else 100 * x
 
 
+NO_RUN = "no run recorded"
+
+
 def cost_text(costs: dict[str, dict], model: str) -> str:
     """Seconds and tokens per item from the model's cells (Store.model_costs, the same
     figures as `report`), shown beside accuracy, never folded into it."""
     cost = costs.get(model) or {}
     seconds, tokens = cost.get("seconds_per_item"), cost.get("tokens_per_item")
     if seconds is None or tokens is None:
-        return "no run recorded (imported or synthetic cells)"
+        return f"{NO_RUN} (imported or synthetic cells)"
     return f"{seconds:.2f} s/item · {tokens:,.0f} tokens/item"
 
 
@@ -282,8 +285,11 @@ def summary_text(r: CompareResult) -> Text:
         text.append("robust set: ", style="bold")
         text.append(f"{m['a_only']} items only A robust-correct, {m['b_only']} only B; exact "
                     f"McNemar p = {num(m['p'], 3)}\n")
-    text.append("cost: ", style="bold")
-    text.append(f"A {r.cost.get(r.a)} · B {r.cost.get(r.b)}")
+    # a grid of imported or simulated cells has no cost: no line for it (room at 80 x 24)
+    if any(not str(r.cost.get(m, "")).startswith(NO_RUN) for m in (r.a, r.b)):
+        text.append("cost: ", style="bold")
+        text.append(f"A {r.cost.get(r.a)} · B {r.cost.get(r.b)}")
+    text.rstrip()  # in place: no blank line after the last one
     return text
 
 
