@@ -118,12 +118,12 @@ def _pairs_table(pairs: tuple[GapSplit, ...], ps: PairsSummary) -> Section:
               + [f"{p.a} vs {p.b}: fragile share {_pct(p.fragile_share)}%, over 100 because the "
                  f"stable items order the pair against its gap ({p.a_only_stable} vs "
                  f"{p.b_only_stable}, exact p {p.mcnemar_p:.3g})"
-                 for p in pairs if p.fragile_share is not None and p.fragile_share > 1])
+                 for p in pairs if p.fragile_share is not None and p.fragile_share > 1 + 1e-9])
 
 
 def _share(share) -> str:
     """A fragile share in percent, marked where it leaves 0-100 (SPEC §6 v4)."""
-    return _pct(share) + ("" if share is None or 0 <= share <= 1 else " !")
+    return _pct(share) + ("" if share is None or -1e-9 <= share <= 1 + 1e-9 else " !")
 
 
 def _configs_table(configs: tuple[ConfigRow, ...]) -> Section:

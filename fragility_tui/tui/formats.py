@@ -73,14 +73,17 @@ def verdict_reason(p: dict) -> str:
     return text
 
 
+SHARE_TOL = 1e-9  # a pooled share of exactly 1 may come out as 1.0000000000000002
+
+
 def share_words(share: float | None) -> str:
     """A fragile share in percent; outside 0–100 % it says why in words (SPEC §6 v4: the
     stable set leans against the gap), never a bare percentage above 100."""
     if share is None:
         return "—"
-    if share > 1:
+    if share > 1 + SHARE_TOL:
         return f"{100 * share:.1f} % (over 100: the stable items lean against the gap)"
-    if share < 0:
+    if share < -SHARE_TOL:
         return f"{100 * share:.1f} % (below 0: the stable items exceed the gap)"
     return f"{100 * share:.1f} %"
 
@@ -89,6 +92,6 @@ def share_cell(share: float | None) -> Text:
     """The table's cell of a fragile share, in percent, marked where it leaves 0–100."""
     if share is None:
         return Text("—", justify="right", style="dim")
-    outside = not 0 <= share <= 1
+    outside = not -SHARE_TOL <= share <= 1 + SHARE_TOL
     return Text(f"{100 * share:.1f}" + (" !" if outside else ""), justify="right",
                 style="bold red" if outside else "")

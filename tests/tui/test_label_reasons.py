@@ -69,3 +69,12 @@ def test_compare_shows_both_accuracies_and_the_discordant_items():
                                       at_reference=at)).plain
     assert "at cloze_qa: A 43.4 % · B 35.5 % · of 265 paired items 33 only A gets right, " \
            "12 only B" in text
+
+
+def test_a_share_of_exactly_one_carries_no_warning_words():
+    """A pooled share of 1 can come out of the division as 1.0000000000000002."""
+    from fragility_tui.tui.formats import share_cell, share_words
+
+    assert share_words(1.0000000000000002) == "100.0 %"
+    assert share_cell(1.0000000000000002).plain == "100.0"
+    assert "over 100" in share_words(1.002) and share_cell(1.5).plain == "150.0 !"
