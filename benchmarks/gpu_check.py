@@ -29,7 +29,11 @@ the out-of-memory injected; tests/runners/test_gpu_check_dry_run.py runs it.
 Writes `gpu-check.json` and `gpu-check.md` into `--out DIR`; exit status 1 when a row says
 FAIL, 2 when `--device cuda` finds no GPU.
 
+The table is rewritten after every section, so a job killed at its time limit still
+brings back the rows done; `--deadline SECONDS` starts no section after that time.
+
 usage: python benchmarks/gpu_check.py [--device cuda|cpu] [--out DIR] [--items N]
+                                      [--deadline SECONDS]
 """
 
 from __future__ import annotations
@@ -82,6 +86,9 @@ def main(argv=None) -> int:
                         help="folder for gpu-check.json and gpu-check.md (gpu-check-out)")
     parser.add_argument("--items", type=int, default=None,
                         help=f"items loaded ({ITEMS['cuda']} on cuda, {ITEMS['cpu']} on cpu)")
+    parser.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
+                        help="start no section after this many seconds (SKIP rows instead), "
+                             "so a job with a time limit still writes its table")
     args = parser.parse_args(argv)
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     from runners.backends.base import configure_allocator
@@ -103,7 +110,7 @@ def main(argv=None) -> int:
     if not cuda:
         torch.set_num_threads(min(2, os.cpu_count() or 1))
     started = time.perf_counter()
-    report = Report(device)
+    report = Report(device, args.out, args.deadline)
     configs = check_configs(device)
     work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     # The runner's file-digest cache in the check's own folder: nothing is written outside

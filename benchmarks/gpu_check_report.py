@@ -15,8 +15,10 @@ VERDICTS = ("", "ok", "FAIL", "WARN", "SKIP")
 
 
 class Report:
-    def __init__(self, device: str):
+    def __init__(self, device: str, out: Path | None = None, deadline_s: float | None = None):
         self.device = device
+        self.out = out  # rewritten after every section: a job cut short still brings back rows
+        self.deadline_s = deadline_s  # past it, the remaining sections are SKIP rows
         self.rows: list[dict] = []
         self.figures: dict = {}  # numbers a later run compares with (JSON only)
         self.started = time.time()
@@ -33,6 +35,13 @@ class Report:
         on to the next section (one broken build must not hide the rest of the table)."""
         self.section = section
         print(f"== {section}", flush=True)
+        elapsed = time.time() - self.started
+        if self.deadline_s is not None and elapsed > self.deadline_s:
+            self.row(f"{section} not run", f"{elapsed:.0f} s gone, past --deadline "
+                     f"{self.deadline_s:.0f} s", "SKIP")
+            if self.out is not None:
+                self.write(self.out)
+            return None
         started = time.perf_counter()
         try:
             return function(self, *args, **kwargs)
@@ -45,6 +54,8 @@ class Report:
         finally:
             seconds = self.figures.setdefault("section_seconds", {})
             seconds[section] = round(time.perf_counter() - started, 1)
+            if self.out is not None:
+                self.write(self.out)
 
     @property
     def failed(self) -> list[str]:

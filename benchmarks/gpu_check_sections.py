@@ -96,7 +96,7 @@ def families(report, device: str, work: Path, configs: list) -> None:
                    f"{got['cells']} cells, {len(got['flips'])} flips, {len(got['outside'])} "
                    f"outside bf16 near-ties, {got['near_ties']} near-tie cells, largest "
                    f"log-likelihood gap {got['largest_gap']:.3g}, {attention}",
-                   "FAIL" if got["outside"] or attention != cases.FAMILIES[model_type][1]
+                   "FAIL" if got["outside"] or attention != cases.expected_attention(model_type)
                    else "ok")
         del loaded
 

@@ -164,3 +164,22 @@ def test_a_requirement_without_a_wheel_is_named():
     line = wheelhouse.no_wheel_error(stderr, "3.12", "manylinux_2_28_x86_64")
     assert line.startswith("no wheel of llama-cpp-python==0.3.36 for Python 3.12 on "
                            "manylinux_2_28_x86_64")
+
+
+def test_a_venv_made_from_a_venvs_python_sees_that_venvs_packages(tmp_path):
+    """The reference box's python3 is itself a venv (/opt/torch/.venv): --system-site-packages
+    alone reaches the base Python, not the torch beside that python3. The test runs inside
+    .venv, a venv too; what it holds must be importable from the new one."""
+    import site
+
+    import install_offline
+
+    assert sys.prefix != sys.base_prefix, "the tests run in the project's venv"
+    venv = tmp_path / "box-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True)
+    assert install_offline.link_parent_venv(venv) is not None
+    seen = subprocess.run([str(venv / "bin" / "python"), "-c",
+                           "import sys, duckdb; print(sys.path)"],
+                          capture_output=True, text=True, check=True).stdout
+    assert site.getsitepackages()[0] in seen

@@ -110,6 +110,7 @@ def into_venv(args) -> int:
         print(f"+ {sys.executable} -m venv --system-site-packages {venv}", flush=True)
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
                        check=True)
+        link_parent_venv(venv)
     pip(str(python), "install", "--no-index", "--find-links", str(args.wheels.resolve()),
         "-e", project(args.extras))
     subprocess.run([str(python), "-c", CHECK], check=True, cwd=deps.REPO)
@@ -119,6 +120,22 @@ def into_venv(args) -> int:
     (venv / ".installed").touch()
     print(f"installed into {venv} (torch and transformers from {sys.prefix})")
     return 0
+
+
+def link_parent_venv(venv: Path) -> Path | None:
+    """When this Python is itself a venv (the reference box's python3 is
+    /opt/torch/.venv/bin/python3), `--system-site-packages` reaches only the base Python's
+    packages, not this venv's torch: a .pth file in the new venv adds this one's
+    site-packages after its own."""
+    import site
+
+    if sys.prefix == sys.base_prefix:
+        return None
+    inner = next((venv / "lib").glob("python3*/site-packages"))
+    link = inner / "_offline_parent_venv.pth"
+    link.write_text("".join(f"{path}\n" for path in site.getsitepackages()))
+    print(f"{sys.prefix} is a venv: {link.name} adds its site-packages", flush=True)
+    return link
 
 
 def into_target(args) -> int:

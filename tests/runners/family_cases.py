@@ -23,7 +23,8 @@ ITEMS = [
 SEED = 0
 MOE = {"num_experts": 4, "num_local_experts": 4, "num_experts_per_tok": 2,
        "moe_intermediate_size": 32}
-# model_type -> (extra config, the attention implementation it must run with)
+# model_type -> (extra config, the attention implementation it must run with on current
+# transformers; expected_attention adjusts it for the installed release)
 FAMILIES = {
     "llama": ({}, "sdpa"),
     "qwen3": ({}, "sdpa"),
@@ -36,6 +37,18 @@ FAMILIES = {
     "olmo2": ({}, "sdpa"),
     "gemma4_text": ({"sliding_window": 24}, "sdpa"),
 }
+
+
+def expected_attention(model_type: str) -> str:
+    """The attention FAMILIES names, except where the installed transformers' class of an
+    `eager` family does support sdpa: transformers 5.17's Gemma 2 does (5.25's does not), and
+    the runner then keeps sdpa (runners/models/load.attention_implementation)."""
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    listed = FAMILIES[model_type][1]
+    model_class = MODEL_FOR_CAUSAL_LM_MAPPING[type(AutoConfig.for_model(model_type))]
+    return "sdpa" if listed == "eager" and getattr(model_class, "_supports_sdpa", False) else listed
 
 
 def device_and_dtype() -> tuple[str, str]:

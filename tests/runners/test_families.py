@@ -16,7 +16,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from family_cases import FAMILIES, compare_with_plain_loop, device_and_dtype, tiny_folder  # noqa: E402
+from family_cases import (  # noqa: E402
+    FAMILIES, compare_with_plain_loop, device_and_dtype, expected_attention, tiny_folder)
 from tiny_models import make_tokenizer  # noqa: E402
 
 DEVICE, DTYPE = device_and_dtype()
@@ -26,7 +27,7 @@ DEVICE, DTYPE = device_and_dtype()
 def test_family_loads_and_scores_like_the_plain_loop(tmp_path, model_type):
     from runners.models.prepare import load_spec
 
-    attention = FAMILIES[model_type][1]
+    attention = expected_attention(model_type)
     torch.set_num_threads(1)
     folder = tiny_folder(tmp_path, model_type, make_tokenizer())
     loaded = load_spec(str(folder), dtype=DTYPE, device=DEVICE)

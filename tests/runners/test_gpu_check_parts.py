@@ -145,3 +145,21 @@ def test_each_vllm_engine_runs_in_a_process_of_its_own(tmp_path, monkeypatch):
     assert all(argv[1].endswith("gpu_check_vllm.py") for argv in children)
     rows = {r["check"]: r["value"] for r in report.rows}
     assert rows["vLLM caching on vs off"] == "log-likelihood gap 0, 0/1 generations equal"
+
+
+def test_report_is_written_after_each_section_and_skips_sections_past_the_deadline(tmp_path):
+    """A job killed at its time limit still brings back the rows done; past --deadline a
+    section is a SKIP row, not started."""
+    import json
+
+    report = Report("cpu", tmp_path, deadline_s=3600)
+    report.guarded("first", lambda r: r.row("figure", 1))
+    written = json.loads((tmp_path / "gpu-check.json").read_text())
+    assert [row["check"] for row in written["rows"]] == ["figure"]
+    report.deadline_s = 0
+    ran = []
+    report.guarded("second", lambda r: ran.append(1))
+    assert not ran
+    rows = json.loads((tmp_path / "gpu-check.json").read_text())["rows"]
+    assert rows[-1]["check"] == "second not run" and rows[-1]["verdict"] == "SKIP"
+    assert "second" in (tmp_path / "gpu-check.md").read_text()
