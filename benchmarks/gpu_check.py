@@ -93,7 +93,10 @@ def main(argv=None) -> int:
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     from runners.backends.base import configure_allocator
 
+    from runners.backends.transformers import configure_device
+
     configure_allocator()  # as a run does, before CUDA is first used
+    configure_device(args.device, os.environ)  # as a run does: on CUDA, cuDNN's SDPA left out
     import torch
 
     from gpu_check_extras import quanto, vllm

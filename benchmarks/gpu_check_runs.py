@@ -18,6 +18,7 @@ class Pass:
     seconds: float = 0.0  # wall time of the batches, planning that did not overlap included
     batches: int = 0
     budgets: list = field(default_factory=list)  # the budget each batch ran at
+    stats: object = None  # the batches' ScoreStats, summed
 
     @property
     def tokens_per_s(self) -> float:
@@ -75,6 +76,9 @@ def score_pass(loaded, scorer, items: list, configs: list, budget, *, order=None
             budget.succeeded(len(chunk))
             done.batches += 1
             done.tokens += result.stats.forwarded
+            if done.stats is None:
+                done.stats = type(result.stats)()
+            done.stats.add(result.stats)
             for planned in chunk:
                 for cell in cells_for(planned.plan, result, loaded.name, None, 0.0, limits):
                     done.cells[(cell.item_uid, cell.config_id)] = cell

@@ -87,11 +87,25 @@ def model_provenance(prepared, loaded, scheme: dict | None) -> dict:
         "device_map": _device_map(loaded.model),
         "attn_implementation": getattr(getattr(loaded.model, "config", None),
                                        "_attn_implementation", None),
+        "sdpa_kernels": _sdpa_kernels(loaded.device),
         "backend": {"name": "transformers",
                     "version": library_versions().get("transformers")},
         "libraries": library_versions(),
         "fingerprint": prepared.fingerprint,
     }
+
+
+def _sdpa_kernels(device: str) -> list[str] | None:
+    """The SDPA kernels torch may pick on CUDA (configure_device leaves cuDNN's out)."""
+    if not str(device).startswith("cuda"):
+        return None
+    import torch
+
+    flags = {"flash": torch.backends.cuda.flash_sdp_enabled,
+             "mem_efficient": torch.backends.cuda.mem_efficient_sdp_enabled,
+             "cudnn": torch.backends.cuda.cudnn_sdp_enabled,
+             "math": torch.backends.cuda.math_sdp_enabled}
+    return [name for name, enabled in flags.items() if enabled()]
 
 
 def _special_tokens(tokenizer) -> dict:

@@ -28,12 +28,27 @@ SCORING_TEXT = {
 
 def configure_device(device: str, environ: MutableMapping[str, str]) -> None:
     """The variables transformers and oneDNN read on first use, for `device` (oneDNN's
-    kernel cache: runners.models.cpu_linear says why it is bounded)."""
+    kernel cache: runners.models.cpu_linear says why it is bounded), and on CUDA the
+    attention kernels the scorer's masked calls may use."""
     from runners.models import cpu_linear
 
     if device.startswith("cpu"):
         environ.setdefault(SDPA_FORCE_GQA, "1")
         environ.setdefault(cpu_linear.PRIMITIVE_CACHE, str(cpu_linear.PRIMITIVE_CACHE_CAPACITY))
+    elif device.startswith("cuda"):
+        keep_cudnn_out_of_attention()
+
+
+def keep_cudnn_out_of_attention() -> None:
+    """cuDNN's SDPA kernel (torch's first choice for a masked call on Hopper) builds an
+    execution plan for every new shape: 1.3 ms of host time a call on an H200, with the GPU
+    busy 38% of the time (benchmarks/gpu_profile.py), and a run's shapes change with every
+    call. Without it torch takes the memory-efficient kernel: 1.75-1.85x the tokens/s of an
+    8B model at the real budget (benchmarks/gpu_sdpa_ab.py; docs/runner.md, GPU figures).
+    Process-wide, as torch's flag is."""
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(False)
 
 
 @register_backend("transformers")
