@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 from typing import Iterable
 
 from rich.text import Text
@@ -25,12 +26,12 @@ from fragility_tui.tui.compare_runs import CompareRuns
 from fragility_tui.tui.filter_box import FilterBox
 from fragility_tui.tui.gateway import StoreGateway
 from fragility_tui.tui.live import GridWritten, LiveGrid, header_detail
-from fragility_tui.tui.messages import (GridChosen, GridsChanged, GridsListed, PaneMounted,
-                                        RunsWrote, ShowItem, ShowModel, ShowPair, ShowRun,
-                                        ViewReady, WorkFailed)
-from fragility_tui.tui.panes import PANES, Pane
+from fragility_tui.tui.messages import (CompareQueued, GridChosen, GridsChanged, GridsListed,
+                                        PaneMounted, RunsWrote, ShowItem, ShowModel, ShowPair,
+                                        ShowRun, ViewReady, WorkFailed)
+from fragility_tui.tui.panes import PANE_NAMES, Pane, pane_class
+from fragility_tui.tui.panes.grids import GridsPane
 from fragility_tui.tui.pane_switcher import PaneSwitcher
-from fragility_tui.tui.panes.compare_form import CompareQueued
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.selection import Selection
 from fragility_tui.tui.session import GridSession, default_grid, describe
@@ -76,20 +77,27 @@ class FragilityApp(TableKeys, App):
     # ---------------------------------------------------------------- layout
     def compose(self) -> ComposeResult:
         yield GridHeader(id="grid-header")
-        yield PaneTabs(*(Tab(f"{k + 1} {p.title}", id=f"tab-{p.pane_id}")
-                         for k, p in enumerate(PANES)), id="pane-tabs")
+        yield PaneTabs(*(Tab(f"{k + 1} {title}", id=f"tab-{pane_id}")
+                         for k, (pane_id, title, _) in enumerate(PANE_NAMES)), id="pane-tabs")
         with PaneSwitcher():
-            for pane_cls in PANES:
-                pane = pane_cls(id=pane_cls.pane_id, gateway=self.gateway)
-                pane.data_bind(FragilityApp.grids, FragilityApp.grid_name, FragilityApp.view)
-                if pane_cls.pane_id == "grids":
-                    yield pane
-                else:  # the hidden panes are composed after the first frame
-                    pane.display = False
-                    yield AfterFirstFrame(pane)
+            yield self._bound(GridsPane(id=GridsPane.pane_id, gateway=self.gateway))
+            for pane_id, _, _ in PANE_NAMES[1:]:
+                # the hidden panes are imported and composed after the first frame
+                yield AfterFirstFrame(make=partial(self._hidden_pane, pane_id))
         yield FilterBox()
         yield Static("", id="status")
         yield AfterFirstFrame(Footer())  # its key list follows the first frame
+
+    def _bound(self, pane: Pane) -> Pane:
+        """The pane with the app's state handed down (data_bind): the open grid, its view and
+        the grid list; run where the app is the active message pump (compose, or the app's
+        loop: AfterFirstFrame)."""
+        return pane.data_bind(FragilityApp.grids, FragilityApp.grid_name, FragilityApp.view)
+
+    def _hidden_pane(self, pane_id: str) -> Pane:
+        pane = pane_class(pane_id)(id=pane_id, gateway=self.gateway)
+        pane.display = False
+        return self._bound(pane)
 
     def on_mount(self) -> None:
         if self.guard_terminal:

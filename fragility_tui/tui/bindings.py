@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-from fragility_tui.tui.panes import PANES
+from fragility_tui.tui.panes import PANE_NAMES
 from fragility_tui.tui.widgets import ReportTable
 
-APP_BINDINGS = [
-    *(Binding(str(k + 1), f"pane('{p.pane_id}')", p.title, show=False,
-              tooltip=f"Show the {p.title} pane", id=f"pane.{p.pane_id}")
-      for k, p in enumerate(PANES)),
+APP_BINDINGS = [  # by the panes' names: their classes load after the first frame
+    *(Binding(str(k + 1), f"pane('{pane_id}')", title, show=False,
+              tooltip=f"Show the {title} pane", id=f"pane.{pane_id}")
+      for k, (pane_id, title, _) in enumerate(PANE_NAMES)),
     Binding("f1", "help", "Help", tooltip="List every binding", id="app.help"),
     Binding("question_mark", "help", "Help", show=False,
             tooltip="List every binding (as F1)", id="app.help-alt"),
@@ -38,6 +38,7 @@ def binding_sources() -> list[tuple[str, list]]:
     from fragility_tui.tui.screens.forms import ExportScreen
     from fragility_tui.tui.confirm import ConfirmScreen
     from fragility_tui.tui.panes.compare_form import CompareFormScreen
+    from fragility_tui.tui.panes import PANES
     from fragility_tui.tui.virtual_table import VirtualTable
 
     long_tables = [b for b in VirtualTable.BINDINGS if b not in ReportTable.BINDINGS]
@@ -58,7 +59,7 @@ def binding_ids() -> set[str]:
 
 def help_rows(keymap: dict[str, str]) -> list[tuple[str, str, str, str]]:
     """(keys, does, where, binding id) for every binding, with the user's keymap applied."""
-    panes = ", ".join(f"{k + 1} {p.title}" for k, p in enumerate(PANES))
+    panes = ", ".join(f"{k + 1} {title}" for k, (_, title, _) in enumerate(PANE_NAMES))
     rows = [("1 … 8", f"switch pane: {panes}", "everywhere", "pane.<name>")]
     for where, bindings in binding_sources():
         for b in bindings:

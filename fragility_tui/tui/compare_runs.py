@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from fragility_tui.tui.panes.compare import ComparePane
-from fragility_tui.tui.panes.runs import RunsPane
-
 if TYPE_CHECKING:
     from textual.screen import Screen
 
@@ -43,6 +40,8 @@ class CompareRuns:
 
     def start(self, plan: ComparePlan) -> None:
         """Launch the plan's two runs, open Compare on the pair."""
+        from fragility_tui.tui.panes import ComparePane, RunsPane  # loaded after the first frame
+
         app, runs = self.app, self.app.panes.pane_of(RunsPane)
         runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)")
         runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")
@@ -70,6 +69,8 @@ class CompareRuns:
 def open_compare_form(app: CompareHost) -> None:
     """The Compare form from the command palette (the Compare pane binds it to n)."""
     from textual.screen import ModalScreen
+
+    from fragility_tui.tui.panes import ComparePane
 
     if isinstance(app.screen, ModalScreen):
         return  # another form or the help is open

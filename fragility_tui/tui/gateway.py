@@ -9,9 +9,8 @@ import dataclasses
 import threading
 from typing import TYPE_CHECKING, Callable, TypeVar
 
-from fragility_tui.store.runs import RunRecord
-
 if TYPE_CHECKING:
+    from fragility_tui.store.runs import RunRecord
     from fragility_tui.store.store import Store
 
 T = TypeVar("T")

@@ -23,11 +23,9 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from textual.message import Message
 
-from fragility_tui.processes import run_progress
-from fragility_tui.store.runs import RunRecord, RunStatus
-
 if TYPE_CHECKING:
     from fragility_tui.grid.cube import Cube
+    from fragility_tui.store.runs import RunRecord
 
 POLL_SECONDS = 1.0
 MIN_GAP_SECONDS = 3.0
@@ -106,6 +104,9 @@ class LiveGrid:
     def _counts(self, grid: str) -> dict[str, int]:
         """Cells done per run of `grid`: the events file's latest count while a run is
         active, the record's once it ended (no file read per finished run)."""
+        from fragility_tui.processes import run_progress  # not before the app's first frame
+        from fragility_tui.store.runs import RunStatus
+
         return {run.run_id: (run_progress(run).done if run.status in RunStatus.active()
                              else run.cells_done or 0)
                 for run in self.app.gateway.runs() if run.grid == grid}

@@ -5,10 +5,12 @@ open grid, its view, the grid list): messages up, attributes down."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from fragility_tui.store.runs import RunRecord
+if TYPE_CHECKING:  # not imported before the app's first frame
+    from fragility_tui.store.runs import RunRecord
 
 
 # ---------------------------------------------------------------- from workers
@@ -74,3 +76,11 @@ class ShowItem(Message):
 @dataclass
 class ShowRun(Message):
     run: RunRecord
+
+
+@dataclass
+class CompareQueued(Message):
+    """The user asked for this comparison (the Compare form, tui/panes/compare_form.py):
+    start both runs, open Compare on the pair."""
+
+    plan: object  # tui.panes.run_form.ComparePlan

@@ -7,9 +7,6 @@ from typing import TYPE_CHECKING
 
 from dataclasses import dataclass, replace
 
-from fragility_tui.grid.reference import check_reference, choose_reference
-from fragility_tui.harness.configs import REFERENCE
-
 if TYPE_CHECKING:
     from fragility_tui.grid.cube import Cube
 
@@ -28,9 +25,13 @@ class Selection:
     def measured(self, cube: Cube) -> Cube:
         """The whole grid measured against this selection's reference (the one choice and
         check of `grid.reference`: an unknown id or one without cells is an InputError)."""
+        from fragility_tui.grid.reference import choose_reference  # after the first frame
+
         return choose_reference(cube, self.reference)
 
     def apply(self, cube: Cube) -> Cube:
+        from fragility_tui.grid.reference import check_reference
+
         if self.configs is not None:
             check_reference(cube.reference, self.configs)
         return cube.select(configs=self.configs, models=self.models, benchmarks=self.benchmarks)
@@ -38,6 +39,8 @@ class Selection:
     def describe(self, cube: Cube) -> str:
         """The status line's account of the view; it names the reference when it is not
         SPEC's o0.letter (a grid without o0.letter cells, see `grid.reference.choose_reference`)."""
+        from fragility_tui.harness.configs import REFERENCE
+
         note = "" if cube.reference == REFERENCE else f" · reference {cube.reference}"
         if replace(self, reference=None) == Selection():
             return "selection: everything" + note

@@ -4,7 +4,10 @@ checked after it, so the first frame needs only Textual and the app's own module
 
 from __future__ import annotations
 
+from typing import Callable
+
 from textual.lazy import Lazy
+from textual.widget import Widget
 
 from fragility_tui.tui.sanitize import clean
 
@@ -12,10 +15,19 @@ from fragility_tui.tui.sanitize import clean
 class AfterFirstFrame(Lazy):
     """Textual's Lazy (the widget is mounted after the first refresh), except when the screen
     is already gone by then: a quit, or a terminal that hung up, during the start. Lazy
-    raises MountError there, a traceback instead of a clean exit; this mounts nothing."""
+    raises MountError there, a traceback instead of a clean exit; this mounts nothing.
 
-    def __init__(self, widget) -> None:
+    `AfterFirstFrame(make=f)` makes the widget after the first frame too, so what its class
+    imports waits for it as well (the hidden panes: tui/app.py). `f` runs in the app's
+    message loop, where the app is the active message pump: it may `data_bind` the
+    widget to the app's reactives, as compose does."""
+
+    def __init__(self, widget: Widget | None = None, *,
+                 make: Callable[[], Widget] | None = None) -> None:
+        if (widget is None) == (make is None):
+            raise TypeError("AfterFirstFrame takes either a widget or make=")
         self._widget = widget
+        self._make = make
         super().__init__(widget)
 
     async def mount_composed_widgets(self, widgets) -> None:
@@ -23,12 +35,19 @@ class AfterFirstFrame(Lazy):
         if parent is None:
             return
 
-        async def mount() -> None:
+        async def mount(widget: Widget) -> None:
             if parent.is_attached:
-                await parent.mount(self._widget, after=self)
+                await parent.mount(widget, after=self)
                 await self.remove()
 
-        self.call_after_refresh(mount)
+        async def make() -> None:  # in the app's loop: the app is the active message pump
+            if parent.is_attached:
+                await mount(self._make())
+
+        if self._make is None:
+            self.call_after_refresh(mount, self._widget)
+        else:
+            self.call_after_refresh(self.app.call_later, make)
 
 
 def apply_keymap(app) -> None:

@@ -60,6 +60,11 @@ FIRST_FRAME = textwrap.dedent("""
     from fragility_tui.tui.app import FragilityApp
 
     HEAVY = ("numpy", "textual_plot", "duckdb", "scipy")
+    # what only the hidden panes, the run watcher's poll and the selection's checks need
+    LATER = tuple(f"fragility_tui.tui.panes.{p}" for p in
+                  ("bands", "pairs", "items", "axes", "compression", "runs", "compare")) + (
+        "fragility_tui.processes", "fragility_tui.schemas.events", "fragility_tui.store.runs",
+        "fragility_tui.harness.configs", "fragility_tui.grid.reference")
     seen = {"imported": sorted(m for m in HEAVY if m in sys.modules)}
 
     class FirstFrame(FragilityApp):
@@ -67,6 +72,7 @@ FIRST_FRAME = textwrap.dedent("""
 
         def on_ready(self):
             seen["first frame"] = sorted(m for m in HEAVY if m in sys.modules)
+            seen["later"] = sorted(m for m in LATER if m in sys.modules)
             self.exit()
 
     async def main(db):
@@ -81,9 +87,20 @@ FIRST_FRAME = textwrap.dedent("""
 def test_the_first_frame_needs_neither_numpy_nor_the_plots(tmp_path):
     """The first frame needs Textual and the app only: numpy (~0.1 s of the first paint,
     through textual-plot or the drill-down screens), DuckDB and scipy load after it, when
-    the store worker runs, a plot pane is composed or the keymap is checked."""
+    the store worker runs, a plot pane is composed or the keymap is checked; so do the
+    seven hidden panes' modules and what they import (the run events' schema, the process
+    helpers, the harness configs: ~40 ms of the first paint when the app imported them)."""
     proc = subprocess.run([sys.executable, "-c", FIRST_FRAME, str(tmp_path / "t.duckdb")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert seen == {"imported": [], "first frame": []}
+    assert seen == {"imported": [], "first frame": [], "later": []}
+
+
+def test_pane_names_match_their_classes():
+    """The app composes its tabs and digit keys from `PANE_NAMES` before any pane but Grids
+    is imported: each name must be its class's id and title, in digit-key order."""
+    from fragility_tui.tui.panes import PANE_NAMES, PANES, pane_class
+
+    assert [(p.pane_id, p.title, p.__name__) for p in PANES] == list(PANE_NAMES)
+    assert all(pane_class(pane_id) is p for (pane_id, _, _), p in zip(PANE_NAMES, PANES))

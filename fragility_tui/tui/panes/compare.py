@@ -15,7 +15,7 @@ from textual.widgets import Select, Static
 
 from fragility_tui.tui.formats import decision_reason, num, pct
 from fragility_tui.tui.live import pair_coverage
-from fragility_tui.tui.messages import WorkFailed
+from fragility_tui.tui.messages import CompareQueued, WorkFailed
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  failed_line, start_calibration,
@@ -152,7 +152,7 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
         self.query_one(ReportTable).set_data(COLUMNS, [])
 
     def action_new_comparison(self) -> None:
-        from fragility_tui.tui.panes.compare_form import CompareFormScreen, CompareQueued
+        from fragility_tui.tui.panes.compare_form import CompareFormScreen
 
         synthetic = frozenset(g.name for g in self.grids or [] if g.synthetic)
         grid = self.grid_name if self.grid_name and self.grid_name not in synthetic else ""

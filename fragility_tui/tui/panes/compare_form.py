@@ -1,8 +1,8 @@
 """The Compare form ("compare in one go", issue 22): model A, model B or A's int8/int4 build,
 items, configs, grid, device. Its Start checks the form (run_form.check_compare_form) and,
-when nothing is wrong, hands the plan back; the Compare pane posts it up as `CompareQueued` and
-the app starts both runs and opens Compare on the pair. A modal the Compare pane pushes
-itself, as the Runs pane pushes its confirm question."""
+when nothing is wrong, hands the plan back; the Compare pane posts it up as `CompareQueued`
+(tui/messages.py) and the app starts both runs and opens Compare on the pair. A modal the
+Compare pane pushes itself, as the Runs pane pushes its confirm question."""
 
 from __future__ import annotations
 
@@ -24,13 +24,6 @@ from fragility_tui.tui.panes.run_form import ComparePlan, check_compare_form
 from fragility_tui.tui.sanitize import clean
 
 B_BUILDS = [("model B as typed", ""), ("A's int8 build", "int8"), ("A's int4 build", "int4")]
-
-
-@dataclass
-class CompareQueued(Message):
-    """The user asked for this comparison: start both runs, open Compare on the pair."""
-
-    plan: ComparePlan
 
 
 @dataclass
