@@ -89,6 +89,9 @@ def main(argv=None) -> int:
     parser.add_argument("--deadline", type=float, default=None, metavar="SECONDS",
                         help="start no section after this many seconds (SKIP rows instead), "
                              "so a job with a time limit still writes its table")
+    parser.add_argument("--only", default=None, metavar="SECTION[,SECTION]",
+                        help="run only these sections (families, llama3-8b, qwen3-8b, quanto, "
+                             "vllm; versions always): a short job re-checking one of them")
     args = parser.parse_args(argv)
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     from runners.backends.base import configure_allocator
@@ -113,7 +116,8 @@ def main(argv=None) -> int:
     if not cuda:
         torch.set_num_threads(min(2, os.cpu_count() or 1))
     started = time.perf_counter()
-    report = Report(device, args.out, args.deadline)
+    report = Report(device, args.out, args.deadline,
+                    only=set(args.only.split(",")) | {"versions"} if args.only else None)
     configs = check_configs(device)
     work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     # The runner's file-digest cache in the check's own folder: nothing is written outside

@@ -15,10 +15,12 @@ VERDICTS = ("", "ok", "FAIL", "WARN", "SKIP")
 
 
 class Report:
-    def __init__(self, device: str, out: Path | None = None, deadline_s: float | None = None):
+    def __init__(self, device: str, out: Path | None = None, deadline_s: float | None = None,
+                 only: set | None = None):
         self.device = device
         self.out = out  # rewritten after every section: a job cut short still brings back rows
         self.deadline_s = deadline_s  # past it, the remaining sections are SKIP rows
+        self.only = only  # sections to run (None: all); the others are left out of the table
         self.rows: list[dict] = []
         self.figures: dict = {}  # numbers a later run compares with (JSON only)
         self.started = time.time()
@@ -33,6 +35,8 @@ class Report:
     def guarded(self, section: str, function, *args, **kwargs):
         """Run one section; an exception becomes a FAIL row naming it, and the check goes
         on to the next section (one broken build must not hide the rest of the table)."""
+        if self.only is not None and section not in self.only:
+            return None
         self.section = section
         print(f"== {section}", flush=True)
         elapsed = time.time() - self.started

@@ -163,3 +163,12 @@ def test_report_is_written_after_each_section_and_skips_sections_past_the_deadli
     rows = json.loads((tmp_path / "gpu-check.json").read_text())["rows"]
     assert rows[-1]["check"] == "second not run" and rows[-1]["verdict"] == "SKIP"
     assert "second" in (tmp_path / "gpu-check.md").read_text()
+
+
+def test_only_runs_the_sections_named(tmp_path):
+    """`--only llama3-8b`: a short job re-checking one section leaves the others out."""
+    ran = []
+    report = Report("cpu", tmp_path, only={"versions", "llama3-8b"})
+    for section in ("versions", "families", "llama3-8b"):
+        report.guarded(section, lambda r, name=section: ran.append(name))
+    assert ran == ["versions", "llama3-8b"]
