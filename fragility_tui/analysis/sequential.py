@@ -53,6 +53,7 @@ TRUNCATION = 0.5
 TOL = 1e-9
 SCOPES = ("population", "pool")
 STOPS = ("winner", "equivalent", "budget", "pool-exhausted", "awaiting-cells")
+BUDGETS = ("max-items", "max-seconds", "max-tokens")
 _ORDER_STREAM = 45  # the item order's random stream (issue 45), separate from bootstraps
 
 
@@ -211,6 +212,7 @@ class SequentialResult:
     settled: str | None = None  # winner / equivalent at the last check, else None
     scope: str = "population"
     configs: dict = field(default_factory=dict)  # config -> (delta, lower, upper)
+    budget: str | None = None  # stop 'budget': max-items, max-seconds or max-tokens
 
     @property
     def final(self) -> Step | None:
@@ -223,7 +225,8 @@ class SequentialResult:
                 "scope": self.scope, "target": self.target, "reference": self.reference,
                 "margin": self.margin,
                 "alpha": self.alpha, "alpha_split": self.alphas, "seed": self.seed,
-                "chunk": self.chunk, "path": [s.to_json() for s in self.path],
+                "chunk": self.chunk, "budget": self.budget,
+                "path": [s.to_json() for s in self.path],
                 "configs": {c: {"delta": d, "lower": lo, "upper": hi}
                             for c, (d, lo, hi) in self.configs.items()}}
 
@@ -337,6 +340,79 @@ class SequentialComparison:
         return {name: self.sequence(("lead", c)) for c, name in enumerate(self.configs)}
 
 
+class SequentialRun:
+    """One sequential comparison driven chunk by chunk: the seeded order, the sequences and
+    the path. `advance(available)` judges every whole chunk (or the pool's last one) whose
+    items all have their cells, stopping when settled; the caller (a replay, or the live
+    runner in commands/compare_live.py) fills `d` rows as cells arrive (`set_row`) and calls
+    it again. The path is a function of the cells, the seed, the chunk and the settings
+    only, so a run that is killed and rerun over the same cells follows the same path."""
+
+    def __init__(self, d, benchmarks, item_ids, configs, reference: str, *, seed: int = 0,
+                 chunk: int = 50, margin: float = 0.02, alpha: float = 0.05,
+                 target: str = "observed", max_items: int | None = None,
+                 points: int = GRID_POINTS, scope: str = "population"):
+        if chunk < 1:
+            raise ValueError("chunk must be at least 1")
+        self.comp = SequentialComparison(d, benchmarks, configs, reference, target=target,
+                                         alpha=alpha, points=points, scope=scope)
+        self.order = item_order(benchmarks, item_ids, seed, self.comp.stratified)
+        self.pool = len(self.order)
+        self.limit = self.pool if max_items is None else min(self.pool, max_items)
+        self.chunk, self.margin = chunk, margin
+        self.result = SequentialResult("pool-exhausted", None, 0, self.pool, target,
+                                       reference, margin, alpha, self.comp.alphas, seed,
+                                       chunk, self.order, scope=scope)
+        self.done = False
+
+    def set_row(self, index: int, row) -> None:
+        """The cells of item `index` (d over the configs), before it is judged."""
+        self.comp.d[index] = np.asarray(row, dtype=np.int8)
+
+    def next_chunk(self) -> np.ndarray:
+        """Indices of the next chunk to judge (empty once the run has stopped or the item
+        budget is reached)."""
+        if self.done:
+            return self.order[:0]
+        used = self.comp.used
+        return self.order[used:min(used + self.chunk, self.limit)]
+
+    def advance(self, available) -> list[Step]:
+        """Judge whole chunks while their items are available; the new steps."""
+        avail = np.asarray(available, dtype=bool)
+        comp, new = self.comp, []
+        while not self.done and comp.used < self.limit:
+            nxt = self.next_chunk()
+            if not avail[nxt].all():
+                break
+            comp.add(nxt)
+            st = comp.step(self.margin)
+            self.result.path.append(st)
+            new.append(st)
+            verdict = settled(st.delta, st.lower, st.upper, self.margin)
+            if verdict is not None or comp.used >= self.pool:
+                # the whole pool drawn: in the pool scope the sequence is the pool's exact
+                # Δ, always settled; the stop says the pool ran out, `settled` what the last
+                # check shows
+                self.stop("pool-exhausted" if comp.used >= self.pool else verdict)
+                self.result.settled = verdict
+                if verdict == "winner":
+                    self.result.winner = 1 if st.delta > 0 else -1
+        if not self.done and comp.used >= self.limit:
+            self.stop("pool-exhausted" if comp.used >= self.pool else "budget",
+                      budget="max-items" if comp.used < self.pool else None)
+        return new
+
+    def stop(self, reason: str, budget: str | None = None) -> SequentialResult:
+        """End the run here (a settled check, the pool's end, a budget, or awaiting-cells)."""
+        self.done = reason != "awaiting-cells"
+        self.result.stop = reason
+        self.result.budget = budget if reason == "budget" else None
+        self.result.items_used = self.comp.used
+        self.result.configs = self.comp.config_sequences() if self.comp.used else {}
+        return self.result
+
+
 def run_sequential(d, benchmarks, item_ids, configs, reference: str, *, seed: int = 0,
                    chunk: int = 50, margin: float = 0.02, alpha: float = 0.05,
                    target: str = "observed", max_items: int | None = None,
@@ -347,35 +423,11 @@ def run_sequential(d, benchmarks, item_ids, configs, reference: str, *, seed: in
     the first chunk holding one ('awaiting-cells'), as a live run waits for them; only whole
     chunks (or the pool's last one) are judged, so a rerun after more cells arrive follows
     the same path."""
-    if chunk < 1:
-        raise ValueError("chunk must be at least 1")
-    comp = SequentialComparison(d, benchmarks, configs, reference, target=target,
-                                alpha=alpha, points=points, scope=scope)
-    order = item_order(benchmarks, item_ids, seed, comp.stratified)
-    pool = len(order)
-    limit = pool if max_items is None else min(pool, max_items)
-    avail = np.ones(pool, dtype=bool) if available is None else np.asarray(available, bool)
-    result = SequentialResult("pool-exhausted", None, 0, pool, target, reference, margin,
-                              alpha, comp.alphas, seed, chunk, order, scope=scope)
-    while comp.used < limit:
-        nxt = order[comp.used:min(comp.used + chunk, limit)]
-        if not avail[nxt].all():
-            result.stop = "awaiting-cells"
-            break
-        comp.add(nxt)
-        st = comp.step(margin)
-        result.path.append(st)
-        verdict = settled(st.delta, st.lower, st.upper, margin)
-        if verdict is not None or comp.used >= pool:
-            # the whole pool drawn: the sequence is the pool's exact Δ, always settled; the
-            # stop says the pool ran out, `settled` what the exact value shows
-            result.stop = "pool-exhausted" if comp.used >= pool else verdict
-            result.settled = verdict
-            if verdict == "winner":
-                result.winner = 1 if st.delta > 0 else -1
-            break
-    else:
-        result.stop = "pool-exhausted" if comp.used >= pool else "budget"
-    result.items_used = comp.used
-    result.configs = comp.config_sequences() if comp.used else {}
-    return result
+    run = SequentialRun(d, benchmarks, item_ids, configs, reference, seed=seed, chunk=chunk,
+                        margin=margin, alpha=alpha, target=target, max_items=max_items,
+                        points=points, scope=scope)
+    avail = np.ones(run.pool, dtype=bool) if available is None else np.asarray(available, bool)
+    run.advance(avail)
+    if not run.done:
+        run.stop("awaiting-cells")
+    return run.result

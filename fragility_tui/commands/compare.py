@@ -1,13 +1,17 @@
-"""`fragility-tui compare A B --grid NAME`: the sequential comparison of issue 45 replayed
-over cells already in a grid.
+"""`fragility-tui compare A B`: the sequential comparison of issue 45, which stops when the
+answer is settled.
 
 Items are taken in the seeded order (stratified by benchmark for the balanced target), chunk
-by chunk, as a live run would deliver them; after each chunk the pair's confidence
-sequences are updated (analysis/sequential.py) and the comparison stops when settled: a
-winner, equivalence within the margin, the budget (--max-items) or the pool's end. The
-replay reads recorded cells: driving the live runner chunk by chunk (`--items SRC`) is not
-built yet. A grid whose pair lacks cells for an item in the order stops there
-('awaiting-cells'): the path up to it is the one a resumed run would follow.
+by chunk; after each chunk the pair's confidence sequences are updated
+(analysis/sequential.py) and the comparison stops when settled: a winner, equivalence within
+the margin, a budget or the pool's end.
+
+- `--grid NAME` alone replays the decision over cells already in the grid. A grid whose
+  pair lacks cells for an item in the order stops there ('awaiting-cells'): the path up to
+  it is the one a resumed run would follow.
+- `--items SRC --grid NAME` drives the live runner (commands/compare_live.py): each chunk's
+  items are evaluated for both models by the ordinary run loop into the grid, then judged
+  from the stored cells; rerunning the same command continues where it stopped.
 """
 
 from __future__ import annotations
@@ -15,18 +19,31 @@ from __future__ import annotations
 import json
 import sys
 
+from fragility_tui.commands.compare_text import points, reading, seq, verdict
 from fragility_tui.errors import InputError
 
 
 def register(sub) -> None:
+    from fragility_tui.commands.compare_live import RUN_FLAGS
+    from fragility_tui.commands.run_options import add_run_options
+
     p = sub.add_parser("compare", help="a sequential comparison of two models that stops "
-                                       "when the answer is settled (replayed over a grid)")
-    p.add_argument("a", metavar="A", help="first model (Δ = A - B)")
+                                       "when the answer is settled (live runs with --items, "
+                                       "or a replay over a grid's cells)")
+    p.add_argument("a", metavar="A", help="first model (Δ = A - B): its name in the grid; "
+                   "with --items a model spec as run's --model takes (alias, folder, hub id), "
+                   "NAME+int4 or NAME+int8 for its quantised build")
     p.add_argument("b", metavar="B", help="second model")
-    p.add_argument("--grid", required=True, metavar="NAME")
+    p.add_argument("--grid", required=True, metavar="NAME",
+                   help="the grid read (replay) or written (with --items; created if absent)")
+    p.add_argument("--items", action="append", metavar="SRC",
+                   help="evaluate live: the pool is the item set `run --items SRC` samples "
+                        "(--per-benchmark, the grid's seed); both models run on each chunk's "
+                        "items into --grid, and rerunning the command resumes; repeat for "
+                        "several sources")
     p.add_argument("--reference", metavar="CONFIG",
                    help="config the decision is made at (default o0.letter when the grid "
-                        "has it, else its first config in canonical order)")
+                        "(or --configs) has it, else its first config in canonical order)")
     p.add_argument("--target", choices=["observed", "balanced"], default="observed",
                    help="decision target (balanced: every benchmark weighs the same, items "
                         "drawn stratified by benchmark)")
@@ -37,11 +54,24 @@ def register(sub) -> None:
                    help="items per chunk between decisions (default 25)")
     p.add_argument("--max-items", type=int, default=None, metavar="N",
                    help="budget: stop after this many items (default: the whole pool)")
+    p.add_argument("--max-seconds", type=float, default=None, metavar="S",
+                   help="with --items, budget: start no chunk once the comparison's runs "
+                        "have recorded S seconds (their run rows' seconds, model loading "
+                        "included; checked between chunks)")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="T",
+                   help="with --items, budget: start no chunk once the comparison's runs "
+                        "have recorded T tokens (the tokens the runner forwards through the "
+                        "model, its run rows' `tokens`; checked between chunks)")
     p.add_argument("--scope", choices=["population", "pool"], default="population",
                    help="what the sequences cover: the population of items the pool stands "
                         "for (default, as SPEC 9's bootstrap), or the pool's own Δ (exact at "
                         "the pool's end)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.add_argument("--grid-seed", type=int, default=None, metavar="S",
+                   help="with --items: run's --seed for the chunks' runs (item sampling and "
+                        "option shuffles; default the grid's own seed, 0 for a new grid)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON (with "
+                   "--items the progress lines go to stderr)")
+    add_run_options(p, only=RUN_FLAGS, title="with --items: how each chunk is run (as `run`)")
 
 
 def _check(args) -> None:
@@ -53,14 +83,14 @@ def _check(args) -> None:
         raise InputError(f"must be at least 1, got {args.max_items}", field="--max-items")
     if args.a == args.b:
         raise InputError(f"A and B name the same model {args.a!r}", field="A B")
+    from fragility_tui.commands.compare_live import check_budgets
 
-
-def _points(value) -> str:
-    return "n/a" if value is None else f"{100 * value:+.1f}"
-
-
-def _seq(lo, hi) -> str:
-    return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
+    check_budgets(args)
+    if not args.items:
+        for flag in ("--max-seconds", "--max-tokens", "--grid-seed"):
+            if getattr(args, flag[2:].replace("-", "_")) is not None:
+                raise InputError("goes with --items (a live comparison); a replay's cost "
+                                 "is estimated from the runs' recorded seconds", field=flag)
 
 
 def run(args) -> int:
@@ -72,6 +102,8 @@ def run(args) -> int:
 
     _check(args)
     store = open_store(args.db)
+    if args.items:
+        return _run_live(args, store)
     cube = choose_reference(store.load_cube(args.grid), args.reference)
     unknown = [m for m in (args.a, args.b) if m not in cube.models]
     if unknown:
@@ -120,6 +152,24 @@ def _pair_seconds_per_item(store, grid: str, cube, models) -> float | None:
     return total
 
 
+def _run_live(args, store) -> int:
+    from fragility_tui.commands.compare_live import LiveComparison, RunFailedError
+
+    live = LiveComparison(args, store)
+    live.prepare()
+    try:
+        live.execute()
+    except RunFailedError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    out = live.to_json()
+    if args.json:
+        sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
+    else:
+        sys.stdout.write(verdict(out, args) + "\n")
+    return 0
+
+
 def _print_text(out: dict, args) -> None:
     w = sys.stdout.write
     a = out["alpha_split"]
@@ -131,42 +181,11 @@ def _print_text(out: dict, args) -> None:
     other = "balanced" if out["target"] == "observed" else "observed"
     for s in out["path"]:
         o = s["other_target"]
-        line = (f"  {s['items']:>5}/{out['pool']}  Δ̂ {_points(s['delta'])}  sequence "
-                f"{_seq(s['lower'], s['upper'])}  {other} {_points(o['delta'])} "
-                f"{_seq(o['lower'], o['upper'])}")
+        state = reading(s, out["margin"])
+        line = (f"  {s['items']:>5}/{out['pool']}  Δ̂ {points(s['delta'])}  sequence "
+                f"{seq(s['lower'], s['upper'])}  {other} {points(o['delta'])} "
+                f"{seq(o['lower'], o['upper'])}  decision: {state}")
         if s["harness_sensitive"]:
             line += f"  reversed by {', '.join(s['harness_sensitive'])}"
         w(line + "\n")
-    w(_verdict(out, args) + "\n")
-
-
-def _verdict(out: dict, args) -> str:
-    used, pool, stop = out["items_used"], out["pool"], out["stop"]
-    last = out["path"][-1] if out["path"] else None
-    where = " on this pool" if out["scope"] == "pool" else ""
-    saved = f"{used} of {pool} items used, {100 * (1 - used / pool):.0f}% of the pool saved"
-    if out["winner"]:
-        who = args.a if out["winner"] > 0 else args.b
-        text = f"winner {who}" + where
-    elif out["settled"] == "equivalent" or stop == "equivalent":
-        text = f"equivalent within ±{args.margin:g} points" + where
-    else:
-        text = "not settled"
-    reason = {"winner": "settled", "equivalent": "settled",
-              "budget": "the budget (--max-items) is spent",
-              "pool-exhausted": "the pool is exhausted",
-              "awaiting-cells": "the next chunk's cells are not in the grid yet"}[stop]
-    lines = [f"verdict: {text} ({stop}: {reason}); {saved}"]
-    if last is not None:
-        lines.append(f"  at the stop: Δ̂ {_points(last['delta'])} points, sequence "
-                     f"{_seq(last['lower'], last['upper'])}"
-                     + (f"; the whole pool's Δ is {_points(out['pool_delta'])}"
-                        if out["pool_delta"] is not None else ""))
-        if last["harness_sensitive"]:
-            lines.append("  harness-sensitive: " + ", ".join(last["harness_sensitive"])
-                         + " support the opposite winner (simultaneous sequences)")
-    if out["seconds_per_item"] is not None:
-        lines.append(f"  cost (estimated from the runs' recorded seconds): "
-                     f"{out['seconds_used']:.0f} s against {out['seconds_pool']:.0f} s for "
-                     f"the whole pool ({out['seconds_per_item']:.2f} s per item for the pair)")
-    return "\n".join(lines)
+    w(verdict(out, args) + "\n")

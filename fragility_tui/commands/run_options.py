@@ -26,9 +26,24 @@ class OptionTableError(ValueError):
     pass
 
 
-def add_run_options(parser, path: Path = TABLE) -> None:
-    """Each [[group]] of the table becomes an argument group of parser, in table order."""
+def add_run_options(parser, path: Path = TABLE, only=None, title: str | None = None) -> None:
+    """Each [[group]] of the table becomes an argument group of parser, in table order.
+    only: the flags to add (another command sharing some of run's options, e.g. `compare
+    --items`), under one group titled `title`; every flag named must be in the table."""
     doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    if only is not None:
+        section = parser.add_argument_group(title)
+        found = set()
+        for group in doc.get("group", []):
+            for option in group.get("option", []):
+                flag, kwargs = _argparse_kwargs(option, path)
+                if flag in only:
+                    section.add_argument(flag, **kwargs)
+                    found.add(flag)
+        missing = sorted(set(only) - found)
+        if missing:
+            raise OptionTableError(f"{path}: no option {', '.join(missing)}")
+        return
     for group in doc.get("group", []):
         section = parser.add_argument_group(group["title"])
         for option in group.get("option", []):

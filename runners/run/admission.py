@@ -50,6 +50,10 @@ def load_run_items(spec) -> RunItems:
         index, count = spec.shard
         positions = [k for k, it in enumerate(items) if shard_of(it.item_uid, count) == index]
         items = [items[k] for k in positions]
+    if getattr(spec, "item_uids", None) is not None:  # a sequential comparison's chunk
+        wanted = set(spec.item_uids)
+        keep = [k for k, it in enumerate(items) if it.item_uid in wanted]
+        positions, items = [positions[k] for k in keep], [items[k] for k in keep]
     return RunItems(items, positions, set_hash, report)
 
 

@@ -64,6 +64,10 @@ class RunSpec:
     add_items: bool = False  # may add items to a grid that holds another item set
     overlap: bool = True  # plan and write on a host thread beside the model calls (host_work)
     order_seed: int | None = None  # the item order's seed; None (older runs): `seed`
+    # Only these items of the sampled set (after sampling, like `shard`): a chunk of a
+    # sequential comparison (`compare A B --items SRC`, fragility_tui/commands/compare_live.py)
+    item_uids: list[str] | None = None
+    compare: dict | None = None  # the comparison a chunk's run belongs to: {pair, chunk}
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -191,3 +191,31 @@ def test_the_balanced_target_uses_a_stratified_order_and_covers_its_truth():
     assert all(s.lower - 1e-12 <= truth <= s.upper + 1e-12 for s in r.path)
     observed = d[:, 0].mean()
     assert all(s.other_lower - 1e-12 <= observed <= s.other_upper + 1e-12 for s in r.path)
+
+
+def test_the_live_driver_fed_chunk_by_chunk_follows_the_replay_path():
+    """SequentialRun as commands/compare_live.py drives it: d starts empty, each chunk's
+    rows arrive (set_row) as its cells are stored, advance judges it; the path, stop and
+    winner are the replay's over the full cells, and a budget stop says which budget."""
+    from fragility_tui.analysis.sequential import SequentialRun
+
+    d, bench, ids = _pair(800, gap=0.25)
+    full = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=20)
+    assert full.stop == "winner" and full.budget is None
+    live = SequentialRun(np.zeros_like(d), bench, ids, CONFIG_IDS, "o0.letter", chunk=20)
+    available = np.zeros(len(ids), dtype=bool)
+    assert live.advance(available) == [] and not live.done
+    while not live.done:
+        nxt = live.next_chunk()
+        for i in nxt.tolist():
+            live.set_row(i, d[i])
+        available[nxt] = True
+        assert len(live.advance(available)) == 1
+    assert live.result.to_json() == full.to_json()
+    assert live.next_chunk().size == 0
+    live = SequentialRun(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=20)
+    live.advance(np.isin(np.arange(len(ids)), live.order[:40]))
+    assert live.stop("budget", "max-seconds").to_json()["budget"] == "max-seconds"
+    assert live.result.items_used == 40 and live.done
+    capped = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=20, max_items=30)
+    assert capped.stop == "budget" and capped.to_json()["budget"] == "max-items"

@@ -1,0 +1,81 @@
+"""The lines `fragility-tui compare` prints (the replay and the live comparison alike): the
+header, one progress line per chunk, the verdict."""
+
+from __future__ import annotations
+
+
+def points(value) -> str:
+    return "n/a" if value is None else f"{100 * value:+.1f}"
+
+
+def seq(lo, hi) -> str:
+    return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
+
+
+def header_line(args, a: str, b: str, result, source: str, n_configs: int) -> str:
+    a_split = result.alphas
+    return (f"compare {a} vs {b} on {args.grid} ({source}): reference "
+            f"{result.reference}, {result.target} target, {result.scope} scope, "
+            f"margin {args.margin:g} points, alpha {result.alpha:g} "
+            f"(decision {a_split['decision']:g}), seed {result.seed}, chunk {result.chunk}, "
+            f"pool {result.pool} items, {n_configs} configs")
+
+
+def progress_line(step, result) -> str:
+    """One chunk: items done, Δ̂ and its sequence, the other target's, the decision so far
+    (the stopping rule's reading of this chunk) and any harness-sensitive configs."""
+    from fragility_tui.analysis.sequential import settled
+
+    other = "balanced" if result.target == "observed" else "observed"
+    state = settled(step.delta, step.lower, step.upper, result.margin) or "open"
+    line = (f"  {step.items:>5}/{result.pool}  Δ̂ {points(step.delta)}  sequence "
+            f"{seq(step.lower, step.upper)}  {other} {points(step.other_delta)} "
+            f"{seq(step.other_lower, step.other_upper)}  decision: {state}")
+    if step.harness_sensitive:
+        line += f"  reversed by {', '.join(step.harness_sensitive)}"
+    return line
+
+
+def reading(step: dict, margin: float) -> str:
+    from fragility_tui.analysis.sequential import settled
+
+    return settled(step["delta"], step["lower"], step["upper"], margin) or "open"
+
+
+def verdict(out: dict, args) -> str:
+    used, pool, stop = out["items_used"], out["pool"], out["stop"]
+    last = out["path"][-1] if out["path"] else None
+    where = " on this pool" if out["scope"] == "pool" else ""
+    saved = f"{used} of {pool} items used, {100 * (1 - used / pool):.0f}% of the pool saved"
+    if out["winner"]:
+        who = out["a"] if out["winner"] > 0 else out["b"]
+        text = f"winner {who}" + where
+    elif out["settled"] == "equivalent" or stop == "equivalent":
+        text = f"equivalent within ±{args.margin:g} points" + where
+    else:
+        text = "not settled"
+    reason = {"winner": "settled", "equivalent": "settled",
+              "budget": f"the budget (--{out.get('budget') or 'max-items'}) is spent",
+              "pool-exhausted": "the pool is exhausted",
+              "awaiting-cells": "the next chunk's cells are not in the grid (yet)"}[stop]
+    lines = [f"verdict: {text} ({stop}: {reason}); {saved}"]
+    if last is not None:
+        lines.append(f"  at the stop: Δ̂ {points(last['delta'])} points, sequence "
+                     f"{seq(last['lower'], last['upper'])}"
+                     + (f"; the whole pool's Δ is {points(out['pool_delta'])}"
+                        if out["pool_delta"] is not None else ""))
+        if last["harness_sensitive"]:
+            lines.append("  harness-sensitive: " + ", ".join(last["harness_sensitive"])
+                         + " support the opposite winner (simultaneous sequences)")
+    if not out["replay"]:
+        if out["seconds_used"] is not None:
+            lines.append(f"  cost (the comparison's runs, as recorded): "
+                         f"{out['seconds_used']:.0f} s and {out['tokens_used']} tokens"
+                         + ("" if out["seconds_pool"] is None else
+                            f"; the whole pool at the same rate: "
+                            f"{out['seconds_pool']:.0f} s"))
+    elif out["seconds_per_item"] is not None:
+        lines.append(f"  cost (estimated from the runs' recorded seconds): "
+                     f"{out['seconds_used']:.0f} s against {out['seconds_pool']:.0f} s for "
+                     f"the whole pool ({out['seconds_per_item']:.2f} s per item for the pair)")
+    return "\n".join(lines)

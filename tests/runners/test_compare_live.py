@@ -1,0 +1,187 @@
+"""`fragility-tui compare A B --items SRC` (issue 45) driving the live runner, as a user runs it:
+the CLI as a subprocess on two tiny random Llamas with a real tokenizer. Each chunk's cells
+go into the grid through ordinary run rows; the decision is read back from the stored cells;
+a kill -9 after the first chunk's progress line and a rerun give the uninterrupted run's
+decision path; the stopping rule and budgets on live runs; bad input is one line, exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from tiny_models import make_model, make_tokenizer  # noqa: E402
+from fragility_tui.store.store import Store  # noqa: E402
+from test_run_loop import QUESTIONS, cells_of  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = "o0.letter,o1.letter,cloze_qa"
+N_ITEMS, CHUNK = 12, 4
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory) -> tuple[Path, Path, Path]:
+    """Two tiny models that answer differently (seeds 0 and 1) and 12 items, 2 benchmarks."""
+    root = tmp_path_factory.mktemp("compare_live")
+    tokenizer = make_tokenizer()
+    folders = []
+    for seed, name in ((0, "tiny-a"), (1, "tiny-b")):
+        make_model(tokenizer, seed=seed).save_pretrained(root / name)
+        tokenizer.save_pretrained(root / name)
+        folders.append(root / name)
+    rows = []
+    for i in range(N_ITEMS):
+        q, choices, gold = QUESTIONS[i % len(QUESTIONS)]
+        rows.append({"id": f"q{i}", "benchmark": "toy" if i % 2 else "quiz", "subject": None,
+                     "question": f"{q} (variant {i})", "choices": choices, "gold": gold})
+    items = root / "items.jsonl"
+    items.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return folders[0], folders[1], items
+
+
+def _argv(pair, db, *extra) -> list[str]:
+    a, b, items = pair
+    return [sys.executable, "-m", "fragility_tui.cli", "compare", str(a), str(b), "--items",
+            str(items), "--grid", "g", "--chunk", str(CHUNK), "--configs", CONFIGS,
+            "--reference", "cloze_qa", "--per-benchmark", "0", "--prompt-mode", "chat",
+            "--threads", "1", "--display", "none", "--db", str(db), *extra]
+
+
+def _env() -> dict:
+    return {**os.environ, "NO_COLOR": "1"}
+
+
+def compare(pair, db, *extra, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run(_argv(pair, db, *extra), capture_output=True, text=True,
+                          timeout=timeout, cwd=REPO, env=_env())
+
+
+def _path(out: dict) -> list:
+    return [(s["items"], s["delta"], s["lower"], s["upper"]) for s in out["path"]]
+
+
+def test_kill_9_after_the_first_chunk_then_rerun_follows_the_same_decision_path(pair, tmp_path):
+    whole = compare(pair, tmp_path / "whole.duckdb", "--json")
+    assert whole.returncode == 0, whole.stderr
+    reference = json.loads(whole.stdout)
+    assert reference["replay"] is False and reference["stop"] == "pool-exhausted"
+    assert [s["items"] for s in reference["path"]] == [4, 8, 12]
+    assert reference["items_used"] == N_ITEMS and len(reference["runs"]) == 6
+    # the progress lines (stderr with --json) say items done, Δ̂, its sequence, the decision
+    progress = [line for line in whole.stderr.splitlines() if "decision:" in line]
+    assert len(progress) == 3 and progress[0].split()[0] == "4/12"
+
+    db = tmp_path / "killed.duckdb"
+    proc = subprocess.Popen(_argv(pair, db), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, cwd=REPO, env=_env())
+    try:
+        for line in proc.stdout:  # the header, then the first chunk's progress line
+            if "decision:" in line:
+                break
+        else:
+            raise AssertionError("no progress line before the comparison ended")
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    store = Store(db)
+    assert len(cells_of(store, "g")) < N_ITEMS * 3 * 2  # the kill left work to do
+    rerun = compare(pair, db, "--json")
+    assert rerun.returncode == 0, rerun.stderr
+    out = json.loads(rerun.stdout)
+    assert _path(out) == _path(reference)
+    assert (out["stop"], out["settled"], out["winner"], out["items_used"]) == \
+        (reference["stop"], reference["settled"], reference["winner"],
+         reference["items_used"])
+    assert out["order_items"] == reference["order_items"]
+    assert out["pool_delta"] == reference["pool_delta"]
+    # the same cells as the uninterrupted run's, once each; the first chunk not redone
+    store = Store(db)
+    assert set(cells_of(store, "g")) == set(cells_of(Store(tmp_path / "whole.duckdb"), "g"))
+    with store.connect() as con:
+        assert con.execute("SELECT count(*), count(DISTINCT (model, item_uid, config_id)) "
+                           "FROM cells").fetchall()[0] == (N_ITEMS * 3 * 2,) * 2
+    chunks = [r.spec["compare"]["chunk"] for r in store.runs("g")]
+    assert chunks.count(0) == 2 and sorted(set(chunks)) == [0, 1, 2]
+    # every chunk's run row carries provenance and says which items it evaluated
+    for r in store.runs("g"):
+        assert len(r.spec["item_uids"]) == CHUNK and r.spec["compare"]["pair"] == \
+            ["tiny-a", "tiny-b"]
+    # a third invocation evaluates nothing: the grid holds every cell; same path (a replay)
+    again = compare(pair, db, "--json")
+    assert _path(json.loads(again.stdout)) == _path(reference)
+    assert json.loads(again.stdout)["runs"] == []
+
+
+def test_settled_on_the_first_chunk_stops_and_says_how_much_was_saved(pair, tmp_path):
+    # a 100-point margin: any sequence lies inside it, so the first chunk settles it
+    out = compare(pair, tmp_path / "s.duckdb", "--margin", "100")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("compare tiny-a vs tiny-b on g (live runs over ")
+    assert "4/12" in lines[1] and "decision: equivalent" in lines[1]
+    assert lines[2] == ("verdict: equivalent within ±100 points (equivalent: settled); "
+                        "4 of 12 items used, 67% of the pool saved")
+    store = Store(tmp_path / "s.duckdb")
+    assert len(store.runs("g")) == 2 and len(cells_of(store, "g")) == CHUNK * 3 * 2
+
+
+@pytest.mark.parametrize("flag, value, budget", [
+    ("--max-items", "5", "max-items"),
+    ("--max-tokens", "1", "max-tokens"),
+    ("--max-seconds", "0.001", "max-seconds"),
+])
+def test_a_budget_stops_the_live_run(pair, tmp_path, flag, value, budget):
+    out = compare(pair, tmp_path / "s.duckdb", flag, value, "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["stop"] == "budget" and result["budget"] == budget
+    if budget == "max-items":  # chunks of 4 up to 5 items: 4, then the 5th alone
+        assert [s["items"] for s in result["path"]] == [4, 5]
+    else:  # the first chunk's runs spend it; no second chunk starts
+        assert [s["items"] for s in result["path"]] == [4]
+        assert result["tokens_used"] >= 1 and result["seconds_used"] > 0
+    assert f"(budget: the budget (--{budget}) is spent)" in \
+        compare(pair, tmp_path / "s.duckdb", flag, value).stdout
+
+
+@pytest.mark.parametrize("extra, field", [
+    (("--max-seconds", "0"), "--max-seconds"),
+    (("--max-tokens", "0"), "--max-tokens"),
+    (("--max-items", "0"), "--max-items"),
+    (("--chunk", "0"), "--chunk"),
+    (("--reference", "o5.digit"), "--reference"),
+])
+def test_bad_settings_are_one_line_naming_the_field(pair, tmp_path, extra, field):
+    out = compare(pair, tmp_path / "s.duckdb", *extra)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and f"field {field!r}" in out.stderr
+    assert not (tmp_path / "s.duckdb").exists() or not Store(tmp_path / "s.duckdb").runs()
+
+
+def test_an_unknown_model_or_an_empty_pool_is_one_line(pair, tmp_path):
+    a, b, items = pair
+    base = [sys.executable, "-m", "fragility_tui.cli", "compare", "--grid", "g",
+            "--db", str(tmp_path / "s.duckdb"), "--display", "none"]
+
+    def run(*args):
+        return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120,
+                              cwd=REPO, env=_env())
+
+    out = run(str(a), str(tmp_path / "no-such-model"), "--items", str(items))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "field 'B'" in out.stderr and "no-such-model" in out.stderr
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    out = run(str(a), str(b), "--items", str(empty))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "field '--items'" in out.stderr
+    out = run(str(a), str(b), "--max-seconds", "10")  # a replay has no live budget
+    assert out.returncode == 2 and "field '--max-seconds'" in out.stderr
