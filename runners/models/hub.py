@@ -79,8 +79,11 @@ def resolve_hub(spec: str) -> ResolvedSpec:
         patterns = hub_files(listing) if listing is not None else HUB_FALLBACK_PATTERNS
         need = hub_download_bytes(listing) if listing is not None else None
         _check_hub_disk(spec, need)
+        # Hub unreachable (offline): ask the local cache only. huggingface_hub 1.33 given a
+        # commit sha skips its own offline fallback and lists the repository online.
         folder = Path(snapshot_download(repo, revision=revision or None,
-                                        allow_patterns=patterns))
+                                        allow_patterns=patterns,
+                                        local_files_only=listing is None))
     except InputError:
         raise
     except RevisionNotFoundError:

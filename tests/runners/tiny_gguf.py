@@ -14,8 +14,9 @@ HIDDEN, FFN, HEADS, KV_HEADS, LAYERS = 64, 128, 4, 2, 2
 def write_tiny_gguf(path, seed: int = 0) -> None:
     rng = np.random.default_rng(seed)
     # transformers' GGUF tokenizer reader needs merges (or scores), and every merge's
-    # result in the vocabulary: one merge, "Ġ a" -> "Ġa", is enough.
-    tokens = [chr(c) for c in range(33, 127)] + ["Ġ", "Ċ", "Ġa", "<|endoftext|>"]
+    # result in the vocabulary. Two merges, not one: transformers 5.17's reader turns a
+    # one-element array into a bare string and splits it into characters.
+    tokens = [chr(c) for c in range(33, 127)] + ["Ġ", "Ċ", "Ġa", "Ġt", "<|endoftext|>"]
     vocab = len(tokens)
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_context_length(256)
@@ -30,7 +31,7 @@ def write_tiny_gguf(path, seed: int = 0) -> None:
     w.add_tokenizer_model("gpt2")
     w.add_token_list(tokens)
     w.add_token_types([1] * (vocab - 1) + [3])  # the last one is a control token
-    w.add_token_merges(["Ġ a"])
+    w.add_token_merges(["Ġ a", "Ġ t"])
     w.add_token_scores([0.0] * vocab)
     w.add_bos_token_id(vocab - 1)
     w.add_eos_token_id(vocab - 1)
