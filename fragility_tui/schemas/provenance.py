@@ -3,7 +3,8 @@
 per-model records, batching and sessions) and what the disclosure card, the store and the
 exports read.
 
-Schema 1 is every provenance recorded so far (they carry no `schema` key). Fields follow
+Schema 1 is every provenance recorded so far: the runner stamps `"schema": 1`; those
+recorded before it did carry no `schema` key and read as 1. Fields follow
 fields.py's rules: an older run lacks many of them (None, or empty: the card says "not
 recorded"), a newer one may carry more (kept in `extra`). The stored JSON itself is never
 rewritten: `runs show --json` and the exports print it as recorded.

@@ -176,8 +176,10 @@ def run_provenance(spec, items, set_hash: str, report, previous: dict,
     from fragility_tui import SPEC_VERSION
     from fragility_tui.harness.parser import PARSER_VERSION
     from fragility_tui.harness.render import PROMPT_VERSION
+    from fragility_tui.schemas.provenance import PROVENANCE_SCHEMA
 
     return {
+        "schema": PROVENANCE_SCHEMA,  # how fragility_tui/schemas/provenance.py reads it
         "spec_version": SPEC_VERSION, "parser_version": PARSER_VERSION,
         "prompt_version": PROMPT_VERSION, "max_new_tokens": spec.max_new_tokens,
         "seed": spec.seed, "item_set_hash": set_hash, "items": len(items),

@@ -68,6 +68,11 @@ def assert_same_cells(a: dict, b: dict) -> None:
             assert scores == pytest.approx(b[key][4], abs=1e-4)
 
 
+def model_sdpa_kernels_absent_on_cpu(prov) -> bool:
+    """The CUDA-only record of SDPA kernels (configure_device) is null on a CPU run."""
+    return all(model.get("sdpa_kernels") is None for model in prov["models"].values())
+
+
 def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     store = Store(tmp_path / "s.duckdb")
     items = write_items(tmp_path / "items.jsonl", 3)
@@ -80,6 +85,8 @@ def test_run_writes_every_cell_with_provenance(tiny_folder, tmp_path):
     row = store.get_run(run.run_id)
     assert row.status == "finished" and row.cells_done == row.cells_total == 78
     prov = row.provenance
+    assert prov["schema"] == 1  # fragility_tui/schemas/provenance.py's PROVENANCE_SCHEMA
+    assert model_sdpa_kernels_absent_on_cpu(prov)
     for key in ("spec_version", "parser_version", "max_new_tokens", "item_set_hash", "seed",
                 "libraries", "device"):
         assert prov[key] is not None, key
