@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import os
 import sys
 
 from fragility_tui import __version__
@@ -27,6 +28,22 @@ COMMAND_MODULES = (
     "fragility_tui.commands.merge",
     "fragility_tui.commands.compare",
 )
+# Which module registers each subcommand: `fragility-tui report ...` imports that module
+# alone (the others pull in the runner's records, provenance and devices: ~50 ms of a
+# command that should take well under a second). tests/commands/test_command_modules.py
+# keeps this table equal to what the modules register.
+COMMAND_OF = {
+    **dict.fromkeys(("grids", "import", "simulate", "export", "load-samples"),
+                    "fragility_tui.commands.grid_commands"),
+    "report": "fragility_tui.commands.report",
+    "selfcheck": "fragility_tui.commands.selfcheck",
+    "calibrate": "fragility_tui.commands.calibrate",
+    "run": "fragility_tui.commands.run",
+    "runs": "fragility_tui.commands.runs",
+    "import-lmeval": "fragility_tui.commands.lmeval",
+    "merge": "fragility_tui.commands.merge",
+    "compare": "fragility_tui.commands.compare",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -45,14 +62,15 @@ def _db_parent(suppress: bool) -> argparse.ArgumentParser:
     return parent
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules=None) -> argparse.ArgumentParser:
+    """The whole CLI's parser, or one that registers only `modules` (command_modules)."""
     parser = _Parser(prog="fragility-tui", parents=[_db_parent(False)],
                      description="Is a multiple-choice leaderboard gap real, or made by the "
                                  "harness? With no subcommand, opens the app.")
     parser.add_argument("--version", action="version", version=f"fragility-tui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.db_parent = _db_parent(True)  # commands pass parents=[sub.db_parent]
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if modules is None else modules:
         module = importlib.import_module(name)  # a missing one is a broken install: say so
         before = set(sub.choices)
         module.register(sub)
@@ -82,9 +100,31 @@ def app_only(argv: list[str]) -> argparse.Namespace | None:
     return None
 
 
+def command_modules(argv: list[str]) -> tuple[str, ...] | None:
+    """The one module to register when argv names a subcommand (after any --db PATH);
+    None (every module) otherwise: top-level help, --version, a misspelt command."""
+    k = 0
+    while k < len(argv) and (argv[k] == "--db" or argv[k].startswith("--db=")):
+        k += 1 if "=" in argv[k] else 2
+    module = COMMAND_OF.get(argv[k]) if k < len(argv) else None
+    return None if module is None else (module,)
+
+
+def quiet_blas_threads() -> None:
+    """OpenBLAS (numpy's BLAS) keeps its worker threads spinning for 2^28 cycles (~0.1 s)
+    after every call; on a 2-core machine they take the core the main thread needs next.
+    2^4 cycles puts them to sleep at once: on a loaded 2-core machine `report` and
+    `calibrate` ran in 0.5-0.7x the time (docs/spec.md, "Performance shape"). Every figure
+    is unchanged: the same threads split the same work. Read when numpy loads its BLAS, so
+    set before anything imports numpy; a value the user set wins."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = app_only(argv) or build_parser().parse_args(argv)
+    quiet_blas_threads()
+    args = app_only(argv) or build_parser(command_modules(argv)).parse_args(argv)
     args.db = resolve_db(args)
     try:
         if args.command is None:

@@ -2,8 +2,7 @@
 
 Engine shape (speed): the bootstrap is one set of per-benchmark resampling count matrices
 W[b] (resamples x items), drawn once and applied to every (pair, config) column by a float32
-matmul (counts are exact in float32). A resample's Δ̂ is a ratio: Σ W·d / Σ W·paired, so an
-item missing a cell for a pair simply weighs nothing for that pair. Only the columns a flag
+matmul (paired_bootstrap.py). Only the columns a flag
 can need are bootstrapped: the decision's own config and the other configs whose point
 estimate already reverses the winner by at least the margin (no other config can make a
 decision harness-sensitive). §9 v3 judges those with a band over *all* the other configs;
@@ -24,7 +23,9 @@ import numpy as np
 from fragility_tui.analysis.classify import Classification, classify
 from fragility_tui.grid.canonical import canonical, canonical_order, reordered  # noqa: F401
 from fragility_tui.grid.cube import Cube
-from fragility_tui.analysis.itemstats import STREAM_DECISIONS, resample_counts, rng_for
+from fragility_tui.analysis.paired_bootstrap import (Resamples, Strata,  # noqa: F401
+                                                     bootstrap_counts, point_counts, strata_of,
+                                                     target_estimates)
 from fragility_tui.analysis.harness_family import (LEVEL, TOL, opposite_winners, reversing,
                                                    sign, simultaneous_intervals)
 from fragility_tui.analysis.pairs import mcnemar_exact_p
@@ -37,75 +38,7 @@ FLAGS = ("unsupported", "harness-sensitive", "underpowered", "target-sensitive")
 # handful of paired items would carry a full benchmark's weight that its bootstrap cannot
 # measure: below this many the balanced target is unsupported.
 MIN_BALANCED_ITEMS = 20
-_ROWS_PER_CHUNK = 500  # resamples per chunk; fixed so every caller draws the same W
-
-
-@dataclass(frozen=True, eq=False)
-class Strata:
-    """Benchmarks of a canonical cube as contiguous item ranges."""
-
-    names: tuple[str, ...]
-    starts: np.ndarray  # [S]
-    stops: np.ndarray  # [S]
-
-
-def strata_of(cube: Cube) -> Strata:
-    bench = [str(b) for b in cube.benchmarks]
-    starts = [i for i in range(len(bench)) if i == 0 or bench[i] != bench[i - 1]]
-    stops = starts[1:] + [len(bench)]
-    return Strata(tuple(bench[i] for i in starts), np.array(starts, dtype=np.intp),
-                  np.array(stops, dtype=np.intp))
-
-
-def point_counts(cube: Cube, strata: Strata, a_idx: np.ndarray, b_idx: np.ndarray):
-    """num, den [P, S, C]: Σ(bit_a − bit_b) and paired items per pair, benchmark, config."""
-    paired = cube.present[a_idx] & cube.present[b_idx]
-    a_right = cube.bits[a_idx] & paired
-    b_right = cube.bits[b_idx] & paired
-    shape = (len(a_idx), len(strata.names), len(cube.configs))
-    num, den = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
-    for s, (lo, hi) in enumerate(zip(strata.starts.tolist(), strata.stops.tolist())):
-        num[:, s] = (np.count_nonzero(a_right[:, lo:hi], axis=1)
-                     - np.count_nonzero(b_right[:, lo:hi], axis=1))
-        den[:, s] = np.count_nonzero(paired[:, lo:hi], axis=1)
-    return num, den
-
-
-def bootstrap_counts(cube: Cube, strata: Strata, cols: np.ndarray, n_boot: int, seed: int):
-    """num*, den* [S, B, K] float32 for columns cols[K, 3] = (model a, model b, config):
-    each benchmark resampled with replacement to its own size (stratified, paired)."""
-    k = len(cols)
-    num = np.zeros((len(strata.names), n_boot, k), dtype=np.float32)
-    den = np.zeros_like(num)
-    for s, (lo, hi) in enumerate(zip(strata.starts.tolist(), strata.stops.tolist())):
-        items = np.arange(lo, hi)[None, :]
-        a, b, c = cols[:, [0]], cols[:, [1]], cols[:, [2]]
-        paired = cube.present[a, items, c] & cube.present[b, items, c]  # [K, n]
-        diff = ((cube.bits[a, items, c].astype(np.float32) - cube.bits[b, items, c]) * paired).T
-        paired_f = None if paired.all() else paired.T.astype(np.float32)
-        n = hi - lo
-        rng = rng_for(seed, STREAM_DECISIONS * 1000 + s)
-        for start in range(0, n_boot, _ROWS_PER_CHUNK):
-            rows = min(_ROWS_PER_CHUNK, n_boot - start)
-            w = resample_counts(rng, n, rows, np.float32)
-            num[s, start:start + rows] = w @ diff
-            den[s, start:start + rows] = n if paired_f is None else w @ paired_f
-    return num, den
-
-
-def target_estimates(num: np.ndarray, den: np.ndarray, supported: np.ndarray) -> dict:
-    """{target: estimate} from per-benchmark sums num, den [S, ...]; supported [S, ...]
-    marks the benchmarks a target may weigh (those with paired items at the point)."""
-    num, den = num.astype(np.float64), den.astype(np.float64)  # exact counts, float64 ratios
-    with np.errstate(invalid="ignore", divide="ignore"):
-        observed = num.sum(axis=0) / den.sum(axis=0)
-        per_bench = num / den
-        n_sup = supported.sum(axis=0)
-        balanced = np.where(supported, per_bench, 0.0).sum(axis=0) / n_sup
-        # a resample that lost every paired item of a supported benchmark is undefined
-        lost = (supported & (den == 0)).any(axis=0)
-        balanced = np.where(lost | (n_sup == 0), np.nan, balanced)
-    return {"observed": observed, "balanced": balanced}
+_COLS_PER_BLOCK = 256  # bootstrapped columns per block (temporaries of ~8 MB per benchmark)
 
 
 def percentile_ci(samples: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
@@ -225,10 +158,12 @@ def decide_pairs(cube: Cube, pairs, *, config: str | None = None, margin: float 
     point = target_estimates(num.transpose(1, 0, 2), den.transpose(1, 0, 2),
                              supported.transpose(1, 0, 2))  # {t: [P, C]}
     plan = _plan_columns(point, a_idx, b_idx, c0, m)
-    boot = _bootstrap(cube, strata, plan, supported, n_boot, seed, c0)
+    resamples = Resamples(strata, n_boot, seed)
+    boot = _bootstrap(cube, strata, plan, supported, resamples, c0)
     first = len(plan.cols)
     widened = set(_widen(plan, boot.samples, point, a_idx, b_idx, c0, m))
-    boot = _extend(boot, cube, strata, plan, first, supported, n_boot, seed)
+    boot = _extend(boot, cube, strata, plan, first, supported, resamples)
+    del resamples  # the counts: n_boot x items float32, not needed past here
 
     cls = cls if cls is not None else classify(cube)
     a_only = np.count_nonzero(cls.robust_correct[a_idx] & cls.robust_wrong[b_idx], axis=1)
@@ -329,44 +264,58 @@ class _Boot:
     bench_ci: list  # per benchmark (lo[K], hi[K])
 
 
-def _samples(cube: Cube, strata: Strata, plan: _Plan, cols: range, supported, n_boot: int,
-             seed: int):
-    """Resampled Δ̂ {target: [B, K]} of plan columns `cols`, and the per-benchmark sums."""
-    bnum, bden = bootstrap_counts(cube, strata, np.array(plan.cols[cols.start:cols.stop],
-                                                         dtype=np.intp), n_boot, seed)
+def _samples(cube: Cube, strata: Strata, plan: _Plan, cols: range, supported,
+             resamples: Resamples, dec: np.ndarray | None = None):
+    """Resampled Δ̂ {target: [B, K]} of plan columns `cols`, and the per-benchmark Δ̂
+    [S, B, len(dec)] of the columns `dec` (indices into cols). Computed a block of columns
+    at a time: every figure is per column, so the blocks only keep the temporaries small."""
     keys = list(plan.where)[cols.start:cols.stop]
     sup_cols = supported[[p for p, _ in keys], :, [c for _, c in keys]].T  # [S, K]
-    return target_estimates(bnum, bden, sup_cols[:, None, :]), bnum, bden
+    cols_ = np.array(plan.cols[cols.start:cols.stop], dtype=np.intp)
+    k, n_boot = len(cols_), resamples.n_boot
+    dec = np.zeros(0, dtype=np.intp) if dec is None else np.asarray(dec, dtype=np.intp)
+    samples = {t: np.empty((n_boot, k)) for t in TARGETS}
+    bench = np.empty((len(strata.names), n_boot, len(dec)))
+    for lo in range(0, k, _COLS_PER_BLOCK):
+        hi = min(lo + _COLS_PER_BLOCK, k)
+        bnum, bden = bootstrap_counts(cube, strata, cols_[lo:hi], n_boot, resamples.seed,
+                                      resamples)
+        est = target_estimates(bnum, bden, sup_cols[:, None, lo:hi])
+        for t in TARGETS:
+            samples[t][:, lo:hi] = est[t]
+        mine = np.flatnonzero((dec >= lo) & (dec < hi))
+        if len(mine):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                bench[:, :, mine] = (bnum[:, :, dec[mine] - lo].astype(np.float64)
+                                     / bden[:, :, dec[mine] - lo])
+    return samples, bench
 
 
-def _bootstrap(cube: Cube, strata: Strata, plan: _Plan, supported, n_boot: int, seed: int,
+def _bootstrap(cube: Cube, strata: Strata, plan: _Plan, supported, resamples: Resamples,
                c0: int) -> _Boot:
     """Samples of every planned column; percentile intervals of the decision columns only
     (the other configs are judged by their simultaneous band, harness_family)."""
-    samples, bnum, bden = _samples(cube, strata, plan, range(len(plan.cols)), supported,
-                                   n_boot, seed)
-    dec = np.array([k for (p, c), k in plan.where.items() if c == c0])
+    dec = np.array([k for (p, c), k in plan.where.items() if c == c0], dtype=np.intp)
+    samples, bench = _samples(cube, strata, plan, range(len(plan.cols)), supported,
+                              resamples, dec)
 
-    def ci(x):  # [B, K] -> (lo[K], hi[K]) filled on the decision columns
-        lo, hi = np.full(x.shape[1], np.nan), np.full(x.shape[1], np.nan)
-        lo[dec], hi[dec] = percentile_ci(x[:, dec])
+    def ci(x):  # [B, len(dec)] -> (lo[K], hi[K]) filled on the decision columns
+        lo, hi = np.full(len(plan.cols), np.nan), np.full(len(plan.cols), np.nan)
+        lo[dec], hi[dec] = percentile_ci(x)
         return lo, hi
 
-    with np.errstate(invalid="ignore", divide="ignore"):
-        bench = bnum.astype(np.float64) / bden  # [S, B, K]
-    return _Boot(samples, {t: ci(samples[t]) for t in TARGETS},
-                 ci(samples["balanced"] - samples["observed"]),
+    return _Boot(samples, {t: ci(samples[t][:, dec]) for t in TARGETS},
+                 ci(samples["balanced"][:, dec] - samples["observed"][:, dec]),
                  [ci(bench[s]) for s in range(len(strata.names))])
 
 
 def _extend(boot: _Boot, cube: Cube, strata: Strata, plan: _Plan, start: int, supported,
-            n_boot: int, seed: int) -> _Boot:
-    """Append the samples of plan columns added after `start` (the same resampling counts:
-    bootstrap_counts draws them from the seed and the benchmark alone)."""
+            resamples: Resamples) -> _Boot:
+    """Append the samples of plan columns added after `start`, on the same resampling
+    counts (kept by `resamples`)."""
     if start == len(plan.cols):
         return boot
-    more, _, _ = _samples(cube, strata, plan, range(start, len(plan.cols)), supported,
-                          n_boot, seed)
+    more, _ = _samples(cube, strata, plan, range(start, len(plan.cols)), supported, resamples)
     samples = {t: np.concatenate([boot.samples[t], more[t]], axis=1) for t in TARGETS}
     return _Boot(samples, boot.ci, boot.move_ci, boot.bench_ci)
 

@@ -19,20 +19,37 @@ STREAM_TWO_WAY, STREAM_POOLED_SHARE = 7, 6  # 5 is calibration's
 TIE_RTOL = 1e-12
 CONSTANT_ATOL = 1e-12
 _GATHER_BUDGET = 8_000_000  # elements per vectorised chunk: keeps memory flat at any size
+_COUNT_BLOCK = 1 << 17  # draws counted at once by resample_counts (1 MB of indices)
 
 
 def rng_for(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng([int(seed), stream])
 
 
-def resample_counts(rng: np.random.Generator, n: int, rows: int, dtype=np.float64) -> np.ndarray:
-    """[rows, n] counts of each of n items in `rows` bootstrap resamples of size n (with
-    replacement). Draws use the narrowest integer type that holds n: numpy generates 16-bit
-    bounded integers several times faster, and the type depends only on n (deterministic)."""
+def resample_draws(rng: np.random.Generator, n: int, rows: int) -> np.ndarray:
+    """[rows, n] item indices of `rows` bootstrap resamples of size n, the draws behind
+    resample_counts (the same stream)."""
     small = np.uint16 if n <= np.iinfo(np.uint16).max else np.int64
-    draws = rng.integers(0, n, size=(rows, n), dtype=small).astype(np.intp)
-    draws += np.arange(rows, dtype=np.intp)[:, None] * n
-    return np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n).astype(dtype)
+    return rng.integers(0, n, size=(rows, n), dtype=small)
+
+
+def resample_counts(rng: np.random.Generator, n: int, rows: int, dtype=np.float64,
+                    out: np.ndarray | None = None) -> np.ndarray:
+    """[rows, n] counts of each of n items in `rows` bootstrap resamples of size n (with
+    replacement), written into `out` when given. Draws use the narrowest integer type that
+    holds n: numpy generates 16-bit bounded integers several times faster, and the type
+    depends only on n (deterministic). All rows are drawn in one call (the stream depends on
+    how draws are split into calls); they are counted a block of rows at a time, so the
+    offset indices and counts stay in cache instead of four passes over rows x n x 8 bytes."""
+    draws = resample_draws(rng, n, rows)
+    out = np.empty((rows, n), dtype=dtype) if out is None else out
+    block = max(1, min(rows, _COUNT_BLOCK // max(n, 1)))
+    offsets = np.arange(block, dtype=np.intp)[:, None] * n
+    for start in range(0, rows, block):
+        k = min(block, rows - start)
+        flat = np.add(draws[start:start + k], offsets[:k], dtype=np.intp)
+        out[start:start + k] = np.bincount(flat.ravel(), minlength=k * n).reshape(k, n)
+    return out
 
 
 def discrimination(cube: Cube) -> np.ndarray:

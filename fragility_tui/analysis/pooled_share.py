@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from fragility_tui.analysis.classify import Classification, classify
-from fragility_tui.analysis.itemstats import STREAM_POOLED_SHARE, resample_counts, rng_for
+from fragility_tui.analysis.itemstats import STREAM_POOLED_SHARE, resample_draws, rng_for
 from fragility_tui.grid.cube import Cube
 
 
@@ -34,11 +34,14 @@ def pooled_share_ci(cube: Cube, pairs: list[tuple[int, int]], cls: Classificatio
         return None
     rng = rng_for(seed, STREAM_POOLED_SHARE)
     rows = max(1, 2_000_000 // len(d_sum))
-    both = np.stack([f_sum, d_sum], axis=1).astype(np.float32)  # integer sums: exact
+    f_int, d_int = f_sum.astype(np.int64), d_sum.astype(np.int64)  # integer sums: exact
     shares = []
     for start in range(0, n_boot, rows):
-        w = resample_counts(rng, len(d_sum), min(rows, n_boot - start), np.float32)
-        num, den = (w @ both).astype(np.float64).T
+        # each resample's sums over its drawn items: a gather of two columns costs less
+        # than counting the draws (resample_counts) for a product with them, same integers
+        draws = resample_draws(rng, len(d_sum), min(rows, n_boot - start)).astype(np.intp)
+        num = np.take(f_int, draws).sum(axis=1).astype(np.float64)
+        den = np.take(d_int, draws).sum(axis=1).astype(np.float64)
         shares.append(num[den != 0] / den[den != 0])
     shares = np.concatenate(shares)
     if not len(shares):

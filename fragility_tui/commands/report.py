@@ -115,31 +115,38 @@ def _check_counts(args) -> None:
 
 
 def run(args) -> int:
-    from fragility_tui.analysis.pair_detail import pair_detail
-    from fragility_tui.analysis.report_text import (render_markdown, render_sections,
-                                                    render_text)
-    from fragility_tui.services.reports import grid_report
+    from fragility_tui.services.reports import grid_report, report_inputs, store_session
     from fragility_tui.bootstrap import open_store
 
     _check_counts(args)
     store = open_store(args.db)
-    cube = select_view(store.load_cube(args.grid), args)
-    if not cube.models or not cube.items:
-        raise InputError("the selection holds no models or no items", field="--grid")
-    pairs = parse_pairs(args.pair, cube.models)
-    report = grid_report(store, args.grid, cube=cube, target=args.target, margin=args.margin,
-                         seed=args.seed, pairs=pairs, n_boot=args.boot, k=args.k,
-                         n_random=args.random_draws,
+    with store_session(store):  # every read on one connection, released before the analysis
+        cube = select_view(store.load_cube(args.grid), args)
+        if not cube.models or not cube.items:
+            raise InputError("the selection holds no models or no items", field="--grid")
+        pairs = parse_pairs(args.pair, cube.models)
+        inputs = report_inputs(store, args.grid, cube)
+    report = grid_report(store, args.grid, cube=cube, inputs=inputs, target=args.target,
+                         margin=args.margin, seed=args.seed, pairs=pairs, n_boot=args.boot,
+                         k=args.k, n_random=args.random_draws,
                          discrimination=args.discrimination)
-    details = [pair_detail(cube, a, b, report.grid.configs) for a, b in pairs]
+    details = []
+    if pairs:  # imported only when asked for (the command's start-up is part of its time)
+        from fragility_tui.analysis.pair_detail import pair_detail
+
+        details = [pair_detail(cube, a, b, report.grid.configs) for a, b in pairs]
     if args.json:
         doc = report.to_json()
         if details:  # a key of its own: the report's keys stay as they are
             doc["pair_details"] = [d.to_json() for d in details]
         text = json.dumps(doc, indent=2, allow_nan=False)
     elif args.markdown:
+        from fragility_tui.analysis.report_text import render_markdown
+
         text = render_markdown(report) + markdown_sections(pair_sections(details))
     else:
+        from fragility_tui.analysis.report_text import render_sections, render_text
+
         text = render_text(report, text_width())
         if details:
             text = text.rstrip("\n") + "\n\n" + render_sections(pair_sections(details),

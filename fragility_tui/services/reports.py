@@ -9,21 +9,40 @@ from fragility_tui.grid.reference import check_reference, choose_reference
 
 
 def grid_report(store, grid: str, *, cube=None, reference: str | None = None,
-                **options):
+                inputs: dict | None = None, **options):
     """The report (analysis.report.Report) of a grid, or of `cube`, a selection of it that
     carries its own reference, with each model's cost per item from its runs: what `report`
     prints and `export --what report` writes (`.to_json()`). reference: for a whole grid,
-    the config to measure against (default: `configs.default_reference` of its configs)."""
+    the config to measure against (default: `configs.default_reference` of its configs).
+    inputs: what report_inputs read for this cube, when the caller read it already."""
     from dataclasses import replace
 
     from fragility_tui.analysis.report import report_of
 
-    cube = _measured_cube(store, grid, cube, reference)
-    report = report_of(cube, name=grid, costs=store.model_costs(grid),
-                       near_tie=store.near_tie_mask(grid, cube), **options)
+    with store_session(store):  # the store's reads on one connection, none kept after
+        cube = _measured_cube(store, grid, cube, reference)
+        inputs = inputs if inputs is not None else report_inputs(store, grid, cube)
+    report = report_of(cube, name=grid, costs=inputs["costs"], near_tie=inputs["near_tie"],
+                       **options)
     # labelled synthetic wherever it is shown (README): the flag is the store's
-    synthetic = bool(store.grid_meta(grid).get("synthetic"))
-    return replace(report, grid=replace(report.grid, synthetic=synthetic))
+    return replace(report, grid=replace(report.grid, synthetic=inputs["synthetic"]))
+
+
+def report_inputs(store, grid: str, cube) -> dict:
+    """What only the store knows of a grid's report: each model's cost per item, the
+    near-tie mask aligned with `cube`, and whether the grid is synthetic."""
+    with store_session(store):
+        return {"costs": store.model_costs(grid), "near_tie": store.near_tie_mask(grid, cube),
+                "synthetic": bool(store.grid_meta(grid).get("synthetic"))}
+
+
+def store_session(store):
+    """store.session() (one connection for every read inside), or nothing for a store
+    without sessions (the app's gateway)."""
+    from contextlib import nullcontext
+
+    session = getattr(store, "session", None)
+    return session() if session is not None else nullcontext()
 
 
 def _measured_cube(store, grid: str, cube, reference: str | None):

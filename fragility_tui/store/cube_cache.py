@@ -32,8 +32,9 @@ def read(con, grid: str):
     models, configs, shape, bits, present = rows[0]
     shape = tuple(json.loads(shape))
     size = int(np.prod(shape))
+    # unpackbits gives 0/1 bytes: viewed as bool, not copied (52 M cells: ~0.1 s each)
     unpack = (lambda blob: np.unpackbits(np.frombuffer(blob, dtype=np.uint8),
-                                         count=size).astype(bool).reshape(shape))
+                                         count=size).view(bool).reshape(shape))
     return tuple(json.loads(models)), tuple(json.loads(configs)), unpack(bits), unpack(present)
 
 

@@ -28,6 +28,7 @@ from fragility_tui.errors import InputError
 from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
+from fragility_tui.store.cell_figures import CellFigures
 from fragility_tui.store.connection import StoreReadOnly, is_read_only_error, open_duckdb
 from fragility_tui.grid.cube import Cube
 from fragility_tui.items.item import Item
@@ -45,7 +46,7 @@ def default_db_path() -> Path:
     return settings.data_dir() / "fragility.duckdb"
 
 
-class Store(ModelRecords, RunRecords, CalibrationRecords):
+class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
     """A DuckDB file opened per operation (see the module docstring for why)."""
 
     # One DuckDB database may be open only once per process with one configuration;
@@ -58,15 +59,36 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
         self.read_only: str | None = None  # why the file cannot be written, once known
         key = str(self.path.resolve())
         self._lock = Store._process_locks.setdefault(key, threading.RLock())
+        self._session: duckdb.DuckDBPyConnection | None = None  # see session()
         self._ensure_schema()
 
     # -- connections ---------------------------------------------------------------------
 
     @contextmanager
-    def connect(self, write: bool = False):
-        """A short-lived connection; a write connection runs in one transaction."""
+    def session(self):
+        """Every connect() inside reuses one connection, opened here and closed on exit:
+        a command that reads several things (`report`: the cube, costs, near-ties, the
+        grid's flags) opens the file once; each open costs ~20 ms. Hold it only around
+        reads and short writes, never around a long computation: the file stays open
+        (other processes wait) until the block ends. Nested sessions share the outer one."""
         with self._lock:
-            con = self._open()
+            if self._session is not None:
+                yield self
+                return
+            self._session = self._open()
+            try:
+                yield self
+            finally:
+                con, self._session = self._session, None
+                con.close()
+
+    @contextmanager
+    def connect(self, write: bool = False):
+        """A short-lived connection (the session's, inside session()); a write
+        connection runs in one transaction."""
+        with self._lock:
+            shared = self._session
+            con = shared if shared is not None else self._open()
             try:
                 if write:
                     if self.read_only:
@@ -81,7 +103,8 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
                 else:
                     yield con
             finally:
-                con.close()
+                if shared is None:
+                    con.close()
 
     def _in_transaction(self, con, work):
         """Run work(con) inside the caller's transaction, or in a new one of its own."""
@@ -321,17 +344,6 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
                 return con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
             return con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
 
-    def model_costs(self, grid: str) -> dict[str, dict]:
-        """Seconds and tokens per item of each evaluated model (SPEC §9's cost dimension);
-        None where the cells carry no timing (imported or simulated grids)."""
-        with self.connect() as con:
-            rows = con.execute("SELECT model, count(DISTINCT item_uid), sum(ms) / 1000.0, "
-                               "sum(tokens) FROM cells WHERE grid = ? GROUP BY model",
-                               [grid]).fetchall()
-        return {m: {"seconds_per_item": s / n if s is not None and n else None,
-                    "tokens_per_item": t / n if t is not None and n else None}
-                for m, n, s, t in rows}
-
     def item_cells(self, grid: str, item_uid: str) -> list[dict]:
         """Every cell of one item (all models, all configs), canonical config order."""
         with self.connect() as con:
@@ -343,21 +355,6 @@ class Store(ModelRecords, RunRecords, CalibrationRecords):
                               [grid, item_uid])
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r)) for r in cur.fetchall()]
-
-    def near_tie_mask(self, grid: str, cube: Cube):
-        """bool [M, I, C] aligned with `cube` (a cube of this grid, or a selection of it):
-        True where the cell was recorded near_tie (runner docs: margins and near-ties)."""
-        mask = np.zeros(cube.bits.shape, dtype=bool)
-        with self.connect() as con:
-            rows = con.execute("SELECT model, item_uid, config_id FROM cells "
-                               "WHERE grid = ? AND near_tie", [grid]).fetchall()
-        index = [{name: k for k, name in enumerate(names)}
-                 for names in (cube.models, cube.items, cube.configs)]
-        for key in rows:
-            where = [ix.get(part) for ix, part in zip(index, key)]
-            if None not in where:
-                mask[tuple(where)] = True
-        return mask
 
     def export_cells(self, grid: str):
         """All cells of a grid as an Arrow table: the export contract's columns (model, item,
