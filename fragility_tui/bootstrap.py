@@ -5,13 +5,16 @@ upgrade, so a fresh machine starts with something to explore."""
 from __future__ import annotations
 
 
-def open_store(db: str | None, *, load_samples: bool | None = None, progress=None):
+def open_store(db: str | None, *, load_samples: bool | None = None, progress=None,
+               session: bool = False):
     """Open the store; the default store (no --db) gets the shipped sample grids (and their
     updates, see ensure_sample_grids), so a fresh machine starts with something to explore.
-    `progress(k, n, name)` hears of each shipped grid loaded (the app's status line)."""
+    `progress(k, n, name)` hears of each shipped grid loaded (the app's status line).
+    session=True: the connection stays open for the caller's first `with store.session()`
+    block, which must follow at once (Store)."""
     from fragility_tui.store.store import Store
 
-    store = Store(db)
+    store = Store(db, session=session)
     if load_samples is None:
         load_samples = db is None
     if load_samples:

@@ -24,8 +24,8 @@ from fragility_tui.analysis.classify import Classification, classify
 from fragility_tui.grid.canonical import canonical, canonical_order, reordered  # noqa: F401
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.paired_bootstrap import (Resamples, Strata,  # noqa: F401
-                                                     bootstrap_counts, point_counts, strata_of,
-                                                     target_estimates)
+                                                     bootstrap_counts, complete_estimates,
+                                                     point_counts, strata_of, target_estimates)
 from fragility_tui.analysis.harness_family import (LEVEL, TOL, opposite_winners, reversing,
                                                    sign, simultaneous_intervals)
 from fragility_tui.analysis.pairs import mcnemar_exact_p
@@ -280,7 +280,8 @@ def _samples(cube: Cube, strata: Strata, plan: _Plan, cols: range, supported,
         hi = min(lo + _COLS_PER_BLOCK, k)
         bnum, bden = bootstrap_counts(cube, strata, cols_[lo:hi], n_boot, resamples.seed,
                                       resamples)
-        est = target_estimates(bnum, bden, sup_cols[:, None, lo:hi])
+        est = (complete_estimates(bnum, strata.stops - strata.starts, sup_cols[:, None, lo:hi])
+               if cube.complete else target_estimates(bnum, bden, sup_cols[:, None, lo:hi]))
         for t in TARGETS:
             samples[t][:, lo:hi] = est[t]
         mine = np.flatnonzero((dec >= lo) & (dec < hi))

@@ -117,3 +117,19 @@ def target_estimates(num: np.ndarray, den: np.ndarray, supported: np.ndarray) ->
         lost = (supported & (den == 0)).any(axis=0)
         balanced = np.where(lost | (n_sup == 0), np.nan, balanced)
     return {"observed": observed, "balanced": balanced}
+
+
+def complete_estimates(num: np.ndarray, sizes, supported: np.ndarray) -> dict:
+    """target_estimates when every resample pairs every item (a complete cube), so den[s]
+    is benchmark s's size in every resample: the same figures, bit for bit, without den's
+    passes over [S, B, K]."""
+    num = num.astype(np.float64)
+    size = np.asarray(sizes, dtype=np.float64).reshape(-1, *([1] * (num.ndim - 1)))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        observed = num.sum(axis=0) / size.sum()
+        per_bench = num / size
+        n_sup = supported.sum(axis=0)
+        balanced = np.where(supported, per_bench, 0.0).sum(axis=0) / n_sup
+        lost = (supported & (size == 0)).any(axis=0)
+        balanced = np.where(lost | (n_sup == 0), np.nan, balanced)
+    return {"observed": observed, "balanced": balanced}

@@ -119,7 +119,7 @@ def run(args) -> int:
     from fragility_tui.bootstrap import open_store
 
     _check_counts(args)
-    store = open_store(args.db)
+    store = open_store(args.db, session=True)
     with store_session(store):  # every read on one connection, released before the analysis
         cube = select_view(store.load_cube(args.grid), args)
         if not cube.models or not cube.items:

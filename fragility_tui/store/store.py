@@ -53,29 +53,39 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
     # serialise this process's own connections to a path.
     _process_locks: dict[str, threading.RLock] = {}
 
-    def __init__(self, path: str | os.PathLike | None = None, *, lock_wait_s: float = LOCK_WAIT_S):
+    def __init__(self, path: str | os.PathLike | None = None, *, lock_wait_s: float = LOCK_WAIT_S,
+                 session: bool = False):
+        """session=True: the schema check's connection stays open for the first
+        `with store.session()` block, which adopts it (`report` opens the file once)."""
         self.path = Path(path) if path is not None else default_db_path()
         self.lock_wait_s = lock_wait_s
         self.read_only: str | None = None  # why the file cannot be written, once known
         key = str(self.path.resolve())
         self._lock = Store._process_locks.setdefault(key, threading.RLock())
-        self._session: duckdb.DuckDBPyConnection | None = None  # see session()
-        self._ensure_schema()
+        self._adopt = session  # the next session() takes over the open connection
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._session: duckdb.DuckDBPyConnection | None = self._open() if session else None
+        try:
+            self._ensure_schema()
+        except BaseException:
+            if self._session is not None:
+                self._session.close()
+            raise
 
     # -- connections ---------------------------------------------------------------------
 
     @contextmanager
     def session(self):
-        """Every connect() inside reuses one connection, opened here and closed on exit:
-        a command that reads several things (`report`: the cube, costs, near-ties, the
-        grid's flags) opens the file once; each open costs ~20 ms. Hold it only around
-        reads and short writes, never around a long computation: the file stays open
-        (other processes wait) until the block ends. Nested sessions share the outer one."""
+        """Every connect() inside reuses one connection, closed on exit: `report` reads the
+        cube, costs, near-ties and flags with one open (each costs ~20 ms). Hold it around
+        reads and short writes only: other processes wait until the block ends. Nested
+        sessions share the outer one."""
         with self._lock:
-            if self._session is not None:
+            if self._session is not None and not self._adopt:
                 yield self
                 return
-            self._session = self._open()
+            self._session = self._session or self._open()
+            self._adopt = False
             try:
                 yield self
             finally:
@@ -124,7 +134,6 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
         return open_duckdb(self.path, read_only=True, wait_s=self.lock_wait_s)
 
     def _ensure_schema(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._create_or_migrate()
         except StoreReadOnly:

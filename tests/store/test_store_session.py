@@ -67,3 +67,19 @@ def test_costs_of_a_timed_grid_cover_every_model(tmp_path):
     costs = _store(tmp_path, timed=True).model_costs("g")
     assert costs["m1"] == {"seconds_per_item": pytest.approx(0.3), "tokens_per_item": 10.0}
     assert costs["m2"] == {"seconds_per_item": None, "tokens_per_item": None}
+
+
+def test_a_store_opened_for_a_session_checks_its_schema_on_that_connection(tmp_path,
+                                                                           monkeypatch):
+    _store(tmp_path, timed=False)
+    opened = []
+    real = Store._open
+    monkeypatch.setattr(Store, "_open", lambda self: opened.append(1) or real(self))
+    store = Store(tmp_path / "s.duckdb", session=True)
+    with store.session():  # adopts the connection the schema check used
+        store.load_cube("g")
+        store.grid_meta("g")
+    assert len(opened) == 1
+    with store.session():  # a later block opens its own
+        store.grid_meta("g")
+    assert len(opened) == 2

@@ -1,0 +1,79 @@
+"""The report's speed-ups compute the same numbers, bit for bit (issue 43 item 8): blocked
+resampling counts, counts drawn once and reused, the complete-cube shortcuts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fragility_tui.analysis.itemstats import resample_counts, rng_for
+from fragility_tui.analysis.paired_bootstrap import (Resamples, bootstrap_counts,
+                                                     complete_estimates, point_counts,
+                                                     strata_of, target_estimates)
+from fragility_tui.grid.simulate import simulate_cube
+
+
+def _reference_counts(rng, n, rows, dtype):
+    """resample_counts as it was: one bincount over every row."""
+    small = np.uint16 if n <= np.iinfo(np.uint16).max else np.int64
+    draws = rng.integers(0, n, size=(rows, n), dtype=small).astype(np.intp)
+    draws += np.arange(rows, dtype=np.intp)[:, None] * n
+    return np.bincount(draws.ravel(), minlength=rows * n).reshape(rows, n).astype(dtype)
+
+
+@pytest.mark.parametrize("n, rows", [(1, 3), (7, 500), (3679, 40), (70_000, 3)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_counts_are_the_one_bincount_counts(n, rows, dtype):
+    got = resample_counts(rng_for(3, 1), n, rows, dtype)
+    want = _reference_counts(rng_for(3, 1), n, rows, dtype)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+def _cube(complete: bool):
+    cube = simulate_cube(6, 160, seed=4)
+    if complete:
+        return cube
+    present = cube.present.copy()
+    present[np.random.default_rng(0).random(present.shape) < 0.1] = False
+    return type(cube)(cube.models, cube.items, cube.configs, cube.bits & present, present,
+                      cube.benchmarks, cube.subjects, cube.reference, cube.near_tie)
+
+
+@pytest.mark.parametrize("complete", [True, False])
+def test_counts_reused_for_a_second_set_of_columns_equal_fresh_draws(complete):
+    cube = _cube(complete)
+    strata = strata_of(cube)
+    cols = np.array([(0, 1, 0), (2, 3, 5), (4, 5, 25), (1, 0, 3)], dtype=np.intp)
+    resamples = Resamples(strata, 700, 9)
+    first = bootstrap_counts(cube, strata, cols[:2], 700, 9, resamples)
+    second = bootstrap_counts(cube, strata, cols[2:], 700, 9, resamples)
+    fresh = bootstrap_counts(cube, strata, cols, 700, 9)
+    for k in (0, 1):
+        assert np.array_equal(np.concatenate([first[k], second[k]], axis=2), fresh[k])
+
+
+def test_point_counts_of_a_complete_cube_take_the_per_model_shortcut_exactly():
+    cube = _cube(True)
+    strata = strata_of(cube)
+    a, b = np.array([0, 2, 5, 1]), np.array([1, 3, 4, 1])
+    num, den = point_counts(cube, strata, a, b)
+    paired = cube.present[a] & cube.present[b]  # the general path, by hand
+    for s, (lo, hi) in enumerate(zip(strata.starts, strata.stops)):
+        want = ((cube.bits[a] & paired)[:, lo:hi].sum(axis=1)
+                - (cube.bits[b] & paired)[:, lo:hi].sum(axis=1))
+        assert np.array_equal(num[:, s], want)
+        assert np.array_equal(den[:, s], paired[:, lo:hi].sum(axis=1))
+
+
+def test_complete_estimates_equal_target_estimates_bit_for_bit():
+    rng = np.random.default_rng(2)
+    sizes = np.array([300, 12, 41, 5])
+    num = rng.integers(-12, 13, size=(4, 500, 30)).astype(np.float32)
+    den = np.broadcast_to(sizes[:, None, None], num.shape).astype(np.float32)
+    supported = rng.random((4, 1, 30)) < 0.8
+    supported[:, :, 0] = False  # a column no benchmark supports
+    want = target_estimates(num, den, supported)
+    got = complete_estimates(num, sizes, supported)
+    for t in want:
+        assert got[t].shape == want[t].shape
+        assert got[t].tobytes() == want[t].tobytes(), t
