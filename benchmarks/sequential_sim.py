@@ -45,6 +45,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
+from fragility_tui.analysis import sequential  # noqa: E402
 from fragility_tui.analysis.binomial import rate  # noqa: E402
 from fragility_tui.analysis.sequential import (WorBettingCS, item_order,  # noqa: E402
                                                run_sequential, settled, split_alpha)
@@ -193,16 +194,19 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--check", type=int, default=4)
     ap.add_argument("--scope", choices=["population", "pool"], default="population")
+    ap.add_argument("--bet", choices=sequential.BETS, default=sequential.BET,
+                    help="the sequences' bets (default the shipped one)")
     ap.add_argument("--out", default=None,
                     help="default benchmarks/sequential_sim.json (sequential_sim_pool.json "
                          "for --scope pool)")
     args = ap.parse_args()
     global SCOPE
     SCOPE = args.scope
+    sequential.BET = args.bet  # every sequence built below, run_sequential's too
     args.out = args.out or ("benchmarks/sequential_sim.json" if SCOPE == "population"
                             else "benchmarks/sequential_sim_pool.json")
     t0 = time.time()
-    results = {"scope": SCOPE, "latent_sd": LATENT_SD,
+    results = {"scope": SCOPE, "bet": args.bet, "latent_sd": LATENT_SD,
                "method": "run_sequential defaults: observed target, uniform seeded order, "
                          f"chunk {CHUNK}, margin {MARGIN}, alpha {ALPHA} (decision alpha/2)",
                "checked_against_run_sequential": check_against_procedure(args.check,

@@ -14,10 +14,11 @@ from fragility_tui.analysis.sequential import (WorBettingCS, item_order, run_seq
 from fragility_tui.harness.configs import CONFIG_IDS
 
 
-def _miss_rate(values: np.ndarray, orders: np.ndarray, alpha: float) -> float:
+def _miss_rate(values: np.ndarray, orders: np.ndarray, alpha: float,
+               bet: str | None = None) -> float:
     """Share of orders (rows) in which the sequence ever excludes the pool's mean."""
     n_orders, n = orders.shape
-    cs = WorBettingCS(np.full(n_orders, n), alpha)
+    cs = WorBettingCS(np.full(n_orders, n), alpha, bet=bet)
     truth = values.mean()
     missed = np.zeros(n_orders, dtype=bool)
     rows = np.arange(n_orders)
@@ -28,14 +29,15 @@ def _miss_rate(values: np.ndarray, orders: np.ndarray, alpha: float) -> float:
     return float(missed.mean()), cs
 
 
+@pytest.mark.parametrize("bet", ["growth", "hedged"])
 @pytest.mark.parametrize("d", [[1, 1, 1, 0, -1, 1, 0, 1],
                                [1, 1, 1, 1, 1, 1, 1, -1],
                                [0, 0, 0, 0, 1, -1, 0, 0]])
-def test_every_order_of_a_tiny_pool_covers_with_probability_at_least_one_minus_alpha(d):
+def test_every_order_of_a_tiny_pool_covers_with_probability_at_least_one_minus_alpha(d, bet):
     values = (np.array(d) + 1) / 2.0
     orders = np.array(list(itertools.permutations(range(len(d)))))  # all 40,320 orders
     alpha = 0.1
-    rate, cs = _miss_rate(values, orders, alpha)
+    rate, cs = _miss_rate(values, orders, alpha, bet)
     assert rate <= alpha  # exact: the uniform distribution over orders, no sampling error
     lo, hi = cs.bounds()  # the whole pool drawn: the sequence is the pool's mean
     assert np.allclose(lo, values.mean()) and np.allclose(hi, values.mean())
@@ -53,6 +55,11 @@ def test_simulated_orders_of_a_larger_pool_cover_and_shrink():
         half.update([0], values[orders[0, t:t + 1]])
     lo, hi = half.bounds()
     assert hi[0] - lo[0] < 0.35
+
+
+def test_an_unknown_bet_is_refused():
+    with pytest.raises(ValueError, match="bet must be one of"):
+        WorBettingCS([10], 0.05, bet="kelly")
 
 
 def test_a_coarse_grid_still_covers():
@@ -85,8 +92,9 @@ def test_the_population_sequence_covers_the_population_mean_of_iid_draws():
         missed |= (lo > truth) | (hi < truth)
     assert missed.mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / n_runs)
     assert np.median(hi - lo) < 0.2  # and it narrows
-    # the population sequence stays wider than the pool's at the pool's end
-    assert np.all(hi - lo > 0.05)
+    # the population sequence never collapses at the pool's end as the pool's does (the
+    # growth bets' running intersection leaves a few narrow ones: 5 of 2,000 under 0.05)
+    assert np.all(hi - lo > 0.03) and np.mean(hi - lo > 0.05) > 0.99
 
 
 def test_the_stopping_rule():
@@ -134,7 +142,7 @@ def test_identical_models_settle_as_equivalent_or_run_the_pool_out():
     same = np.zeros_like(d)
     r = run_sequential(same, bench, ids, CONFIG_IDS, "o0.letter", chunk=100)
     assert r.stop == "equivalent" and r.items_used < 1200
-    assert r.final.lower >= -0.02 and r.final.upper <= 0.02 and r.final.lower < 0
+    assert r.final.lower >= -0.02 - 1e-9 and r.final.upper <= 0.02 + 1e-9 and r.final.lower < 0
     mixed = np.zeros_like(d[:40])
     mixed[:10], mixed[10:20] = 1, -1  # pool Δ 0, too few items to settle before the end
     tiny = run_sequential(mixed, bench[:40], ids[:40], CONFIG_IDS, "o0.letter", chunk=25,
