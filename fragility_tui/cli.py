@@ -114,7 +114,7 @@ def quiet_blas_threads() -> None:
     """OpenBLAS (numpy's BLAS) keeps its worker threads spinning for 2^28 cycles (~0.1 s)
     after every call; on a 2-core machine they take the core the main thread needs next.
     2^4 cycles puts them to sleep at once: on a loaded 2-core machine `report` and
-    `calibrate` ran in 0.5-0.7x the time (docs/spec.md, "Performance shape"). Every figure
+    `calibrate` ran in ~0.6x the time (docs/scale.md, "Report speed"). Every figure
     is unchanged: the same threads split the same work. Read when numpy loads its BLAS, so
     set before anything imports numpy; a value the user set wins."""
     if "numpy" not in sys.modules:

@@ -77,3 +77,32 @@ def test_complete_estimates_equal_target_estimates_bit_for_bit():
     for t in want:
         assert got[t].shape == want[t].shape
         assert got[t].tobytes() == want[t].tobytes(), t
+
+
+def test_the_pooled_share_interval_gathers_the_same_integers_the_counts_gave():
+    from fragility_tui.analysis import pooled_share
+    from fragility_tui.analysis.basis import measure
+    from fragility_tui.analysis.itemstats import STREAM_POOLED_SHARE
+    from fragility_tui.analysis.pairs import adjacent_pairs
+
+    basis = measure(simulate_cube(8, 400, seed=5))
+    cube, cls = basis.cube, basis.classification
+    pairs = adjacent_pairs(cube, basis.accuracy)
+    got = pooled_share.pooled_share_ci(cube, pairs, cls, n_boot=900, seed=2)
+    # as it was: the counts of each resample times the two integer columns, in float32
+    ref = cube.reference_index
+    d_sum, f_sum = np.zeros(len(cube.items)), np.zeros(len(cube.items))
+    for a, b in pairs:
+        d = cube.bits[a, :, ref].astype(np.int64) - cube.bits[b, :, ref]
+        if d.sum():
+            d_sum += d
+            f_sum += d * (cls.complete[a] & cls.complete[b] & ~(cls.robust[a] & cls.robust[b]))
+    rng, n, rows = rng_for(2, STREAM_POOLED_SHARE), len(d_sum), max(1, 2_000_000 // len(d_sum))
+    both = np.stack([f_sum, d_sum], axis=1).astype(np.float32)
+    shares = []
+    for start in range(0, 900, rows):
+        num, den = (resample_counts(rng, n, min(rows, 900 - start), np.float32) @ both
+                    ).astype(np.float64).T
+        shares.append(num[den != 0] / den[den != 0])
+    want = tuple(float(x) for x in np.percentile(np.concatenate(shares), [2.5, 97.5]))
+    assert got == want
