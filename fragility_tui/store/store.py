@@ -55,14 +55,13 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
 
     def __init__(self, path: str | os.PathLike | None = None, *, lock_wait_s: float = LOCK_WAIT_S,
                  session: bool = False):
-        """session=True: the schema check's connection stays open for the first
-        `with store.session()` block, which adopts it (`report` opens the file once)."""
+        """session=True: the schema check's connection stays open for the first session()."""
         self.path = Path(path) if path is not None else default_db_path()
         self.lock_wait_s = lock_wait_s
         self.read_only: str | None = None  # why the file cannot be written, once known
         key = str(self.path.resolve())
         self._lock = Store._process_locks.setdefault(key, threading.RLock())
-        self._adopt = session  # the next session() takes over the open connection
+        self._in_session = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._session: duckdb.DuckDBPyConnection | None = self._open() if session else None
         try:
@@ -76,27 +75,28 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
 
     @contextmanager
     def session(self):
-        """Every connect() inside reuses one connection, closed on exit: `report` reads the
-        cube, costs, near-ties and flags with one open (each costs ~20 ms). Hold it around
-        reads and short writes only: other processes wait until the block ends. Nested
-        sessions share the outer one."""
+        """Every connect() inside shares one connection, opened by the first and closed on
+        exit (`report` opens the file once; ~20 ms an open). Only around reads and short
+        writes: other processes wait meanwhile. Nested sessions share the outer one."""
         with self._lock:
-            if self._session is not None and not self._adopt:
+            if self._in_session:
                 yield self
                 return
-            self._session = self._session or self._open()
-            self._adopt = False
+            self._in_session = True
             try:
                 yield self
             finally:
-                con, self._session = self._session, None
-                con.close()
+                con, self._session, self._in_session = self._session, None, False
+                if con is not None:
+                    con.close()
 
     @contextmanager
     def connect(self, write: bool = False):
         """A short-lived connection (the session's, inside session()); a write
         connection runs in one transaction."""
         with self._lock:
+            if self._in_session and self._session is None:
+                self._session = self._open()
             shared = self._session
             con = shared if shared is not None else self._open()
             try:

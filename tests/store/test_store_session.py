@@ -83,3 +83,28 @@ def test_a_store_opened_for_a_session_checks_its_schema_on_that_connection(tmp_p
     with store.session():  # a later block opens its own
         store.grid_meta("g")
     assert len(opened) == 2
+
+
+def test_a_session_that_reads_nothing_opens_nothing(tmp_path, monkeypatch):
+    store = _store(tmp_path, timed=False)
+    opened = _count_opens(store, monkeypatch)
+    with store.session():
+        pass
+    assert opened == []
+
+
+def test_report_opens_the_store_once(tmp_path, monkeypatch):
+    """The whole command: schema check, cube, costs, near-ties and flags on one connection."""
+    import io
+    from contextlib import redirect_stdout
+
+    from fragility_tui import cli
+
+    _store(tmp_path, timed=True)
+    opened = []
+    real = Store._open
+    monkeypatch.setattr(Store, "_open", lambda self: opened.append(1) or real(self))
+    with redirect_stdout(io.StringIO()) as out:
+        assert cli.main(["report", "--grid", "g", "--json", "--boot", "20", "--random-draws",
+                         "5", "--db", str(tmp_path / "s.duckdb")]) == 0
+    assert '"spec_version"' in out.getvalue() and len(opened) == 1
