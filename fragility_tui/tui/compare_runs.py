@@ -1,8 +1,9 @@
 """Compare in one go (issue 22): the app's side of a Compare form. Both runs start as
 detached processes through the Runs pane (the device slots queue the second when both want
 one one-slot device); the Compare pane is told the pair and opens on it once the grid holds
-cells of both; a grid the runs are about to create is looked for every few seconds and
-opened when the first run has made it. The live watcher (live.py) then reloads it as their
+cells of both (with "stop when settled", one `fragility-tui compare` process, which
+the Compare pane follows: panes/compare_sequence.py); a grid the runs are about to create
+is looked for every few seconds and opened when the first run has made it. The live watcher (live.py) then reloads it as their
 batches commit. Kept out of app.py, which holds state and intents only; what it needs of the
 app is `CompareHost`."""
 
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
 
     from fragility_tui.tui.pane_switcher import PaneSwitcher
     from fragility_tui.tui.panes.run_form import ComparePlan
+    from fragility_tui.tui.sequence import SequencePlan
 
 AWAIT_GRID_SECONDS = 2.0  # how often a Compare form's new grid is looked for
 
@@ -38,14 +40,23 @@ class CompareRuns:
         self.app = app
         self.awaited: str | None = None  # a Compare form's grid, until it exists
 
-    def start(self, plan: ComparePlan) -> None:
-        """Launch the plan's two runs, open Compare on the pair."""
+    def start(self, plan: ComparePlan | SequencePlan) -> None:
+        """Launch the plan's two runs (or its one sequential comparison), open Compare on
+        the pair."""
         from fragility_tui.tui.panes import ComparePane, RunsPane  # loaded after the first frame
 
         app, runs = self.app, self.app.panes.pane_of(RunsPane)
-        runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)")
-        runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")
-        app.panes.pane_of(ComparePane).want(plan.grid, plan.a, plan.b)
+        compare = app.panes.pane_of(ComparePane)
+        if hasattr(plan, "settings"):  # "stop when settled": one `compare` process
+            before = len(runs.launched)
+            runs.launch(list(plan.argv), f"start compare {plan.a} vs {plan.b} (stop when "
+                                         "settled)")
+            process = runs.launched[-1][0] if len(runs.launched) > before else None
+            compare.follow(plan, process)  # the sequence, from the grid's cells
+        else:
+            runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)")
+            runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")
+        compare.want(plan.grid, plan.a, plan.b)
         app.action_pane("compare")
         if plan.grid != app.grid_name:  # opened once the first run has created it
             self.awaited = plan.grid

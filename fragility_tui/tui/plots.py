@@ -246,3 +246,44 @@ def draw_pair_deltas(plot: PlotWidget, configs: Sequence[str], deltas: list) -> 
     top = max(1.0, max(span)) * 1.1
     plot.set_xlimits(-0.5, n - 0.5)
     plot.set_ylimits(-top, top)
+
+
+def draw_sequence(plot: PlotWidget, path: list, margin: float, pool: int,
+                  stop_items: int | None) -> None:
+    """A sequential comparison (analysis/sequential.py's Step per chunk, fractions): x the
+    items done, a vertical bar per chunk for the confidence sequence, ● at Δ̂, the ±m
+    margin as dashed lines, a dotted zero line and the stopping point as a column of ┊."""
+    plot.remember(lambda: draw_sequence(plot, path, margin, pool, stop_items))
+    import numpy as np
+
+    plot.clear()
+    plot.set_x_formatter(NumericAxisFormatter())
+    plot.set_xlabel("items done")
+    plot.set_ylabel("Δ̂ A−B, points")
+    plot.set_y_formatter(_row_ticks(plot))
+    steps = [s for s in path if s.delta is not None]
+    ends = [100 * v for s in path for v in (s.lower, s.upper)]
+    top = min(100.0, max([1.0, 100 * margin] + [abs(v) for v in ends]) * 1.1)
+    right = float(max(pool, 1))
+    plot.plot([0, right], [0, 0], line_style="dim", hires_mode=HiResMode.BRAILLE)
+    m = 100 * margin
+    if m > 0:
+        for y in (m, -m):
+            xs = np.linspace(0, right, 41)
+            plot.scatter(xs, np.full(xs.size, y), marker="╌", marker_style="cyan")
+    if stop_items is not None:
+        t = np.linspace(-top, top, 81)
+        plot.scatter(np.full(t.size, float(stop_items)), t, marker="┊",
+                     marker_style="bold magenta")
+    if path:  # each sequence as a column of │ dense enough to join at any plot height
+        x = np.array([float(s.items) for s in path])
+        lo = np.array([100 * s.lower for s in path])
+        hi = np.array([100 * s.upper for s in path])
+        t = np.linspace(0.0, 1.0, 81)
+        plot.scatter(np.repeat(x, t.size), (lo[:, None] + (hi - lo)[:, None] * t).ravel(),
+                     marker="│", marker_style="yellow")
+    if steps:
+        plot.scatter([float(s.items) for s in steps], [100 * s.delta for s in steps],
+                     marker="●", marker_style="bold green")
+    plot.set_xlimits(0, right)
+    plot.set_ylimits(-top, top)

@@ -17,6 +17,7 @@ from fragility_tui.tui.formats import decision_reason, num, pct
 from fragility_tui.tui.live import pair_coverage
 from fragility_tui.tui.messages import CompareQueued, WorkFailed
 from fragility_tui.tui.panes.base import Pane
+from fragility_tui.tui.panes.compare_sequence import SequenceMixin
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  failed_line, start_calibration,
                                                  label_line, line_width)
@@ -82,14 +83,19 @@ class Pickers(FormKeys, Horizontal):
     pane_keys = True
 
 
-class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
+class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Compare"):
     help = ("Pick two models: decision under both targets, robust-set test, Δ̂ per config "
-            "(g: plot or table), benchmarks, cost. n: run two models and compare them.")
+            "(g: plot or table), benchmarks, cost. n: run two. v: stop when settled.")
     BINDINGS = [Binding("g", "toggle_plot", "Plot/table", tooltip="Show the plot or the table",
                         id="compare.plot"),
                 Binding("n", "new_comparison", "Compare form",
                         tooltip="Run two models (or a model and its int8/int4 build) and "
-                                "compare them as their cells come in", id="compare.new")]
+                                "compare them as their cells come in", id="compare.new"),
+                Binding("v", "sequence", "Sequence",
+                        tooltip="The sequential comparison of the pair (stop when settled): "
+                                "Δ̂ and its confidence sequence against items done, the "
+                                "verdict; again: back to the full grid's decision",
+                        id="compare.sequence")]
     # (grid, A, B) a Compare form queued, until the grid is open with cells of both
     wanted: tuple[str, str, str] | None = None
     plot_id, table_id = "compare-plot", "compare-table"
@@ -142,11 +148,15 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
     def _show_waiting(self, view, models: list[str]) -> None:
         grid, a, b = self.wanted
         missing = [m for m in (a, b) if m not in models or view.grid != grid]
-        text = Text("Compare in one go: waiting for the first cells of ", style="bold yellow")
+        settling = self.following is not None and \
+            (self.following.grid, self.following.a, self.following.b) == self.wanted
+        text = Text("Stop when settled: waiting for the first chunk's cells of " if settling
+                    else "Compare in one go: waiting for the first cells of ",
+                    style="bold yellow")
         text.append(" and ".join(clean(m, one_line=True, limit=80) for m in missing))
         text.append(f" in grid {clean(grid, one_line=True, limit=80)}; a queued run starts "
-                    "when its device frees. The Runs pane (7) shows both runs.",
-                    style="yellow")
+                    "when its device frees. The Runs pane (7) shows " +
+                    ("each chunk's runs." if settling else "both runs."), style="yellow")
         self.query_one("#compare-result", Static).update(text)
         self.query_one("#compare-calibration", Static).update("")
         self.query_one(ReportTable).set_data(COLUMNS, [])
@@ -186,6 +196,9 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
             line.update("")
             self.query_one(ReportTable).set_data(COLUMNS, [])
             return
+        if self.sequence_on:
+            self.start_sequence(view, a, b)
+            return
         self.query_one("#compare-result", Static).update(Text("computing…", style="italic"))
         line.update(Text(CALIBRATING, style="italic"))
         self._compare(view, a, b)
@@ -198,7 +211,8 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
     @on(CalibrationReady)
     def _calibration_ready(self, message: CalibrationReady) -> None:
         message.stop()
-        if message.view is self.view and self._picked_pair() == (message.a, message.b):
+        if message.view is self.view and self._picked_pair() == (message.a, message.b) \
+                and not self.sequence_on:
             line = self.query_one("#compare-calibration", Static)
             line.update(label_line(message.result, line_width(line)) if message.result
                         else failed_line(message.error or "unknown error"))
@@ -226,6 +240,8 @@ class ComparePane(PlotToggle, Pane, pane_id="compare", title="Compare"):
 
     @on(CompareResult)
     def _show(self, result: CompareResult) -> None:
+        if self.sequence_on:
+            return  # the sequence was asked for since
         self.query_one("#compare-result", Static).update(summary_text(result))
         from fragility_tui.tui.plots import draw_pair_deltas
 

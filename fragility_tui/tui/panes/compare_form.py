@@ -1,8 +1,11 @@
 """The Compare form ("compare in one go", issue 22): model A, model B or A's int8/int4 build,
 items, configs, grid, device. Its Start checks the form (run_form.check_compare_form) and,
 when nothing is wrong, hands the plan back; the Compare pane posts it up as `CompareQueued`
-(tui/messages.py) and the app starts both runs and opens Compare on the pair. A modal the
-Compare pane pushes itself, as the Runs pane pushes its confirm question."""
+(tui/messages.py) and the app starts both runs and opens Compare on the pair. With "stop
+when settled" (issue 45) the margin, reference, seed and budgets are checked too
+(run_form.check_sequential_form) and the plan is one `fragility-tui compare A B --items ...`
+process, which the Compare pane follows (panes/compare_sequence.py). A modal the Compare
+pane pushes itself, as the Runs pane pushes its confirm question."""
 
 from __future__ import annotations
 
@@ -16,11 +19,12 @@ from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select, Static
+from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 
 from fragility_tui.devices import DeviceReport, query_devices
 from fragility_tui.tui.panes.device_picker import DevicePicker
-from fragility_tui.tui.panes.run_form import ComparePlan, check_compare_form
+from fragility_tui.tui.panes.run_form import (ComparePlan, check_compare_form,
+                                              check_sequential_form)
 from fragility_tui.tui.sanitize import clean
 
 B_BUILDS = [("model B as typed", ""), ("A's int8 build", "int8"), ("A's int4 build", "int4")]
@@ -31,7 +35,17 @@ class _Devices(Message):
     report: DeviceReport
 
 
-class CompareFormScreen(ModalScreen[ComparePlan | None]):
+BOTH_RUNS = ("Compare in one go: both runs are queued (a one-slot device takes one at a "
+             "time); Compare opens on the pair as their batches commit. Esc closes.")
+SETTLED = ("Stop when settled: one `compare` process runs both models chunk by chunk (25 "
+           "items) until the answer is clear; Compare follows it. Esc closes.")
+# (label, field id, placeholder: the CLI's default)
+SEQUENCE_FIELDS = [("margin", "margin", "2 points"), ("reference", "reference", "o0.letter"),
+                   ("seed", "seed", "0"), ("max items", "max-items", "the whole pool"),
+                   ("max secs", "max-seconds", "none"), ("max tokens", "max-tokens", "none")]
+
+
+class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
     """Enter in a field or the Start button checks and starts; Esc closes it unchanged."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", tooltip="Close the Compare form",
@@ -47,9 +61,7 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="compare-form-box"):
-            yield Static(Text("Compare in one go: both runs are queued (on a one-slot device "
-                              "the second waits for the first); Compare opens on the pair and "
-                              "fills in as their batches commit. Esc closes.", style="bold"))
+            yield Static(Text(BOTH_RUNS, style="bold"), id="cf-intro")
             with Grid(id="compare-form"):
                 yield Label("model A", classes="form-label")
                 yield Input(placeholder="alias, hub id or path", id="cf-model-a", compact=True)
@@ -70,6 +82,14 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
                 yield Input(self.grid, placeholder="grid name", id="cf-grid", compact=True)
                 yield Label("device", classes="form-label")
                 yield DevicePicker(id="cf-device")
+                yield Label("stop", classes="form-label")
+                yield Checkbox("when settled (a sequential comparison, issue 45)",
+                               id="cf-settled", compact=True)
+            with Grid(id="cf-sequence"):
+                for label, name, placeholder in SEQUENCE_FIELDS:
+                    yield Label(label, classes="form-label")
+                    yield Input(placeholder=placeholder, id=f"cf-{name}", compact=True,
+                                disabled=True)
             yield Static("", id="cf-error")
             with Horizontal(id="cf-buttons"):
                 yield Button("Start both (Enter)", id="cf-start", variant="primary",
@@ -88,6 +108,15 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
     def _devices(self, message: _Devices) -> None:
         self.query_one(DevicePicker).offer(message.report)
 
+    @on(Checkbox.Changed, "#cf-settled")
+    def _settled_changed(self, event: Checkbox.Changed) -> None:
+        for _, name, _ in SEQUENCE_FIELDS:
+            self.query_one(f"#cf-{name}", Input).disabled = not event.value
+        self.query_one("#cf-intro", Static).update(
+            Text(SETTLED if event.value else BOTH_RUNS, style="bold"))
+        self.query_one("#cf-start", Button).label = (
+            "Compare (Enter)" if event.value else "Start both (Enter)")
+
     @on(Select.Changed, "#cf-b-build")
     def _build_changed(self, event: Select.Changed) -> None:
         # A's own build: model B's field is not read, so it is not offered
@@ -99,12 +128,16 @@ class CompareFormScreen(ModalScreen[ComparePlan | None]):
                 "b_build": self.query_one("#cf-b-build", Select).value or "",
                 "items": value("items"), "per_benchmark": value("sample"),
                 "configs": value("configs"), "grid": value("grid"),
-                "device": self.query_one(DevicePicker).value or "auto"}
+                "device": self.query_one(DevicePicker).value or "auto",
+                "settled": self.query_one("#cf-settled", Checkbox).value,
+                **{name.replace("-", "_"): value(name) for _, name, _ in SEQUENCE_FIELDS}}
 
     @on(Input.Submitted)
     @on(Button.Pressed, "#cf-start")
     def action_start(self) -> None:
-        plan, problems = check_compare_form(self.form(), self.cwd, self.db_path)
+        form = self.form()
+        check = check_sequential_form if form["settled"] else check_compare_form
+        plan, problems = check(form, self.cwd, self.db_path)
         if plan and plan.grid in self.synthetic:
             plan, problems = None, [f"grid: {plan.grid} is SYNTHETIC: name another grid "
                                     "(a new name creates one)"]

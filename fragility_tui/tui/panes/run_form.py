@@ -205,3 +205,23 @@ def _field(name: str, problem: str) -> str:
     if problem.startswith("model: "):
         return f"{name}: {problem.removeprefix('model: ')}"
     return problem.replace("fill in the model", f"fill in {name}")
+
+
+def check_sequential_form(form: dict, cwd: Path, db_path: str | None):
+    """The Compare form with "stop when settled": (a tui.sequence.SequencePlan, or None;
+    problems, each naming its field). The models, items, grid, sample size, configs and
+    device are checked as for two runs; margin, reference, seed and the budgets as
+    `compare` checks its flags; the plan is one `fragility-tui compare A B --items ...`."""
+    from fragility_tui.tui.sequence import SequencePlan, check_sequence_fields, compare_argv
+
+    plan, problems = check_compare_form(form, cwd, db_path)
+    settings, more = check_sequence_fields(form)
+    problems = problems + more
+    if problems:
+        return None, problems
+    argv_a, argv_b = list(plan.argv_a), list(plan.argv_b)
+    spec_a = argv_a[argv_a.index("--model") + 1]
+    build = form.get("b_build") or ""
+    spec_b = f"{spec_a}+{build}" if build else argv_b[argv_b.index("--model") + 1]
+    return SequencePlan(plan.grid, plan.a, plan.b,
+                        tuple(compare_argv(spec_a, spec_b, argv_a, settings)), settings), []
