@@ -45,7 +45,7 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.stats import norm  # noqa: E402
 
-from fragility_tui.analysis import sequential  # noqa: E402
+from fragility_tui.analysis import betting_cs  # noqa: E402
 from fragility_tui.analysis.binomial import rate  # noqa: E402
 from fragility_tui.analysis.sequential import (WorBettingCS, item_order,  # noqa: E402
                                                run_sequential, settled, split_alpha)
@@ -194,7 +194,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--check", type=int, default=4)
     ap.add_argument("--scope", choices=["population", "pool"], default="population")
-    ap.add_argument("--bet", choices=sequential.BETS, default=sequential.BET,
+    ap.add_argument("--bet", choices=betting_cs.BETS, default=betting_cs.BET,
                     help="the sequences' bets (default the shipped one)")
     ap.add_argument("--out", default=None,
                     help="default benchmarks/sequential_sim.json (sequential_sim_pool.json "
@@ -202,7 +202,7 @@ def main() -> None:
     args = ap.parse_args()
     global SCOPE
     SCOPE = args.scope
-    sequential.BET = args.bet  # every sequence built below, run_sequential's too
+    betting_cs.BET = args.bet  # every sequence built below, run_sequential's too
     args.out = args.out or ("benchmarks/sequential_sim.json" if SCOPE == "population"
                             else "benchmarks/sequential_sim_pool.json")
     t0 = time.time()
