@@ -263,7 +263,7 @@ def draw_sequence(plot: PlotWidget, path: list, margin: float, pool: int,
     plot.set_y_formatter(_row_ticks(plot))
     steps = [s for s in path if s.delta is not None]
     ends = [100 * v for s in path for v in (s.lower, s.upper)]
-    top = min(100.0, max([1.0, 100 * margin] + [abs(v) for v in ends]) * 1.1)
+    top = _nice_ceiling(min(100.0, max([1.0, 100 * margin] + [abs(v) for v in ends]) * 1.1))
     right = float(max(pool, 1))
     plot.plot([0, right], [0, 0], line_style="dim", hires_mode=HiResMode.BRAILLE)
     m = 100 * margin
@@ -287,3 +287,10 @@ def draw_sequence(plot: PlotWidget, path: list, margin: float, pool: int,
                      marker="●", marker_style="bold green")
     plot.set_xlimits(0, right)
     plot.set_ylimits(-top, top)
+
+
+def _nice_ceiling(x: float) -> float:
+    """The least 1, 2 or 5 × 10^k at or above x: the axis then ends on a tick (a short plot
+    at 80×24 labels its ends, not only 0)."""
+    power = 10.0 ** floor(log10(x))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= x - 1e-9)
