@@ -259,3 +259,19 @@ async def test_a_recorded_live_sequence_is_drawn_with_its_verdict(synthetic_stor
         plot = pane.query_one("#compare-plot")
         assert plot.display and "┊" in screen_text(app)  # the stopping point
         app.save_screenshot(str(tmp_path / "sequence-120x40.svg"))
+
+
+async def test_a_followed_grid_without_both_models_yet_waits_instead_of_replaying(
+        synthetic_store, tmp_path):
+    """Seen in CI: the form's comparison had written model A's first cells only, the pickers
+    still held another pair, and the pane showed a replay verdict of that pair ("not settled
+    after 0 of 25 items"). Until both followed models are in the grid it says it waits."""
+    app = synthetic_store_app(synthetic_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await _compare_pane(app, pilot)
+        plan = SequencePlan("synthetic-small", "tiny-a", "tiny-b", ("compare",),
+                            SequenceSettings(chunk=10, margin=100.0))
+        pane.follow(plan)
+        pane.compare()
+        text = await _wait_text(app, pilot, "waiting for both models' first cells")
+        assert "verdict:" not in text and "tiny-a and tiny-b" in text

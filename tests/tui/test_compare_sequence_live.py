@@ -49,8 +49,8 @@ async def test_the_pane_follows_a_live_comparison_to_its_verdict(
         for _ in range(3000):  # the process imports the runner, then two runs of 25 items
             await pilot.pause(0.1)
             shown = " ".join(screen_text(app).split())
-            if "verdict:" in shown:
-                break
+            if "verdict: equivalent" in shown:
+                break  # not any "verdict:": a slow machine shows earlier states first
         assert "verdict: equivalent within ±100 points (settled) after 25 of 30 items, 17% " \
                "of the pool saved" in shown, shown
         assert app.grid_name == "settle" and pane.sequence_on

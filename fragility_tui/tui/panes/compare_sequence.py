@@ -79,6 +79,15 @@ class SequenceMixin:
 
     def start_sequence(self, view, a: str, b: str) -> None:
         plan = self.live_plan(view, a, b)
+        p = self.following
+        if plan is None and p is not None and view.grid == p.grid and \
+                not {p.a, p.b} <= set(view.cube.models):
+            # the followed grid before both models have cells (the pickers cannot hold the
+            # pair yet): a replay of whatever pair they hold would be a verdict on nothing
+            self.query_one("#compare-result", Static).update(Text(
+                f"following the comparison of {p.a} and {p.b}: waiting for both models' "
+                "first cells…", style="italic"))
+            return
         self.query_one("#compare-result", Static).update(
             Text("following the comparison…" if plan else "replaying the sequence…",
                  style="italic"))
