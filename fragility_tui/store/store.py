@@ -36,7 +36,7 @@ from fragility_tui.store.models import ModelRecords
 from fragility_tui.store.run_table import RunRecords
 from fragility_tui.store.schema import (DERIVED_TABLES, MIGRATIONS, SCHEMA_V1,
                                         SCHEMA_VERSION, CellRow, GridInfo, cell_table,
-                                        forget_derived, utc_now)
+                                        forget_derived, stored_version, utc_now)
 
 APP_NAME = settings.APP_NAME
 LOCK_WAIT_S = settings.lock_wait_s()  # read once, at import, as the default of Store()
@@ -135,7 +135,8 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
 
     def _ensure_schema(self) -> None:
         try:
-            self._create_or_migrate()
+            if self.schema_version() != SCHEMA_VERSION:  # one read, not the DDL (~5 ms an open)
+                self._create_or_migrate()
         except StoreReadOnly:
             if self.schema_version() != SCHEMA_VERSION:  # readable only as it is
                 raise
@@ -143,8 +144,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
     def _create_or_migrate(self) -> None:
         with self.connect(write=True) as con:
             con.execute(SCHEMA_V1)
-            row = _first(con.execute("SELECT value FROM meta WHERE key = 'schema_version'"))
-            version = int(row[0]) if row else None
+            version = stored_version(con)
             if version is None:  # a new store: version 1's tables, then the migrations
                 con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
                 con.executemany(
@@ -163,9 +163,9 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'",
                         [str(SCHEMA_VERSION)])
 
-    def schema_version(self) -> int:
+    def schema_version(self) -> int | None:
         with self.connect() as con:
-            return int(con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchall()[0][0])
+            return stored_version(con)
 
     # -- grids ---------------------------------------------------------------------------
 
@@ -442,9 +442,3 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
                 bits.reshape(-1)[flat[batch.column(1).to_numpy(zero_copy_only=False)]] = True
         return models, configs, bits, present
 
-
-def _first(con: duckdb.DuckDBPyConnection):
-    """The first row of a result, consuming it (DuckDB 2 refuses new work on a connection
-    with a partly fetched result)."""
-    rows = con.fetchall()
-    return rows[0] if rows else None

@@ -85,6 +85,25 @@ def test_runs_round_trip(tmp_path):
         store.update_run(run_id, nonsense=1)
 
 
+def test_a_current_store_opens_without_the_schema_write(tmp_path, monkeypatch):
+    """Opening a store at the current version reads its version and nothing else; one
+    behind is migrated in a write transaction."""
+    path = tmp_path / "s.duckdb"
+    Store(path)
+    writes = []
+    original = Store._create_or_migrate
+    monkeypatch.setattr(Store, "_create_or_migrate",
+                        lambda self: (writes.append(1), original(self))[1])
+    Store(path)
+    assert writes == []
+    con = duckdb.connect(str(path))  # what schema 6 wrote
+    con.execute("ALTER TABLE cells DROP COLUMN margin")
+    con.execute("ALTER TABLE cells DROP COLUMN near_tie")
+    con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    con.close()
+    assert Store(path).schema_version() == SCHEMA_VERSION and writes == [1]
+
+
 def test_newer_schema_is_refused(tmp_path):
     path = tmp_path / "s.duckdb"
     Store(path)
