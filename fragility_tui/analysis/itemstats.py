@@ -19,7 +19,7 @@ STREAM_TWO_WAY, STREAM_POOLED_SHARE = 7, 6  # 5 is calibration's
 TIE_RTOL = 1e-12
 CONSTANT_ATOL = 1e-12
 _GATHER_BUDGET = 8_000_000  # elements per vectorised chunk: keeps memory flat at any size
-_COUNT_BLOCK = 1 << 17  # draws counted at once by resample_counts (1 MB of indices)
+COUNT_BLOCK = 1 << 17  # draws counted or gathered at once (1 MB of indices: stays in cache)
 
 
 def rng_for(seed: int, stream: int) -> np.random.Generator:
@@ -43,7 +43,7 @@ def resample_counts(rng: np.random.Generator, n: int, rows: int, dtype=np.float6
     offset indices and counts stay in cache instead of four passes over rows x n x 8 bytes."""
     draws = resample_draws(rng, n, rows)
     out = np.empty((rows, n), dtype=dtype) if out is None else out
-    block = max(1, min(rows, _COUNT_BLOCK // max(n, 1)))
+    block = max(1, min(rows, COUNT_BLOCK // max(n, 1)))
     offsets = np.arange(block, dtype=np.intp)[:, None] * n
     for start in range(0, rows, block):
         k = min(block, rows - start)

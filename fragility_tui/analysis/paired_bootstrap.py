@@ -90,8 +90,8 @@ def bootstrap_counts(cube: Cube, strata: Strata, cols: np.ndarray, n_boot: int, 
     nothing."""
     resamples = resamples if resamples is not None else Resamples(strata, n_boot, seed)
     k = len(cols)
-    num = np.zeros((len(strata.names), n_boot, k), dtype=np.float32)
-    den = np.zeros_like(num)
+    num = np.empty((len(strata.names), n_boot, k), dtype=np.float32)  # each [s] set below
+    den = np.empty_like(num)
     a, b, c = cols[:, [0]], cols[:, [1]], cols[:, [2]]
     for s, (lo, hi) in enumerate(zip(strata.starts.tolist(), strata.stops.tolist())):
         w, items = resamples(s), np.arange(lo, hi)[None, :]

