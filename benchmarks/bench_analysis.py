@@ -81,10 +81,15 @@ def bench_command(db: str, grid: str, repeats: int, trees: dict[str, Path]) -> d
     """Median and minimum wall time, and median CPU time (this process's children: every
     thread of the command), of `report --grid GRID --json` per checkout, the checkouts
     alternating run by run so they see the same load; the first run of each (cold file
-    cache, bytecode) is not counted. Every checkout's JSON must be the same."""
+    cache) is not counted. Each checkout's package is byte-compiled first: where
+    PYTHONDONTWRITEBYTECODE is set (this VM), every run would otherwise compile it again
+    (~25 ms). Every checkout's JSON must be the same."""
     times = {k: [] for k in trees}
     cpu = {k: [] for k in trees}
     outputs = {}
+    for tree in trees.values():  # bytecode, as `make run` and a pip install leave it
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "fragility_tui")],
+                       check=True)
     for run in range(repeats + 1):
         for key, tree in trees.items():
             start, start_cpu = time.perf_counter(), _children_cpu()
