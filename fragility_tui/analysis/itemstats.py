@@ -195,12 +195,16 @@ class TopK:
     tie_band: np.ndarray  # indices tied with the value at the cut
     slots: int  # how many of tie_band each draw takes
 
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
+    def draws(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """[n, k] sorted subsets: the items above the band and, per row, the band's slots
+        drawn without replacement (one rng.choice each), or all of the band."""
         if self.slots == len(self.tie_band):
-            chosen = self.tie_band
+            chosen = np.broadcast_to(self.tie_band, (n, self.slots))
         else:
-            chosen = rng.choice(self.tie_band, size=self.slots, replace=False)
-        return np.sort(np.concatenate([self.above, chosen]))
+            chosen = np.stack([rng.choice(self.tie_band, size=self.slots, replace=False)
+                               for _ in range(n)])
+        above = np.broadcast_to(self.above, (n, len(self.above)))
+        return np.sort(np.concatenate([above, chosen], axis=1), axis=1)
 
     @property
     def deterministic(self) -> bool:
@@ -225,9 +229,7 @@ def top_k(values: np.ndarray, k: int) -> TopK:
 
 def tie_draws(top: TopK, n_draws: int, rng: np.random.Generator) -> np.ndarray:
     """[n_draws, k] subsets; one row when the cut has no tie to break."""
-    if top.deterministic or n_draws <= 1:
-        return top.draw(rng)[None, :]
-    return np.stack([top.draw(rng) for _ in range(n_draws)])
+    return top.draws(rng, 1 if top.deterministic or n_draws <= 1 else n_draws)
 
 
 def subset_champion_counts(cube: Cube, subsets: np.ndarray) -> np.ndarray:
@@ -254,7 +256,8 @@ def random_subsets(n_items: int, k: int, n_draws: int, rng: np.random.Generator)
     """[n_draws, k] item indices drawn without replacement; the whole grid when k ≥ items."""
     if k >= n_items:
         return np.arange(n_items)[None, :]
-    return np.stack([np.sort(rng.choice(n_items, size=k, replace=False)) for _ in range(n_draws)])
+    return np.sort(np.stack([rng.choice(n_items, size=k, replace=False)
+                             for _ in range(n_draws)]), axis=1)
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,8 @@ def complete_estimates(num: np.ndarray, sizes, supported: np.ndarray) -> dict:
         observed = num.sum(axis=0) / size.sum()
         per_bench = num / size
         n_sup = supported.sum(axis=0)
-        balanced = np.where(supported, per_bench, 0.0).sum(axis=0) / n_sup
+        weighed = per_bench if supported.all() else np.where(supported, per_bench, 0.0)
+        balanced = weighed.sum(axis=0) / n_sup
         lost = (supported & (size == 0)).any(axis=0)
         balanced = np.where(lost | (n_sup == 0), np.nan, balanced)
     return {"observed": observed, "balanced": balanced}

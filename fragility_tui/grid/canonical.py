@@ -12,12 +12,18 @@ from fragility_tui.grid.cube import Cube
 def canonical_order(cube: Cube) -> tuple[np.ndarray, np.ndarray] | None:
     """Model and item indices that sort models by name and items by (benchmark, item_uid);
     None when the cube is already in that order."""
-    m_idx = np.array(sorted(range(len(cube.models)), key=cube.models.__getitem__), dtype=np.intp)
-    i_idx = np.array(sorted(range(len(cube.items)),
-                            key=lambda i: (str(cube.benchmarks[i]), cube.items[i])), dtype=np.intp)
-    if (m_idx == np.arange(len(m_idx))).all() and (i_idx == np.arange(len(i_idx))).all():
+    item_keys = list(zip(map(str, cube.benchmarks), cube.items))
+    if _ascending(cube.models) and _ascending(item_keys):  # the usual case: one pass
         return None
+    m_idx = np.array(sorted(range(len(cube.models)), key=cube.models.__getitem__), dtype=np.intp)
+    i_idx = np.array(sorted(range(len(item_keys)), key=item_keys.__getitem__), dtype=np.intp)
+    if (m_idx == np.arange(len(m_idx))).all() and (i_idx == np.arange(len(i_idx))).all():
+        return None  # ties in order (names repeated): sorting keeps them where they are
     return m_idx, i_idx
+
+
+def _ascending(keys) -> bool:
+    return all(a <= b for a, b in zip(keys, keys[1:]))
 
 
 def canonical(cube: Cube) -> Cube:

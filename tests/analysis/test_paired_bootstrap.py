@@ -1,5 +1,6 @@
 """The report's speed-ups compute the same numbers, bit for bit (issue 43 item 8): blocked
-resampling counts, counts drawn once and reused, the complete-cube shortcuts."""
+resampling counts, counts drawn once and reused, the complete-cube shortcuts, compression's
+subsets sorted at once, the one-pass canonical-order check."""
 
 from __future__ import annotations
 
@@ -106,3 +107,35 @@ def test_the_pooled_share_interval_gathers_the_same_integers_the_counts_gave():
         shares.append(num[den != 0] / den[den != 0])
     want = tuple(float(x) for x in np.percentile(np.concatenate(shares), [2.5, 97.5]))
     assert got == want
+
+
+def test_compression_subsets_sorted_at_once_are_the_ones_drawn_one_by_one():
+    from fragility_tui.analysis.itemstats import random_subsets, tie_draws, top_k
+
+    got = random_subsets(500, 40, 60, rng_for(3, 3))
+    rng = rng_for(3, 3)
+    want = np.stack([np.sort(rng.choice(500, size=40, replace=False)) for _ in range(60)])
+    assert got.tobytes() == want.tobytes()
+    values = np.repeat(np.arange(50.0), 4)  # ties of four at every value, the cut's too
+    top = top_k(values, 10)
+    assert len(top.above) == 8 and top.slots == 2 and not top.deterministic
+    got = tie_draws(top, 30, rng_for(3, 2))
+    rng = rng_for(3, 2)
+    want = np.stack([np.sort(np.concatenate([top.above, rng.choice(top.tie_band, size=2,
+                                                                   replace=False)]))
+                     for _ in range(30)])
+    assert got.tobytes() == want.tobytes()
+    whole_band = top_k(values, 12)  # the cut at a band's end: nothing drawn
+    assert tie_draws(whole_band, 30, rng_for(3, 2)).tolist() == [sorted(range(188, 200))]
+
+
+def test_a_cube_already_in_canonical_order_is_recognised_and_any_other_sorted():
+    from fragility_tui.grid.canonical import canonical_order, reordered
+
+    cube = simulate_cube(5, 90, seed=1)
+    assert canonical_order(cube) is None
+    rng = np.random.default_rng(0)
+    m, i = rng.permutation(5), rng.permutation(90)
+    shuffled = reordered(cube, m, i)
+    m_back, i_back = canonical_order(shuffled)
+    assert (m[m_back] == np.arange(5)).all() and (i[i_back] == np.arange(90)).all()
