@@ -139,3 +139,13 @@ def test_a_cube_already_in_canonical_order_is_recognised_and_any_other_sorted():
     shuffled = reordered(cube, m, i)
     m_back, i_back = canonical_order(shuffled)
     assert (m[m_back] == np.arange(5)).all() and (i[i_back] == np.arange(90)).all()
+
+
+def test_decisions_do_not_depend_on_how_many_columns_are_bootstrapped_at_once(monkeypatch):
+    from fragility_tui.analysis import decisions
+
+    cube = simulate_cube(6, 300, seed=9)
+    pairs = [(cube.models[k], cube.models[k + 1]) for k in range(5)]
+    default = decisions.decide_pairs(cube, pairs, n_boot=200, adjacent=[True] * 5)
+    monkeypatch.setattr(decisions, "_COLS_PER_BLOCK", 7)
+    assert decisions.decide_pairs(cube, pairs, n_boot=200, adjacent=[True] * 5) == default
