@@ -38,7 +38,7 @@ FLAGS = ("unsupported", "harness-sensitive", "underpowered", "target-sensitive")
 # handful of paired items would carry a full benchmark's weight that its bootstrap cannot
 # measure: below this many the balanced target is unsupported.
 MIN_BALANCED_ITEMS = 20
-_COLS_PER_BLOCK = 64  # bootstrapped columns per block: ~1 MB of temporaries per benchmark
+_COLS_PER_BLOCK = 256  # bootstrapped columns per block (temporaries of ~8 MB per benchmark)
 
 
 def percentile_ci(samples: np.ndarray, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
