@@ -21,6 +21,7 @@ def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
         return None
     return int(rows[0][0]) if rows else None
 
+
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
 CREATE TABLE IF NOT EXISTS configs (

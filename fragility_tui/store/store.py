@@ -441,4 +441,3 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
                 present.reshape(-1)[flat] = True
                 bits.reshape(-1)[flat[batch.column(1).to_numpy(zero_copy_only=False)]] = True
         return models, configs, bits, present
-
