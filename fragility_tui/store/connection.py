@@ -1,6 +1,7 @@
 """Opening the DuckDB file: waiting out another process's lock, and falling back to a
 read-only connection when the file cannot be written (a read-only mount, a file the user
-may not write), so reading commands still work and a write says why it cannot happen."""
+may not write), so reading commands still work and a write says why it cannot happen; and
+the schema version an open store records."""
 
 from __future__ import annotations
 
@@ -42,3 +43,12 @@ def open_duckdb(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBP
                                      f"{wait_s:.0f} s: {exc}") from exc
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.25)
+
+
+def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The schema version a store records once created or migrated to it; None before."""
+    try:
+        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
+    except duckdb.CatalogException:  # a new store: no meta table yet
+        return None
+    return int(rows[0][0]) if rows else None

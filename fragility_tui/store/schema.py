@@ -8,19 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-import duckdb
-
 SCHEMA_VERSION = 7
-
-
-def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    """The schema version a store records once created or migrated to it; None before."""
-    try:
-        rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
-    except duckdb.CatalogException:  # a new store: no meta table yet
-        return None
-    return int(rows[0][0]) if rows else None
-
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);

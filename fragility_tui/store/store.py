@@ -29,14 +29,15 @@ from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
 from fragility_tui.store.cell_figures import CellFigures
-from fragility_tui.store.connection import StoreReadOnly, is_read_only_error, open_duckdb
+from fragility_tui.store.connection import (StoreReadOnly, is_read_only_error, open_duckdb,
+                                            stored_version)
 from fragility_tui.grid.cube import Cube
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import ModelRecords
 from fragility_tui.store.run_table import RunRecords
 from fragility_tui.store.schema import (DERIVED_TABLES, MIGRATIONS, SCHEMA_V1,
                                         SCHEMA_VERSION, CellRow, GridInfo, cell_table,
-                                        forget_derived, stored_version, utc_now)
+                                        forget_derived, utc_now)
 
 APP_NAME = settings.APP_NAME
 LOCK_WAIT_S = settings.lock_wait_s()  # read once, at import, as the default of Store()
