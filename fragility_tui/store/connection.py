@@ -1,7 +1,7 @@
 """Opening the DuckDB file: waiting out another process's lock, and falling back to a
 read-only connection when the file cannot be written (a read-only mount, a file the user
-may not write), so reading commands still work and a write says why it cannot happen; and
-the schema version an open store records."""
+may not write), so reading commands still work and a write says why it cannot happen; the
+schema version an open store records; and which part of DuckDB a connection needs."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ import random
 import time
 from pathlib import Path
 
-import duckdb
+try:
+    # DuckDB's engine, the extension module the `duckdb` package re-exports (connect, the
+    # connection class, the exceptions: the same objects). Running SQL and fetching rows
+    # needs nothing more; the package's Python layer (relations, Arrow scans, its version
+    # lookup) costs ~45 ms of start-up, a tenth of a one-shot `report` (docs/scale.md).
+    import _duckdb as duckdb
+except ImportError:  # a duckdb without the top-level engine module (before 1.4)
+    import duckdb
 
 from fragility_tui.errors import InputError, StoreBusyError
 
@@ -43,6 +50,17 @@ def open_duckdb(path: Path, *, read_only: bool, wait_s: float) -> duckdb.DuckDBP
                                      f"{wait_s:.0f} s: {exc}") from exc
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.25)
+
+
+def relational(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    """`con`, with the `duckdb` package's Python layer set up: `sql` and the relations it
+    returns (`to_arrow_table`, `to_arrow_reader`), and `register` of Arrow data, which the
+    engine alone refuses ("Python Arrow objects cannot be scanned"). Importing the package
+    adds them to every connection (it patches the connection class); code that calls them
+    on a store connection goes through here (tests/test_layering.py checks)."""
+    import duckdb as package  # noqa: F401 - imported for its set-up
+
+    return con
 
 
 def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from fragility_tui.errors import InputError
+from fragility_tui.store.connection import relational
 from fragility_tui.store.writer import GridContent, write_grid
 from fragility_tui.items.item import Item
 from fragility_tui.store.long_grid import LongGrid
@@ -100,7 +101,7 @@ class CubeCells:
                 "correct": cube.bits[k, i, c],
                 "pred": pa.nulls(len(i), pa.int8()) if self.pred is None
                 else pa.array(self.pred[k, i, c], pa.int8())})
-            con.register("_cube_cells", chunk)
+            relational(con).register("_cube_cells", chunk)
             con.execute("INSERT INTO cells (grid, model, item_uid, config_id, correct, pred) "
                         "SELECT $grid, $model, CAST(item_uid AS VARCHAR), "
                         "CAST(config_id AS VARCHAR), correct, pred FROM _cube_cells",

@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fragility_tui.errors import InputError
+from fragility_tui.store.connection import duckdb, relational
 from fragility_tui.harness.configs import CONFIG_IDS
 
 REQUIRED = ("model", "item", "config", "correct")
@@ -63,7 +64,7 @@ class LongGrid:
     def attach(self, con) -> None:
         """Make the file readable as `_long_grid` in this connection."""
         if self.arrow is not None:
-            con.register("_long_grid_file", self.arrow)
+            relational(con).register("_long_grid_file", self.arrow)
             source = "_long_grid_file"
         else:
             path = str(self.path).replace("'", "''")
@@ -116,8 +117,6 @@ class LongGrid:
         found as a cube cell written twice). Returns the shape: models and items in order
         of first appearance (items with their first benchmark and subject), the number of
         configs and cells, and `cube` = (models by name, configs, bits, present)."""
-        import duckdb
-
         con = duckdb.connect()
         try:
             with _spill_dir() as tmp:
@@ -211,12 +210,12 @@ class LongGrid:
         present_configs = {c for c, _ in keys["config"]}
         configs = [c for c in CONFIG_IDS if c in present_configs]
         for name, values in (("_m", models), ("_i", items), ("_f", configs)):
-            con.register(name, pa.table({"key": values, "k": range(len(values))}))
+            relational(con).register(name, pa.table({"key": values, "k": range(len(values))}))
         shape = (len(models), len(items), len(configs))
         bits = np.zeros(shape, dtype=bool)
         present = np.zeros(shape, dtype=bool)
         flat_bits, flat_present = bits.reshape(-1), present.reshape(-1)
-        cells = con.sql(f"""
+        cells = relational(con).sql(f"""
             SELECT (CAST(m.k AS BIGINT) * {shape[1]} + i.k) * {shape[2]} + f.k AS cell,
                    c.correct
             FROM _cells c JOIN _m m ON m.key = c.model JOIN _i i ON i.key = c.item

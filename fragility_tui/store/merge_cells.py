@@ -15,6 +15,7 @@ import numpy as np
 
 from fragility_tui.errors import InputError
 from fragility_tui.store import cube_cache
+from fragility_tui.store.connection import relational
 from fragility_tui.store.schema import forget_derived
 from fragility_tui.harness.configs import CONFIG_IDS
 
@@ -75,7 +76,7 @@ class CellMerger:
         types = _part_types()
         schema = pa.schema([(name, types[name]) for name in CELL_COLUMNS])
         stream = pa.RecordBatchReader.from_batches(schema, self._new_batches(files, schema))
-        self.con.register("_part_cells", stream)
+        relational(self.con).register("_part_cells", stream)
         try:
             self.con.execute("""
                 INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,

@@ -20,7 +20,6 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-import duckdb
 import numpy as np
 
 from fragility_tui import settings
@@ -29,8 +28,8 @@ from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
 from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
 from fragility_tui.store.cell_figures import CellFigures
-from fragility_tui.store.connection import (StoreReadOnly, is_read_only_error, open_duckdb,
-                                            stored_version)
+from fragility_tui.store.connection import (StoreReadOnly, duckdb, is_read_only_error,
+                                            open_duckdb, relational, stored_version)
 from fragility_tui.grid.cube import Cube
 from fragility_tui.items.item import Item
 from fragility_tui.store.models import ModelRecords
@@ -271,7 +270,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             "choices": [list(it.choices) if it.choices else None for it in new],
             "gold": [it.gold for it in new],
         })
-        con.register("_new_items", table)
+        relational(con).register("_new_items", table)
         con.execute("INSERT INTO items SELECT * FROM _new_items")
         con.unregister("_new_items")
         forget_derived(con, [grid])
@@ -310,7 +309,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
     @staticmethod
     def write_cell_table(table, con: duckdb.DuckDBPyConnection) -> int:
         """Insert an Arrow table with the cells columns (grid first); existing keys kept."""
-        con.register("_new_cells", table)
+        relational(con).register("_new_cells", table)
         try:
             before = con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
             # Keyed on (grid, model, item, config) without an index: an ART index over
@@ -371,7 +370,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
         benchmark, config, correct, pred, raw_output) first, then everything else a cell
         records, so an export re-imports without loss."""
         with self.connect() as con:
-            return con.sql("""
+            return relational(con).sql("""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
                        c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
                        c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
@@ -426,7 +425,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
         bits = np.zeros(shape, dtype=bool)
         present = np.zeros(shape, dtype=bool)
         # Streamed a batch at a time: a 52 M-cell grid's indices are never all in memory.
-        cells = con.sql(f"""
+        cells = relational(con).sql(f"""
             WITH m AS (SELECT model, CAST(row_number() OVER (ORDER BY model) - 1 AS BIGINT) AS mi
                        FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
                  i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS BIGINT) AS ii
