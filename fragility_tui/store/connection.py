@@ -15,7 +15,7 @@ try:
     # needs nothing more; the package's Python layer (relations, Arrow scans, its version
     # lookup) costs ~45 ms of start-up, a tenth of a one-shot `report` (docs/scale.md).
     import _duckdb as duckdb
-except ImportError:  # a duckdb without the top-level engine module (before 1.4)
+except ImportError:  # should a later duckdb move its engine module elsewhere
     import duckdb
 
 from fragility_tui.errors import InputError, StoreBusyError
