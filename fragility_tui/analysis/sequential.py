@@ -152,6 +152,19 @@ def settled(delta: float | None, lower: float, upper: float, margin: float) -> s
     return None
 
 
+def verdict_head(winner: int, settled_as: str | None, stop: str, margin: float, scope: str,
+                 names: tuple[str, str]) -> str:
+    """The comparison's verdict in words, as `compare` and the app's Compare pane say it:
+    'winner NAME', 'equivalent within ±m points' (either 'on this pool' in pool scope) or
+    'not settled'. winner: +1 for names[0], -1 for names[1], 0 for none."""
+    where = " on this pool" if scope == "pool" else ""
+    if winner:
+        return f"winner {names[0] if winner > 0 else names[1]}{where}"
+    if settled_as == "equivalent" or stop == "equivalent":
+        return f"equivalent within ±{margin:g} points{where}"
+    return "not settled"
+
+
 class SequentialComparison:
     """The sequences of one pair over a pool of items: d[i, c] in {-1, 0, 1} for configs
     (the reference among them), benchmark per item. Feed items with `add(indices)`; read the

@@ -43,17 +43,13 @@ def reading(step: dict, margin: float) -> str:
 
 
 def verdict(out: dict, args) -> str:
+    from fragility_tui.analysis.sequential import verdict_head
+
     used, pool, stop = out["items_used"], out["pool"], out["stop"]
     last = out["path"][-1] if out["path"] else None
-    where = " on this pool" if out["scope"] == "pool" else ""
     saved = f"{used} of {pool} items used, {100 * (1 - used / pool):.0f}% of the pool saved"
-    if out["winner"]:
-        who = out["a"] if out["winner"] > 0 else out["b"]
-        text = f"winner {who}" + where
-    elif out["settled"] == "equivalent" or stop == "equivalent":
-        text = f"equivalent within ±{args.margin:g} points" + where
-    else:
-        text = "not settled"
+    text = verdict_head(out["winner"], out["settled"], stop, args.margin, out["scope"],
+                        (out["a"], out["b"]))
     reason = {"winner": "settled", "equivalent": "settled",
               "budget": f"the budget (--{out.get('budget') or 'max-items'}) is spent",
               "pool-exhausted": "the pool is exhausted",

@@ -276,6 +276,8 @@ def points(x) -> str:
 
 def verdict_line(state: SequenceState) -> str:
     """'winner A after 100 of 265 items, 62% of the pool saved', or how it stands."""
+    from fragility_tui.analysis.sequential import verdict_head
+
     r = state.result
     if r is None:
         return f"{state.status}: {state.note}"
@@ -291,13 +293,7 @@ def verdict_line(state: SequenceState) -> str:
         if state.status == STOPPED:
             what = "stopped"
         return f"{what}, open after {used} of {pool} items{so_far} · {state.note}"
-    where = " on this pool" if r.scope == "pool" else ""
-    if r.winner:
-        head = f"winner {'A' if r.winner > 0 else 'B'}{where}"
-    elif r.settled == "equivalent" or stop == "equivalent":
-        head = f"equivalent within ±{state.settings.margin:g} points{where}"
-    else:
-        head = "not settled"
+    head = verdict_head(r.winner, r.settled, stop, state.settings.margin, r.scope, ("A", "B"))
     why = {"winner": "settled", "equivalent": "settled",
            "budget": f"budget: {r.budget or 'max-items'} spent",
            "pool-exhausted": "pool exhausted",

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from fragility_tui.analysis.sequential import (WorBettingCS, item_order, run_sequential,
-                                               settled, split_alpha)
+                                               settled, split_alpha, verdict_head)
 from fragility_tui.harness.configs import CONFIG_IDS
 
 
@@ -227,3 +227,15 @@ def test_the_live_driver_fed_chunk_by_chunk_follows_the_replay_path():
     assert live.result.items_used == 40 and live.done
     capped = run_sequential(d, bench, ids, CONFIG_IDS, "o0.letter", chunk=20, max_items=30)
     assert capped.stop == "budget" and capped.to_json()["budget"] == "max-items"
+
+
+def test_the_verdict_in_words_names_the_winner_and_the_scope():
+    names = ("model-a", "model-b")
+    assert verdict_head(1, "winner", "winner", 2, "population", names) == "winner model-a"
+    assert verdict_head(-1, "winner", "winner", 2, "pool", names) == "winner model-b on this pool"
+    assert (verdict_head(0, "equivalent", "equivalent", 2.5, "population", names)
+            == "equivalent within ±2.5 points")
+    # a budget that ran out on an equivalent reading still says what was settled
+    assert verdict_head(0, "equivalent", "budget", 2, "pool", names) == \
+        "equivalent within ±2 points on this pool"
+    assert verdict_head(0, None, "pool-exhausted", 2, "population", names) == "not settled"
