@@ -57,7 +57,7 @@ def relational(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
     returns (`to_arrow_table`, `to_arrow_reader`), and `register` of Arrow data, which the
     engine alone refuses ("Python Arrow objects cannot be scanned"). Importing the package
     adds them to every connection (it patches the connection class); code that calls them
-    on a store connection goes through here (tests/test_layering.py checks)."""
+    on a store connection goes through here (tests/store/test_duckdb_engine.py checks)."""
     import duckdb as package  # noqa: F401 - imported for its set-up
 
     return con

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 
 from fragility_tui.errors import InputError
-from fragility_tui.store.connection import relational
 from fragility_tui.store.writer import GridContent, write_grid
 from fragility_tui.items.item import Item
 from fragility_tui.store.long_grid import LongGrid
@@ -89,6 +88,8 @@ class CubeCells:
 
     def insert_into(self, con, grid: str) -> int:
         import pyarrow as pa
+
+        from fragility_tui.store.connection import relational
 
         cube = self.cube
         written = 0

@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.store.connection import duckdb, relational
 from fragility_tui.harness.configs import CONFIG_IDS
 
 REQUIRED = ("model", "item", "config", "correct")
@@ -63,6 +62,8 @@ class LongGrid:
 
     def attach(self, con) -> None:
         """Make the file readable as `_long_grid` in this connection."""
+        from fragility_tui.store.connection import relational
+
         if self.arrow is not None:
             relational(con).register("_long_grid_file", self.arrow)
             source = "_long_grid_file"
@@ -117,6 +118,8 @@ class LongGrid:
         found as a cube cell written twice). Returns the shape: models and items in order
         of first appearance (items with their first benchmark and subject), the number of
         configs and cells, and `cube` = (models by name, configs, bits, present)."""
+        from fragility_tui.store.connection import duckdb
+
         con = duckdb.connect()
         try:
             with _spill_dir() as tmp:
@@ -204,6 +207,8 @@ class LongGrid:
         there twice."""
         import numpy as np
         import pyarrow as pa
+
+        from fragility_tui.store.connection import relational
 
         models = sorted(m for m, _ in keys["model"])
         items = [uid for uid, _, _ in keys["items"]]

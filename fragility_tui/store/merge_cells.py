@@ -15,7 +15,6 @@ import numpy as np
 
 from fragility_tui.errors import InputError
 from fragility_tui.store import cube_cache
-from fragility_tui.store.connection import relational
 from fragility_tui.store.schema import forget_derived
 from fragility_tui.harness.configs import CONFIG_IDS
 
@@ -71,6 +70,8 @@ class CellMerger:
         ones grow it by gigabytes). A bad cell stops the stream; its error is raised here,
         and the caller's transaction writes nothing."""
         import pyarrow as pa
+
+        from fragility_tui.store.connection import relational
 
         self.error: InputError | None = None
         types = _part_types()

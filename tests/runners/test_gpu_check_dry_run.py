@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow]
 
 REPO = Path(__file__).parents[2]
-NOT_ON_THE_BOX = ("duckdb", "textual", "platformdirs", "gguf")
+NOT_ON_THE_BOX = ("duckdb", "_duckdb", "textual", "platformdirs", "gguf")  # _duckdb: its engine
 AS_ON_THE_BOX = f"""
 import importlib.abc, runpy, sys
 class Missing(importlib.abc.MetaPathFinder):

@@ -59,7 +59,7 @@ FIRST_FRAME = textwrap.dedent("""
     import fragility_tui.tui.app as app_module
     from fragility_tui.tui.app import FragilityApp
 
-    HEAVY = ("numpy", "textual_plot", "duckdb", "scipy")
+    HEAVY = ("numpy", "textual_plot", "duckdb", "_duckdb", "scipy")  # _duckdb: the engine
     # what only the hidden panes, the run watcher's poll and the selection's checks need
     LATER = tuple(f"fragility_tui.tui.panes.{p}" for p in
                   ("bands", "pairs", "items", "axes", "compression", "runs", "compare")) + (
