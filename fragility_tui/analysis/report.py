@@ -15,7 +15,7 @@ from dataclasses import replace
 import numpy as np
 
 from fragility_tui import SPEC_VERSION
-from fragility_tui.analysis.axes import AXES, preserved_fractions
+from fragility_tui.analysis.axes import preserved_fractions
 from fragility_tui.analysis.basis import Basis, measure
 from fragility_tui.analysis.classify import bands
 from fragility_tui.analysis.decisions import TARGETS, decide_pairs
@@ -204,5 +204,5 @@ def _rankings_section(cube, r, order, ref) -> RankingsSummary:
 
 def _axes_section(axes, cube, order) -> AxisAblation:
     return AxisAblation(
-        per_model={cube.models[m]: {a: _num(axes[a][m]) for a in AXES} for m in order},
-        mean={a: _mean_defined(axes[a].tolist()) for a in AXES})
+        per_model={cube.models[m]: {a: _num(axes[a][m]) for a in axes} for m in order},
+        mean={a: _mean_defined(axes[a].tolist()) for a in axes})

@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from fragility_tui.analysis.axes import AXES
 from fragility_tui.analysis.intervals import MINUS, interval
 from fragility_tui.analysis.pairs import GapSplit, PairsSummary
 from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
@@ -152,9 +151,9 @@ def _rankings_notes(r: RankingsSummary, n_models: int) -> Section:
 def _axes_table(ax: AxisAblation) -> Section:
     return Section(
         "Axis ablation: preserved fraction of reference-correct (SPEC 7)",
-        headers=["model", *AXES],
-        rows=[[m, *(_flt(v[a]) for a in AXES)] for m, v in ax.per_model.items()]
-                + [["mean", *(_flt(ax.mean[a]) for a in AXES)]])
+        headers=["model", *ax.mean],
+        rows=[[m, *(_flt(v[a]) for a in ax.mean)] for m, v in ax.per_model.items()]
+                + [["mean", *(_flt(ax.mean[a]) for a in ax.mean)]])
 
 
 def _discrimination_notes(d: DiscriminationSummary, c: CompressionSummary) -> Section:

@@ -31,6 +31,9 @@ def register(sub) -> None:
     p.add_argument("--grid", required=True, metavar="NAME")
     p.add_argument("--items", metavar="ITEMS_PATH",
                    help="item file to attach text/choices/gold from (matched on item id)")
+    p.add_argument("--config-axes", metavar="FILE",
+                   help="JSON {config_id: {axis: level}}: the axes of configs whose ids are "
+                   "not ours (or use axis_<name> columns)")
     p.add_argument("--replace", action="store_true", help="replace an existing grid of that name")
     p.add_argument("--synthetic", action="store_true", help="label the grid synthetic")
     p.set_defaults(func=cmd_import)
@@ -118,7 +121,8 @@ def cmd_import(args) -> int:
         print(f"items from {args.items}: {report.summary()}", file=sys.stderr)
     store = open_store(args.db, load_samples=False)
     summary = import_long_grid(store, args.path, args.grid, items=items, items_path=args.items,
-                               synthetic=args.synthetic, replace=args.replace)
+                               synthetic=args.synthetic, replace=args.replace,
+                               config_axes_path=args.config_axes)
     print(f"imported grid {summary['grid']!r}: {summary['cells']} cells, {summary['models']} "
           f"models, {summary['items']} items, {summary['configs']} configs")
     return 0

@@ -38,4 +38,4 @@ def reordered(cube: Cube, models: np.ndarray, items: np.ndarray) -> Cube:
     return Cube(tuple(cube.models[k] for k in models), tuple(cube.items[k] for k in items),
                 cube.configs, cube.bits[grid], cube.present[grid], cube.benchmarks[items],
                 None if cube.subjects is None else cube.subjects[items], cube.reference,
-                None if cube.near_tie is None else cube.near_tie[grid])
+                None if cube.near_tie is None else cube.near_tie[grid], cube.stated_axes)

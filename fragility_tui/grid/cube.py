@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from fragility_tui.grid.reference import check_reference
-from fragility_tui.harness.configs import CONFIG_BY_ID, CONFIG_POSITION, REFERENCE
+from fragility_tui.harness.config_axes import canonical_order, config_sort_key, merge_axes
+from fragility_tui.harness.configs import REFERENCE
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,6 +33,9 @@ class Cube:
     # bool [M, I, C]: cells recorded near_tie (decided inside the run's rounding; runner docs,
     # margins and near-ties); None when the grid records none
     near_tie: np.ndarray | None = None
+    # {config_id: axes} stored with the grid (SPEC §2b) for configs whose id does not say
+    # all of them (imported, long-format); the rest are read off the id
+    stated_axes: dict | None = None
 
     def __post_init__(self):
         shape = (len(self.models), len(self.items), len(self.configs))
@@ -40,9 +44,9 @@ class Cube:
                              f"expected {shape}")
         if self.near_tie is not None and self.near_tie.shape != shape:
             raise ValueError(f"near-tie mask has shape {self.near_tie.shape}, expected {shape}")
-        if list(self.configs) != sorted(self.configs, key=CONFIG_POSITION.__getitem__):
+        if list(self.configs) != sorted(self.configs, key=config_sort_key):
             raise ValueError("cube configs must be in canonical order")
-        if self.reference not in CONFIG_BY_ID:
+        if not isinstance(self.reference, str) or not self.reference:
             raise ValueError(f"unknown reference config {self.reference!r}")
 
     @property
@@ -57,6 +61,10 @@ class Cube:
     def with_reference(self, config: str) -> "Cube":
         """The same cube measured against another reference config (a known id)."""
         return replace(self, reference=config)
+
+    def axes(self, config_id: str) -> dict[str, str]:
+        """The config's axes (SPEC §2b): what was stored with the grid, else its id's."""
+        return merge_axes(config_id, (self.stated_axes or {}).get(config_id))
 
     @property
     def complete(self) -> bool:
@@ -86,6 +94,7 @@ class Cube:
             subjects=None if self.subjects is None else self.subjects[i_idx],
             reference=self.reference,
             near_tie=None if self.near_tie is None else self.near_tie[grid],
+            stated_axes=self.stated_axes,
         )
 
     @staticmethod
@@ -102,14 +111,14 @@ class Cube:
 
 def cube_from_long(models, items, configs, correct, benchmarks_by_item: dict[str, str],
                    subjects_by_item: dict[str, str | None] | None = None,
-                   model_order=None, item_order=None) -> Cube:
+                   model_order=None, item_order=None, stated_axes=None) -> Cube:
     """Build a cube from long-format columns (equal-length sequences of cells)."""
     models = np.asarray(models, dtype=object)
     items = np.asarray(items, dtype=object)
     configs = np.asarray(configs, dtype=object)
     model_names = list(model_order) if model_order is not None else sorted(set(models.tolist()))
     item_names = list(item_order) if item_order is not None else list(dict.fromkeys(items.tolist()))
-    config_names = sorted(set(configs.tolist()), key=CONFIG_POSITION.__getitem__)
+    config_names = canonical_order(configs.tolist())
     m = _codes(models, model_names)
     i = _codes(items, item_names)
     c = _codes(configs, config_names)
@@ -123,7 +132,7 @@ def cube_from_long(models, items, configs, correct, benchmarks_by_item: dict[str
     if subjects_by_item is not None:
         subj = np.array([subjects_by_item.get(u) for u in item_names], dtype=object)
     return Cube(tuple(model_names), tuple(item_names), tuple(config_names), bits, present,
-                bench, subj)
+                bench, subj, stated_axes=stated_axes)
 
 
 def _codes(values: np.ndarray, names: list[str]) -> np.ndarray:

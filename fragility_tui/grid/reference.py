@@ -11,7 +11,7 @@ check it here, so they agree on the choice and say the same thing when it is mis
 from __future__ import annotations
 
 from fragility_tui.errors import InputError
-from fragility_tui.harness.configs import CONFIG_BY_ID, CONFIG_IDS, default_reference
+from fragility_tui.harness.configs import default_reference
 
 
 class ReferenceNotInView(InputError, ValueError):
@@ -41,10 +41,12 @@ def choose_reference(cube, reference: str | None = None):
         if reference is None:
             raise InputError("the grid has no cells", field="--grid")
         return cube.with_reference(reference)
-    if reference not in CONFIG_BY_ID:
-        raise InputError(f"unknown config {reference!r}; known: {', '.join(CONFIG_IDS)}",
-                         field="--reference")
     if reference not in cube.configs:
+        from fragility_tui.harness.config_axes import is_runner_config
+
+        if not is_runner_config(reference) and ":" not in reference:
+            raise InputError(f"unknown config {reference!r}; the grid has "
+                             f"{', '.join(cube.configs)}", field="--reference")
         raise InputError(f"the grid has no cells for {reference}; it has "
                          f"{', '.join(cube.configs)}", field="--reference")
     return cube.with_reference(reference)

@@ -11,11 +11,10 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
+from fragility_tui.harness.config_axes import (CLOZE_FORMATS, GENERATION_FORMATS, ORDERS,
+                                               canonical_order)
 from fragility_tui.items.item import N_OPTIONS  # re-exported: the harness shuffles four options
 
-ORDERS = ("o0", "o1", "o2", "o3", "o4", "o5")
-GENERATION_FORMATS = ("letter", "paren", "digit", "instruct")
-CLOZE_FORMATS = ("cloze_qa", "cloze_bare")
 REFERENCE = "o0.letter"
 
 
@@ -57,13 +56,13 @@ def get_config(config_id: str) -> Config:
 
 
 def default_reference(config_ids) -> str | None:
-    """The reference a grid with these configs is measured against: SPEC's o0.letter when
-    it is among them, else the first of them in canonical order (a grid imported from
-    lm-eval's cloze samples has no o0.letter); None for no configs."""
-    present = set(config_ids)
+    """The reference a grid with these configs is measured against (SPEC §2b): o0.letter
+    when it is among them, else the first of them in canonical order (a grid imported from
+    another harness's log has no o0.letter); None for no configs."""
+    present = canonical_order(config_ids)
     if REFERENCE in present:
         return REFERENCE
-    return next((cid for cid in CONFIG_IDS if cid in present), None)
+    return present[0] if present else None
 
 
 def parse_config_list(text: str | None) -> list[str]:

@@ -56,7 +56,7 @@ def _benchmark_from_uid(uid: str) -> str:
 def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Item] | None = None,
                      items_path: str | None = None, synthetic: bool = False,
                      description: str = "", replace: bool = False,
-                     meta: dict | None = None) -> dict:
+                     meta: dict | None = None, config_axes_path: str | None = None) -> dict:
     """Validate then write a long-format grid as one transaction. Returns a summary.
 
     DuckDB reads, checks and inserts the cells (store/long_grid.py): a 52 M-cell Parquet file
@@ -64,8 +64,11 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
     if not replace and store.has_grid(grid_name):  # before reading a large file
         raise InputError(f"grid {grid_name!r} already exists in {store.path}; choose another "
                          "--grid name or pass --replace", field="--grid")
+    sidecar = read_config_axes(config_axes_path) if config_axes_path else {}
     grid = LongGrid(path)
     shape = grid.validate()
+    config_axes = _merge_stated_axes(shape["cube"][1], shape["config_axes"], sidecar,
+                                     config_axes_path)
     grid_items = items_for_grid(shape["items"], items, items_path or str(path))
     written = write_grid(store, GridContent(
         grid_name, grid_items,
@@ -73,10 +76,52 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
          for m in shape["models"]},
         grid, synthetic=synthetic, description=description or f"imported from {Path(path).name}",
         meta={"source": str(path), "items_source": items_path, **(meta or {})},
-        cube=shape["cube"]),
+        cube=shape["cube"], config_axes=config_axes,
+        axes_source=config_axes_path or (str(path) if config_axes else None)),
         mode="replace" if replace else "new")
     return {"grid": grid_name, "cells": written, "models": len(shape["models"]),
             "items": len(grid_items), "configs": shape["configs"]}
+
+
+def read_config_axes(path: str) -> dict[str, dict[str, str]]:
+    """A --config-axes sidecar: JSON {config_id: {axis: level}} (SPEC v5 §2b)."""
+    from fragility_tui.harness.config_axes import axis_levels_problem, config_id_problem
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("no such file", path=path, field="--config-axes") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"not a JSON file of config axes: {exc}", path=path,
+                         field="--config-axes") from None
+    if not isinstance(doc, dict):
+        raise InputError("must be a JSON object {config_id: {axis: level}}", path=path,
+                         field="--config-axes")
+    for config, axes in doc.items():
+        problem = config_id_problem(config) or axis_levels_problem(config, axes)
+        if problem:
+            raise InputError(problem, path=path, field="--config-axes")
+    return {c: {k: str(v) for k, v in a.items()} for c, a in doc.items()}
+
+
+def _merge_stated_axes(configs, from_columns: dict, sidecar: dict, sidecar_path) -> dict:
+    """The axes stated for the grid's configs: the axis_ columns' and the sidecar's, which
+    must agree where both state an axis; a sidecar config not in the file is an error."""
+    unknown = [c for c in sidecar if c not in configs]
+    if unknown:
+        raise InputError(f"config {unknown[0]!r} has axes but no cells in the grid file "
+                         f"(its configs: {', '.join(configs)})", path=sidecar_path,
+                         field="--config-axes")
+    merged = {c: dict(a) for c, a in from_columns.items()}
+    for config, axes in sidecar.items():
+        for axis, level in axes.items():
+            seen = merged.setdefault(config, {}).get(axis)
+            if seen is not None and seen != level:
+                raise InputError(f"config {config!r}: axis {axis} is {level!r} here and "
+                                 f"{seen!r} in the grid file's axis_{axis} column",
+                                 path=sidecar_path, field="--config-axes")
+            merged[config][axis] = level
+    return merged
 
 
 class CubeCells:

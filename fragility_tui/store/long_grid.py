@@ -7,19 +7,23 @@ the encoding and the quoting) and handed to DuckDB as an Arrow table.
 
 Columns: model, item, config, correct; optionally benchmark, subject, pred, raw_output; and
 what `export` writes so a grid re-imports without loss (permutation, scores, tokens, ms,
-run_id, prompt_sha). Every error names the data row (1-based, header excluded) and column.
+run_id, prompt_sha). A config is any id (SPEC v5 §2b); `axis_<name>` columns state its axes,
+one level per config throughout the file. Every error names the data row (1-based, header
+excluded) and column.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.harness.configs import CONFIG_IDS
+from fragility_tui.harness.config_axes import (axis_levels_problem, canonical_order,
+                                               config_id_problem)
 
 REQUIRED = ("model", "item", "config", "correct")
 OPTIONAL = ("benchmark", "subject", "pred", "raw_output")
@@ -133,9 +137,11 @@ class LongGrid:
                 self._check_types()
                 keys = self._distinct_keys(con)
                 self._check_values(con, keys)
+                axes = self._config_axes(con)
                 cube = self._cube(con, keys, n)
                 return {"models": [m for m, _ in keys["model"]], "items": keys["items"],
-                        "configs": len(cube[1]), "cells": n, "cube": cube}
+                        "configs": len(cube[1]), "cells": n, "cube": cube,
+                        "config_axes": axes}
         finally:
             con.close()
 
@@ -167,6 +173,36 @@ class LongGrid:
         keys["items"] = [(uid, b, s) for _, uid, b, s in sorted(items, key=lambda r: r[0])]
         return keys
 
+    @property
+    def axis_columns(self) -> list[str]:
+        return [c for c in self.columns if c.startswith("axis_")]
+
+    def _config_axes(self, con) -> dict[str, dict[str, str]]:
+        """{config: {axis: level}} from the axis_<name> columns: one level per config (an
+        empty cell: the config does not state that axis)."""
+        names = self.axis_columns
+        if not names:
+            return {}
+        cols = ", ".join(f"NULLIF(trim({_text(c)}), '') AS {c}" for c in names)
+        con.execute(f"CREATE TEMP VIEW _axes AS SELECT file_row_number AS row, "
+                    f"trim({_text('config')}) AS config, {cols} FROM _long_grid")
+        levels = ", ".join(names)
+        rows = con.execute(f"SELECT config, {levels}, min(row) FROM _axes "
+                           f"GROUP BY ALL ORDER BY min(row)").fetchall()
+        axes: dict[str, dict[str, str]] = {}
+        for config, *values, first in rows:
+            stated = {c[len("axis_"):]: v for c, v in zip(names, values) if v is not None}
+            if config in axes and axes[config] != stated:
+                column = next(c for c, v in zip(names, values)
+                              if axes[config].get(c[len("axis_"):]) != v)
+                self._fail(first, column, f"config {config!r} has another level of "
+                                          f"{column} than on its first row")
+            problem = axis_levels_problem(config, stated)
+            if problem:
+                self._fail(first, "config", problem)
+            axes[config] = stated
+        return {c: a for c, a in axes.items() if a}
+
     def _checks(self) -> list[tuple[str, str]]:
         """(column, SQL condition of a bad row) for the columns checked row by row."""
         checks = [("correct", "c.correct IS NULL")]
@@ -188,7 +224,7 @@ class LongGrid:
         found = [(first, name) for name in ("model", "item", "config")
                  for value, first in keys[name] if value is None or not str(value).strip()]
         found += [(first, "config") for value, first in keys["config"]
-                  if value and value.strip() and value not in CONFIG_IDS]
+                  if value and value.strip() and config_id_problem(value)]
         checks = self._checks()
         firsts = con.execute("SELECT " + ", ".join(
             f"min(c.row) FILTER (WHERE {cond})" for _, cond in checks) +
@@ -212,8 +248,7 @@ class LongGrid:
 
         models = sorted(m for m, _ in keys["model"])
         items = [uid for uid, _, _ in keys["items"]]
-        present_configs = {c for c, _ in keys["config"]}
-        configs = [c for c in CONFIG_IDS if c in present_configs]
+        configs = canonical_order(c for c, _ in keys["config"])
         for name, values in (("_m", models), ("_i", items), ("_f", configs)):
             relational(con).register(name, pa.table({"key": values, "k": range(len(values))}))
         shape = (len(models), len(items), len(configs))
@@ -278,8 +313,7 @@ def _bad_value_message(column: str, cell: dict) -> str:
     if column in ("model", "item", "config") and not str(cell[column] or "").strip():
         return "empty value"
     if column == "config":
-        return (f"unknown config id {cell['config']!r} (known: o0.letter … o5.instruct, "
-                "cloze_qa, cloze_bare)")
+        return config_id_problem(cell["config"]) or "bad config id"
     if column == "correct":
         if cell["raw_correct"] is None:
             return "missing value; correct must be true or false"
@@ -363,3 +397,8 @@ def _check_header(path: Path, header: list[str]) -> None:
     dupes = {h for h in header if header.count(h) > 1}
     if dupes:
         raise InputError(f"duplicate column(s) {', '.join(sorted(dupes))}", path=str(path), line=1)
+    bad = [h for h in header if h.startswith("axis_")
+           and not re.fullmatch(r"axis_[a-z][a-z0-9_]{0,39}", h)]
+    if bad:
+        raise InputError(f"column {bad[0]!r}: an axis column is axis_ plus a lower-case name "
+                         "(letters, digits, _)", path=str(path), line=1)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -48,6 +48,13 @@ CALIBRATION_CACHE_TABLE = """CREATE TABLE IF NOT EXISTS calibration_cache (
     grid VARCHAR NOT NULL, key VARCHAR NOT NULL, a VARCHAR NOT NULL, b VARCHAR NOT NULL,
     created_at TIMESTAMP, result VARCHAR, PRIMARY KEY (grid, key, a, b))"""
 
+# The axes stated for a grid's configs (SPEC v5 §2b) whose ids do not say them all: configs
+# imported from another harness's log and free-form long-format ids (store/grid_configs.py).
+# A runner config's id states its axes; it needs no row.
+GRID_CONFIGS_TABLE = """CREATE TABLE IF NOT EXISTS grid_configs (
+    grid VARCHAR NOT NULL, config_id VARCHAR NOT NULL, axes VARCHAR NOT NULL,
+    source VARCHAR, PRIMARY KEY (grid, config_id))"""
+
 # The tables derived from a grid's cells and items: the transaction that changes those
 # deletes the grid's rows here (forget_derived), so no reader is served a stale one.
 DERIVED_TABLES = ("cube_cache", "calibration_cache")
@@ -70,6 +77,9 @@ MIGRATIONS: list[str] = [
     # written before, by imports and by simulations
     "ALTER TABLE cells ADD COLUMN margin DOUBLE; "
     "ALTER TABLE cells ADD COLUMN near_tie BOOLEAN",
+    # 8: configs as data (SPEC v5): the axes stated for a grid's configs; the old grids'
+    # configs are all runner ids, whose axes their ids state
+    GRID_CONFIGS_TABLE,
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",

@@ -24,9 +24,11 @@ import numpy as np
 
 from fragility_tui import settings
 from fragility_tui.errors import InputError
-from fragility_tui.harness.configs import CONFIG_IDS, CONFIGS
+from fragility_tui.harness.config_axes import config_sort_key
+from fragility_tui.harness.configs import CONFIGS
 from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
+from fragility_tui.store.grid_configs import POSITIONS_SQL, grid_config_ids, stated_axes
 from fragility_tui.store.cell_figures import CellFigures
 from fragility_tui.store.connection import (StoreReadOnly, duckdb, is_read_only_error,
                                             open_duckdb, relational, stored_version)
@@ -235,6 +237,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
     def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
         def run(c):
             for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),
+                                  ("grid_configs", "grid"),
                                   *((t, "grid") for t in DERIVED_TABLES), ("grids", "name")):
                 c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
 
@@ -359,24 +362,25 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             cur = con.execute("""
                 SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
                        c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
-                FROM cells c JOIN configs f USING (config_id)
-                WHERE c.grid = ? AND c.item_uid = ? ORDER BY c.model, f.position""",
-                              [grid, item_uid])
+                FROM cells c WHERE c.grid = ? AND c.item_uid = ?""", [grid, item_uid])
             names = [d[0] for d in cur.description]
-            return [dict(zip(names, r)) for r in cur.fetchall()]
+            rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        return sorted(rows, key=lambda r: (r["model"], config_sort_key(r["config_id"])))
 
     def export_cells(self, grid: str):
         """All cells of a grid as an Arrow table: the export contract's columns (model, item,
         benchmark, config, correct, pred, raw_output) first, then everything else a cell
         records, so an export re-imports without loss."""
         with self.connect() as con:
-            return relational(con).sql("""
+            configs = grid_config_ids(con, grid)
+            return relational(con).sql(f"""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
                        c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
                        c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
                 FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
-                LEFT JOIN configs f ON f.config_id = c.config_id
-                WHERE c.grid = ? ORDER BY c.model, i.position, f.position""", params=[grid]).to_arrow_table()
+                LEFT JOIN {POSITIONS_SQL} f ON f.config_id = c.config_id
+                WHERE c.grid = $g ORDER BY c.model, i.position, f.position""",
+                params={"g": grid, "configs": configs}).to_arrow_table()
 
     def load_cube(self, grid: str) -> Cube:
         """The grid as a dense cube: models sorted by name, items in grid order, configs in
@@ -389,6 +393,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             item_rows = con.execute("SELECT item_uid, benchmark, subject FROM items WHERE grid = ? "
                                     "ORDER BY position", [grid]).fetchall()
             cached = cube_cache.read(con, grid) or self.cache_cube(grid, con)
+            axes = stated_axes(con, grid)
         models, configs, bits, present = cached
         return Cube(
             models=tuple(models),
@@ -398,6 +403,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             present=present,
             benchmarks=np.array([r[1] for r in item_rows], dtype=object),
             subjects=np.array([r[2] for r in item_rows], dtype=object),
+            stated_axes=axes or None,
         )
 
     def cache_cube(self, grid: str, con: duckdb.DuckDBPyConnection) -> tuple:
@@ -415,12 +421,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
         models = [r[0] for r in con.execute(
             "SELECT DISTINCT model FROM cells WHERE grid = ? ORDER BY model", [grid]).fetchall()]
         n_items = con.execute("SELECT count(*) FROM items WHERE grid = ?", [grid]).fetchall()[0][0]
-        present_configs = {r[0] for r in con.execute(
-            "SELECT DISTINCT config_id FROM cells WHERE grid = ?", [grid]).fetchall()}
-        configs = [c for c in CONFIG_IDS if c in present_configs]
-        canon_to_view = np.full(len(CONFIG_IDS), -1, dtype=np.int64)
-        for k, cid in enumerate(configs):
-            canon_to_view[CONFIG_IDS.index(cid)] = k
+        configs = grid_config_ids(con, grid)
         shape = (len(models), n_items, len(configs))
         bits = np.zeros(shape, dtype=bool)
         present = np.zeros(shape, dtype=bool)
@@ -430,14 +431,13 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
                        FROM (SELECT DISTINCT model FROM cells WHERE grid = $g)),
                  i AS (SELECT item_uid, CAST(row_number() OVER (ORDER BY position) - 1 AS BIGINT) AS ii
                        FROM items WHERE grid = $g)
-            SELECT (m.mi * {n_items} + i.ii) * {len(CONFIG_IDS)} + f.position AS cell, c.correct
+            SELECT (m.mi * {n_items} + i.ii) * {len(configs)} + f.position AS cell, c.correct
             FROM cells c JOIN m USING (model) JOIN i USING (item_uid)
-            JOIN configs f USING (config_id) WHERE c.grid = $g""", params={"g": grid})
+            JOIN {POSITIONS_SQL} f USING (config_id) WHERE c.grid = $g""",
+            params={"g": grid, "configs": configs})
         with cells.to_arrow_reader(batch_size=1 << 20) as reader:
             for batch in reader:
-                cell = batch.column(0).to_numpy()
-                canon = cell % len(CONFIG_IDS)
-                flat = cell // len(CONFIG_IDS) * len(configs) + canon_to_view[canon]
+                flat = batch.column(0).to_numpy()
                 present.reshape(-1)[flat] = True
                 bits.reshape(-1)[flat[batch.column(1).to_numpy(zero_copy_only=False)]] = True
         return models, configs, bits, present

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from fragility_tui.errors import InputError
 from fragility_tui.store import cube_cache
+from fragility_tui.store.grid_configs import declare_axes
 from fragility_tui.items.item import Item
 
 
@@ -28,6 +29,10 @@ class GridContent:
     # (models, configs, bits, present) when the writer already has the dense cube: it is
     # packed as it is instead of being read back from the cells just written
     cube: tuple | None = None
+    # SPEC §2b: {config_id: axes} stated for configs whose ids do not say them all, and
+    # where they were read from
+    config_axes: dict = field(default_factory=dict)
+    axes_source: str | None = None
 
 
 def write_grid(store, content: GridContent, *, mode: str = "new") -> int:
@@ -47,6 +52,7 @@ def write_grid(store, content: GridContent, *, mode: str = "new") -> int:
         store.create_grid(content.name, synthetic=content.synthetic,
                           description=content.description, meta=content.meta, con=con)
         store.add_items(content.name, content.items, con=con)
+        declare_axes(con, content.name, content.config_axes, content.axes_source)
         for model, (source, provenance) in content.models.items():
             store.upsert_model(content.name, model, source=source, provenance=provenance,
                                con=con)

@@ -126,8 +126,11 @@ def test_axis_neighbourhoods_follow_the_reference():
     assert paren["scoring"] == ["o2.paren", "cloze_qa", "cloze_bare"]
     cloze = names(full.with_reference("cloze_bare"))
     assert cloze["order"] == ["cloze_bare"]
-    assert cloze["format"] == ["cloze_qa", "cloze_bare"]
+    # SPEC v5 §7: the cloze stems are their own axis, not formats
+    assert cloze["format"] == ["cloze_bare"]
+    assert cloze["stem"] == ["cloze_qa", "cloze_bare"]
     assert cloze["scoring"] == ["o0.letter", "cloze_bare"]
+    assert all(len(spec[a]) == 1 for a in spec if a not in ("order", "format", "scoring", "all"))
 
 
 def test_a_cloze_only_grid_reports_against_its_own_reference(tiny):

@@ -45,8 +45,11 @@ def test_report_on_a_grid_without_o0_letter_uses_the_first_config(cloze_db):
     assert r["grid"]["reference"] == r["settings"]["reference"] == "cloze_qa"
     assert r["settings"]["reference_is_spec"] is False
     assert len(r["pairs"]) == 3 and {d["config"] for d in r["decisions"]} == {"cloze_qa"}
-    # a cloze reference has no order axis; its format axis is the two cloze stems
-    assert r["axes"]["mean"]["order"] is None and r["axes"]["mean"]["format"] is not None
+    # a cloze reference has no order or format axis; the two cloze stems are its stem
+    # axis (SPEC v5 §7), reported after the four always listed
+    assert r["axes"]["mean"]["order"] is None and r["axes"]["mean"]["format"] is None
+    assert list(r["axes"]["mean"]) == ["order", "format", "scoring", "all", "stem"]
+    assert r["axes"]["mean"]["stem"] is not None
 
 
 def test_reference_flag_picks_another_config(cloze_db):
