@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "fragility_tui.commands.run",
     "fragility_tui.commands.runs",
     "fragility_tui.commands.lmeval",
+    "fragility_tui.commands.import_log",
     "fragility_tui.commands.merge",
     "fragility_tui.commands.compare",
 )
@@ -42,6 +43,7 @@ COMMAND_OF = {
     "run": "fragility_tui.commands.run",
     "runs": "fragility_tui.commands.runs",
     "import-lmeval": "fragility_tui.commands.lmeval",
+    "import-log": "fragility_tui.commands.import_log",
     "merge": "fragility_tui.commands.merge",
     "compare": "fragility_tui.commands.compare",
 }

@@ -31,7 +31,7 @@ UNKNOWN = "unknown"
 
 # SPEC §7's list: the axes reported in this order, then any other axis by name.
 AXIS_ORDER = ("order", "format", "scoring", "stem", "bos", "template", "shots", "harness",
-              "task", "metric")
+              "task", "metric", "chat", "epoch")
 # The levels a reference lacking the axis counts as (§7: the paper reference's levels).
 REFERENCE_DEFAULTS = {"order": "o0", "format": "letter"}
 
@@ -39,7 +39,7 @@ _BASE_POSITION = {cid: k for k, cid in enumerate(PAPER_IDS + LIK_IDS)}
 _MODIFIER = re.compile(r"^(?P<base>[^+]+)(?P<bos>\+bos|\+nobos)?(?P<tpl>\+raw|\+chat)?"
                        r"(?:\+k(?P<shots>0|[1-9][0-9]{0,3}))?$")
 _IMPORTED = re.compile(r"^(?P<harness>[^:+\s]+):(?P<task>[^:+\s]+):(?P<metric>[^:+\s]+)"
-                       r"(?:\+k(?P<shots>0|[1-9][0-9]{0,3}))?$")
+                       r"(?P<chat>\+chat)?(?:\+k(?P<shots>0|[1-9][0-9]{0,3}))?(?:\+e(?P<epoch>[1-9][0-9]{0,3}))?$")
 _BOS_RANK = {None: 0, "+bos": 1, "+nobos": 2}
 _TEMPLATE_RANK = {None: 0, "+raw": 1, "+chat": 2}
 MAX_ID_LENGTH = 200
@@ -81,9 +81,11 @@ def _derived_axes(config_id: str) -> tuple[tuple[str, str], ...]:
         return tuple(axes.items())
     match = _IMPORTED.match(config_id)
     if match is not None:
-        return (("harness", match["harness"]), ("task", match["task"]),
+        axes = (("harness", match["harness"]), ("task", match["task"]),
                 ("metric", match["metric"]),
                 ("shots", match["shots"] if match["shots"] is not None else UNKNOWN))
+        axes += (("chat", "on"),) if match["chat"] else ()
+        return axes + ((("epoch", match["epoch"]),) if match["epoch"] else ())
     return ()
 
 
@@ -100,13 +102,19 @@ def merge_axes(config_id: str, stated: dict | None) -> dict[str, str]:
     return axes
 
 
-def imported_config_id(harness: str, task: str, metric: str, shots: int | None) -> str:
-    """SPEC §2b's id of a config read from a log: `{harness}:{task}:{metric}[+kN]`."""
+def imported_config_id(harness: str, task: str, metric: str, shots: int | None,
+                       epoch: int | None = None, chat: bool = False) -> str:
+    """SPEC §2b's id of a config read from a log: `{harness}:{task}:{metric}[+kN]`; `+chat`
+    before it when the harness applied the model's chat template (the same task with and
+    without it are two configs), and `+eN` after it for epoch N of a log that ran its
+    samples several times (replicates, axis epoch)."""
     parts = []
     for name, value in (("harness", harness), ("task", task), ("metric", metric)):
         clean = re.sub(r"[:+\s]+", "_", str(value).strip()) or UNKNOWN
         parts.append(clean)
-    suffix = f"+k{int(shots)}" if shots is not None else ""
+    suffix = "+chat" if chat else ""
+    suffix += f"+k{int(shots)}" if shots is not None else ""
+    suffix += f"+e{int(epoch)}" if epoch is not None else ""
     return ":".join(parts) + suffix
 
 
@@ -124,8 +132,9 @@ def config_sort_key(config_id: str) -> tuple:
     match = _IMPORTED.match(config_id)
     if match is not None:
         shots = int(match["shots"]) if match["shots"] is not None else 0
-        return (2, 0, 0, 0, 0, match["harness"], match["task"], match["metric"], shots,
-                config_id)
+        epoch = int(match["epoch"]) if match["epoch"] else 0
+        return (2, 0, 0, 0, 0, match["harness"], match["task"], match["metric"],
+                shots, f"{int(bool(match['chat']))}{epoch:06d}")
     return (3, 0, 0, 0, 0, "", "", "", 0, config_id)
 
 

@@ -1,0 +1,161 @@
+"""Inspect AI logs: a `.eval` file (a zip: `header.json` with the task, its args, the plan's
+solvers and the generate config; `samples/<id>_epoch_<n>.json`, one per sample and epoch)
+or its JSON form (`inspect log convert --to json`: one object with `eval`, `plan`,
+`results` and `samples`). One config per scorer (`choice` for multiple choice); a sample's
+score value `C` / `I` (or a number) is its correctness. Epochs of one sample are
+replicates: each epoch is a config of its own (+eN, axis epoch), never averaged.
+With `multiple_choice(shuffle=True)` the log keeps the shuffled options and target only:
+samples are matched to items by option text and the order they showed is recorded."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+from fragility_tui.errors import InputError
+from fragility_tui.imports.records import LogRun, LogSample, short_hash
+
+NAME = "inspect"
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def sniff(path: Path) -> bool:
+    if path.suffix == ".eval":
+        return path.is_file()
+    if path.suffix != ".json" or not path.is_file():
+        return False
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+    return b'"eval"' in head and (b'"plan"' in head or b'"version"' in head)
+
+
+def expand(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted([*path.rglob("*.eval"), *path.rglob("*.json")])
+    return [path]
+
+
+def read(path: Path, *, model: str | None = None, metric: str | None = None) -> list[LogRun]:
+    header, samples = _load(path)
+    ev = header.get("eval")
+    if not isinstance(ev, dict) or "task" not in ev:
+        raise InputError("not an Inspect log (no eval.task in its header)", path=str(path))
+    if header.get("status") not in (None, "success"):
+        raise InputError(f"the log's status is {header.get('status')!r}, not success: its "
+                         "samples are not a finished evaluation", path=str(path))
+    steps = (header.get("plan") or {}).get("steps") or []
+    solvers = [s.get("solver") for s in steps if isinstance(s, dict)]
+    params = {s.get("solver"): s.get("params") or {} for s in steps if isinstance(s, dict)}
+    mc = params.get("multiple_choice", {})
+    generate = (header.get("plan") or {}).get("config") or {}
+    task = str(ev["task"]).rsplit("/", 1)[-1]
+    reported = _reported(header)
+    runs: dict[str, LogRun] = {}
+    for where, record in samples:
+        sample_scores = record.get("scores") or {}
+        if not isinstance(sample_scores, dict) or not sample_scores:
+            raise InputError("a sample without scores", path=where)
+        for scorer, score in sample_scores.items():
+            if metric is not None and scorer != metric:
+                continue
+            run = runs.get(scorer)
+            if run is None:
+                run = runs[scorer] = LogRun(
+                    harness=NAME, task=task, metric=scorer, shots=None,
+                    axes={"scoring": "generate", "solver": "+".join(map(str, solvers)) or "none",
+                          "shuffle": "on" if mc.get("shuffle") else "off",
+                          "template": short_hash(json.dumps(steps, sort_keys=True)),
+                          "generate_config": short_hash(json.dumps(generate, sort_keys=True))},
+                    model=model or str(ev.get("model", "")).rsplit("/", 1)[-1] or None,
+                    source=str(path), reported_accuracy=reported.get(scorer),
+                    provenance={"harness": NAME, "inspect_version": (ev.get("packages") or {})
+                                .get("inspect_ai"), "model": ev.get("model"),
+                                "model_args": ev.get("model_args"),
+                                "task_args": ev.get("task_args"), "solvers": steps,
+                                "generate_config": generate, "log": str(path),
+                                "epochs": (ev.get("config") or {}).get("epochs")})
+            run.samples.append(_sample(where, record, score))
+    if not runs:
+        raise InputError(f"no samples scored by {metric!r}" if metric else "no samples",
+                         path=str(path))
+    for run in runs.values():
+        run.epochs = len({s.epoch for s in run.samples})
+    return list(runs.values())
+
+
+def _load(path: Path):
+    """(header, [(where, sample record)]) of a .eval zip or a JSON log."""
+    if path.suffix == ".eval":
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+            if "header.json" not in names:
+                raise InputError("no header.json in the .eval file: a truncated or unfinished "
+                                 "log", path=str(path))
+            header = _json(zf.read("header.json"), f"{path}#header.json")
+            samples = [(f"{path}#{n}", _json(zf.read(n), f"{path}#{n}")) for n in names
+                       if n.startswith("samples/") and n.endswith(".json")]
+        return header, samples
+    doc = _json(path.read_bytes(), str(path))
+    if not isinstance(doc, dict):
+        raise InputError("not an Inspect log", path=str(path))
+    records = doc.get("samples") or []
+    return doc, [(f"{path}#samples[{k}]", r) for k, r in enumerate(records)]
+
+
+def _json(raw: bytes, where: str):
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"invalid JSON ({exc})", path=where) from None
+
+
+def _reported(header) -> dict[str, float]:
+    out = {}
+    for score in ((header.get("results") or {}).get("scores") or []):
+        accuracy = ((score.get("metrics") or {}).get("accuracy") or {}).get("value")
+        if isinstance(accuracy, (int, float)):
+            out[score.get("name")] = float(accuracy)
+    return out
+
+
+def _correct(value, where) -> bool:
+    if value in ("C", "I"):
+        return value == "C"
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value > 0
+    raise InputError(f"score value {value!r} is not C / I or a number", path=where)
+
+
+def _sample(where: str, record: dict, score) -> LogSample:
+    if not isinstance(record, dict) or "id" not in record:
+        raise InputError("a sample without an id", path=where)
+    value = score.get("value") if isinstance(score, dict) else score
+    choices = record.get("choices")
+    choices = tuple(map(str, choices)) if isinstance(choices, list) and choices else None
+    target = record.get("target")
+    target = target[0] if isinstance(target, list) and target else target
+    target_index = LETTERS.index(target) if isinstance(target, str) and len(target) == 1 \
+        and target in LETTERS[:len(choices or ())] else None
+    answer = score.get("answer") if isinstance(score, dict) else None
+    pred = LETTERS.index(answer) if isinstance(answer, str) and len(answer) == 1 \
+        and answer in LETTERS[:len(choices or ())] else None
+    output = (record.get("output") or {}).get("completion")
+    metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
+    hint = next((str(metadata[k]) for k in ("item_uid", "uid", "id") if metadata.get(k)), None)
+    return LogSample(where, str(record["id"]), _correct(value, where), _input_text(record),
+                     choices, target_index, pred, output if isinstance(output, str) else None,
+                     None, None, int(record.get("epoch") or 1), hint or str(record["id"]))
+
+
+def _input_text(record) -> str | None:
+    value = record.get("input")
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):  # chat messages: the user's text
+        texts = [m.get("content") for m in value if isinstance(m, dict)
+                 and m.get("role") == "user" and isinstance(m.get("content"), str)]
+        return "\n".join(texts) or None
+    return None
