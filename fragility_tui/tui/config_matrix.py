@@ -1,5 +1,7 @@
-"""The 26 configs in one line: a character per config, grouped by order (o0 … o5) × format
-(L P D I) and then the two cloze configs. Used by the item drill-down (models × configs)
+"""A grid's configs in one line: a character per config, grouped by axis (SPEC v5 §2b): our
+runner's by order (o0 … o5) × format (L P D I, lower-case l p d for letter likelihood),
+the two cloze configs, then each other harness's configs under its name, numbered 1…9, a…z
+in canonical order (the legend names them). Used by the item drill-down (models × configs)
 and the model drill-down (items × configs). Pure: Text in, Text out."""
 
 from __future__ import annotations
@@ -7,19 +9,54 @@ from __future__ import annotations
 import numpy as np
 from rich.text import Text
 
+from fragility_tui.harness.config_axes import derived_axes
+
 CONFIG_SHORT = {"letter": "L", "paren": "P", "digit": "D", "instruct": "I",
                 "cloze_qa": "q", "cloze_bare": "b"}
 MODEL_WIDTH = 24  # the model column of the matrix: all 26 configs fit at 80 columns
+NUMBERS = "123456789abcdefghijklmnopqrstuvwxyz"
 
 
 def config_group(config_id: str) -> str:
-    """The matrix's column group of a config: its order (o0 … o5), or cloze."""
-    return config_id.split(".")[0] if "." in config_id else "cloze"
+    """The matrix's column group of a config: its order (o0 … o5), cloze, or the harness
+    (another harness's, or a free-form id's: `other`)."""
+    axes = derived_axes(config_id)
+    if "order" in axes:
+        return axes["order"]
+    if "stem" in axes:
+        return "cloze"
+    return axes.get("harness", "other")
 
 
-def short_config(config_id: str) -> str:
-    """One-character column label: o3.paren → P (under the o3 group), cloze_qa → q."""
-    return CONFIG_SHORT.get(config_id.split(".")[-1], config_id[:1])
+def short_config(config_id: str, rank: int = 0) -> str:
+    """One-character column label: o3.paren → P (under the o3 group), o3.paren.lik → p,
+    cloze_qa → q; another harness's config → its rank in its group (1…9, a…z)."""
+    axes = derived_axes(config_id)
+    if "format" in axes:
+        label = CONFIG_SHORT[axes["format"]]
+        return label.lower() if axes["scoring"] == "letter_lik" else label
+    if "stem" in axes:
+        return CONFIG_SHORT[config_id.split("+")[0]]
+    return NUMBERS[rank] if rank < len(NUMBERS) else "…"
+
+
+def short_labels(configs) -> dict[str, str]:
+    """Every config's one-character label (a harness's configs numbered in their group)."""
+    ranks: dict[str, int] = {}
+    out = {}
+    for config_id in configs:
+        group = config_group(config_id)
+        out[config_id] = short_config(config_id, ranks.get(group, 0))
+        ranks[group] = ranks.get(group, 0) + 1
+    return out
+
+
+def legend(configs) -> str:
+    """What the numbered labels stand for (configs outside our runner's), or ''."""
+    labels = short_labels(configs)
+    parts = [f"{labels[c]} {c}" for c in configs
+             if config_group(c) not in ("cloze",) and "order" not in derived_axes(c)]
+    return " · ".join(parts)
 
 
 def matrix_layout(configs: list[str]) -> list[str | None]:
@@ -58,4 +95,5 @@ def compact_rows(bits: np.ndarray, present: np.ndarray, columns: list[str | None
 
 def config_letters(columns: list[str | None]) -> str:
     """The line under the group header: the one-character config labels, gaps as spaces."""
-    return "".join(" " if c is None else short_config(c) for c in columns)
+    labels = short_labels([c for c in columns if c is not None])
+    return "".join(" " if c is None else labels[c] for c in columns)

@@ -11,22 +11,23 @@ from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable, hbar
 
-AXES = ("order", "format", "scoring", "all")
-COLUMNS = [Column("model")] + [Column(a, "num") for a in AXES]
 MEAN_KEY = "\x1fmean"
 
 
 class AxesPane(Pane, pane_id="axes", title="Axes", below="axes-chart"):
-    help = ("Share of reference-correct answers still correct across each axis' neighbourhood "
-            "(order: o0…o5, format: 4 formats, scoring: reference + 2 cloze, all: every config).")
+    help = ("Share of reference-correct answers still correct across each axis' neighbourhood: "
+            "the reference and every config that differs from it on that axis alone (order: "
+            "o0…o5, format: 4 formats, scoring: reference + 2 cloze on the paper set; harness, "
+            "shots, bos, … where the grid varies them; all: every config).")
 
     def render_view(self, view) -> None:
         per_model, mean = view.report.axes.per_model, view.report.axes.mean
-        rows = [(m, [m] + [per_model[m].get(a) for a in AXES]) for m in per_model]
+        axes = list(mean)  # order, format, scoring, all, then every other axis the grid varies
+        rows = [(m, [m] + [per_model[m].get(a) for a in axes]) for m in per_model]
         rows.append((MEAN_KEY, [Text("mean over models", style="bold")] +
-                     [mean.get(a) for a in AXES]))
+                     [mean.get(a) for a in axes]))
         table = self.query_one(ReportTable)
-        table.set_data(COLUMNS, rows)
+        table.set_data([Column("model")] + [Column(a, "num") for a in axes], rows)
         table.border_title = "Axis ablation"
         self.update_caption()
         self.query_one("#axes-chart", Static).update(self.chart(per_model, mean))
@@ -35,7 +36,7 @@ class AxesPane(Pane, pane_id="axes", title="Axes", below="axes-chart"):
     def chart(per_model: dict, mean: dict) -> Text:
         text = Text("mean over models (█ preserved fraction, — an axis left with only the "
                     "reference)\n", style="dim")
-        for a in AXES:
+        for a in mean:
             text.append(f"{a:<8} ")
             text.append_text(hbar(mean.get(a), 40))
             text.append(f" {num(mean.get(a))}\n")

@@ -19,8 +19,8 @@ from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.screens.base import DrillScreen
 from fragility_tui.tui.cell_explain import (bit_mark, cell_detail, fmt_number, item_text,
                                            truth_text)
-from fragility_tui.tui.config_matrix import (MODEL_WIDTH, group_header, matrix_layout,
-                                            short_config)
+from fragility_tui.tui.config_matrix import (MODEL_WIDTH, group_header, legend,
+                                            matrix_layout, short_labels)
 
 
 # ---------------------------------------------------------------- Items → item
@@ -88,22 +88,25 @@ class ItemScreen(DrillScreen):
             shown.append("\n\n").append_text(truth)
         self.query_one("#item-text", Static).update(shown)
         self._fill_matrix(view, k)
+        others = legend(view.cube.configs)
         self.query_one("#matrix-legend", Static).update(Text(
             "✓ correct ✗ wrong · missing │ under o0…o5: L letter P paren D digit I instruct"
-            " │ cloze: q cloze_qa b cloze_bare │ the cell under the cursor is explained below",
-            style="dim"))
+            " (lower case: letter likelihood) │ cloze: q cloze_qa b cloze_bare"
+            + (f" │ {clean(others, one_line=True)}" if others else "")
+            + " │ the cell under the cursor is explained below", style="dim"))
         self.load_cells()
         self.query_one("#bit-matrix", DataTable).focus()
 
     def _fill_matrix(self, view, k: int) -> None:
         table = self.query_one("#bit-matrix", DataTable)
         self.columns = matrix_layout(list(view.cube.configs))
+        labels = short_labels(view.cube.configs)
         table.add_column(Text("model"), key="model", width=MODEL_WIDTH)
         for n, config_id in enumerate(self.columns):
             if config_id is None:
                 table.add_column(Text(" "), key=f"gap-{n}", width=1)
             else:
-                table.add_column(Text(short_config(config_id)), key=config_id, width=1)
+                table.add_column(Text(labels[config_id]), key=config_id, width=1)
         position = {c: j for j, c in enumerate(view.cube.configs)}
         for m, model in enumerate(view.cube.models):
             marks = [Text(" ") if c is None else
