@@ -147,7 +147,8 @@ def _sample(where: str, record: dict, score) -> LogSample:
     hint = next((str(metadata[k]) for k in ("item_uid", "uid", "id") if metadata.get(k)), None)
     return LogSample(where, str(record["id"]), _correct(value, where), _input_text(record),
                      choices, target_index, pred, output if isinstance(output, str) else None,
-                     None, None, int(record.get("epoch") or 1), hint or str(record["id"]))
+                     None, None, int(record.get("epoch") or 1), hint or str(record["id"]),
+                     _prompt(record))
 
 
 def _input_text(record) -> str | None:
@@ -159,3 +160,17 @@ def _input_text(record) -> str | None:
                  and m.get("role") == "user" and isinstance(m.get("content"), str)]
         return "\n".join(texts) or None
     return None
+
+
+def _prompt(record) -> str | None:
+    """What the model was sent: the messages before its answer, as role: text lines."""
+    lines = []
+    for message in record.get("messages") or []:
+        if not isinstance(message, dict) or message.get("role") == "assistant":
+            break
+        content = message.get("content")
+        if isinstance(content, list):  # content parts
+            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if isinstance(content, str):
+            lines.append(f"{message.get('role')}: {content}")
+    return "\n".join(lines) or None

@@ -172,7 +172,7 @@ def _mc_sample(record, where, path, line) -> LogSample:
     doc = _doc(record)
     question = (doc or {}).get("question") or pairs[0][0]
     return LogSample(where, _str(record.get("doc_id")), False, question, choices, target,
-                     None, None, lls, doc)
+                     None, None, lls, doc, prompt=pairs[0][0])
 
 
 def _gen_sample(record, where, path, line) -> LogSample:
@@ -189,9 +189,10 @@ def _gen_sample(record, where, path, line) -> LogSample:
     if isinstance(text, str) and choices and text.strip()[:1] in LETTERS[:len(choices)] \
             and len(text.strip()) == 1:
         pred = LETTERS.index(text.strip())
+    context = _pairs(record, path, line)[0][0]
     return LogSample(where, _str(record.get("doc_id")), False, doc.get("question"), choices,
                      target, pred, raw_text if isinstance(raw_text, str) else None, None,
-                     doc or None)
+                     doc or None, prompt=context if isinstance(context, str) else None)
 
 
 def _with(sample: LogSample, correct: bool, metric: str, output_type: str) -> LogSample:

@@ -173,9 +173,10 @@ def _cell(model: str, config_id: str, m) -> dict:
     raw = s.raw_output
     if raw is not None and len(raw) > RAW_OUTPUT_CAP:
         raw = raw[:RAW_OUTPUT_CAP]
+    prompt = s.prompt[:RAW_OUTPUT_CAP] if s.prompt is not None else None
     return {"model": model, "item_uid": m.item.item_uid, "config_id": config_id,
             "correct": bool(s.correct), "pred": m.pred, "permutation": m.permutation,
-            "raw_output": raw, "scores": _native_scores(m)}
+            "raw_output": raw, "scores": _native_scores(m), "prompt": prompt}
 
 
 def _native_scores(m) -> list[float] | None:

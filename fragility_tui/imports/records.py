@@ -24,6 +24,7 @@ class LogSample:
     doc: dict | None = None  # the whole doc, when the log carries one
     epoch: int = 1
     item_hint: str | None = None  # an id the log carries beside its own (metadata, specific)
+    prompt: str | None = None  # the prompt the log shows the model was given
 
 
 @dataclass

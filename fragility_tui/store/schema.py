@@ -77,9 +77,10 @@ MIGRATIONS: list[str] = [
     # written before, by imports and by simulations
     "ALTER TABLE cells ADD COLUMN margin DOUBLE; "
     "ALTER TABLE cells ADD COLUMN near_tie BOOLEAN",
-    # 8: configs as data (SPEC v5): the axes stated for a grid's configs; the old grids'
-    # configs are all runner ids, whose axes their ids state
-    GRID_CONFIGS_TABLE,
+    # 8: configs as data (SPEC v5): the axes stated for a grid's configs (the old grids'
+    # configs are all runner ids, whose axes their ids state), and the prompt another
+    # harness's log shows for a cell (NULL in our runner's cells: it re-renders its own)
+    GRID_CONFIGS_TABLE + "; ALTER TABLE cells ADD COLUMN IF NOT EXISTS prompt VARCHAR",
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
@@ -108,6 +109,7 @@ class CellRow:
     # the one that decided the parse; likelihood: best minus second acc_norm score.
     margin: float | None = None
     near_tie: bool | None = None  # margin within the run's rounding tolerance for its dtype
+    prompt: str | None = None  # the prompt an imported log shows (capped), else None
 
 
 @dataclass(frozen=True)
@@ -171,4 +173,7 @@ def cell_table(grid: str, rows: list[CellRow]):
     # Optional in a cells batch (imports and simulations have none): see write_cell_table.
     table = table.append_column("prompt_sha", pa.array([r.prompt_sha for r in rows], pa.string()))
     table = table.append_column("margin", pa.array([r.margin for r in rows], pa.float64()))
-    return table.append_column("near_tie", pa.array([r.near_tie for r in rows], pa.bool_()))
+    table = table.append_column("near_tie", pa.array([r.near_tie for r in rows], pa.bool_()))
+    if any(r.prompt is not None for r in rows):
+        table = table.append_column("prompt", pa.array([r.prompt for r in rows], pa.string()))
+    return table

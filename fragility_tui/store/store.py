@@ -318,11 +318,11 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             # Keyed on (grid, model, item, config) without an index: an ART index over
             # four strings made the file ~10x larger; the anti-join is a hash join.
             optional = ", ".join(f"n.{name}" if name in table.column_names else "NULL"
-                                 for name in ("prompt_sha", "margin", "near_tie"))
+                                 for name in ("prompt_sha", "margin", "near_tie", "prompt"))
             con.execute(f"""
                 INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
                                    raw_output, scores, tokens, ms, run_id, prompt_sha, margin,
-                                   near_tie)
+                                   near_tie, prompt)
                 SELECT DISTINCT ON (n.grid, n.model, n.item_uid, n.config_id) n.grid, n.model,
                        n.item_uid, n.config_id, n.correct, n.pred, n.permutation, n.raw_output,
                        n.scores, n.tokens, n.ms, n.run_id, {optional}
@@ -361,7 +361,8 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
         with self.connect() as con:
             cur = con.execute("""
                 SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
-                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
+                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie,
+                       c.prompt
                 FROM cells c WHERE c.grid = ? AND c.item_uid = ?""", [grid, item_uid])
             names = [d[0] for d in cur.description]
             rows = [dict(zip(names, r)) for r in cur.fetchall()]

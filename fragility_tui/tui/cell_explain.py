@@ -62,6 +62,12 @@ def truth_text(truth: dict | None, item_uid: str, models) -> Text | None:
     return text
 
 
+def is_runner_config(config_id: str) -> bool:
+    from fragility_tui.harness.config_axes import is_runner_config as runner
+
+    return runner(config_id)
+
+
 def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
                 chat=None) -> Text:
     """Everything that explains one correctness bit, all untrusted text sanitised. chat: the
@@ -75,7 +81,14 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
                 style="bold green" if cell["correct"] else "bold red")
     perm = _perm(cell.get("permutation"))
     prompt = None
-    if item is not None:
+    if not is_runner_config(config_id):  # another harness's: its prompt is the log's
+        text.append("imported from another harness's log: the prompt and answer are the "
+                    "log's own\n", style="dim")
+        if cell.get("prompt"):
+            text.append("prompt (as the log shows it)\n", style="bold")
+            text.append_text(block(cell["prompt"], limit=ITEM_TEXT_LIMIT, style="on grey11"))
+            text.append("\n")
+    elif item is not None:
         try:
             from fragility_tui.harness.render import render
 
