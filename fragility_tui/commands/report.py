@@ -7,7 +7,7 @@ import sys
 
 from fragility_tui.errors import InputError
 from fragility_tui.grid.reference import check_reference, choose_reference
-from fragility_tui.harness.configs import CONFIG_BY_ID, REFERENCE, parse_config_list
+from fragility_tui.harness.configs import REFERENCE, parse_config_list
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -22,7 +22,8 @@ def register(sub) -> None:
     p.add_argument("--grid", required=True, metavar="NAME")
     p.add_argument("--configs", metavar="ID,...",
                    help="configs in view (ids or groups: generate, likelihood, o0..o5, letter, "
-                        "paren, digit, instruct); must include the reference")
+                        "paren, digit, instruct; or axis levels: harness=lm-eval,shots=0); "
+                        "must include the reference")
     add_reference_option(p)
     p.add_argument("--models", metavar="A,B,...", help="models in view (default: all)")
     p.add_argument("--benchmarks", metavar="B,...", help="benchmarks in view (default: all)")
@@ -64,12 +65,23 @@ def select_view(cube, args):
     naming the flag."""
     cube = choose_reference(cube, getattr(args, "reference", None))
     configs = None
-    if args.configs is not None:
+    if args.configs is not None and "=" in args.configs:  # axis=level[,axis=level…]
+        from fragility_tui.harness.config_axes import select_by_axes
+
         try:
-            wanted = parse_config_list(args.configs)
+            configs = select_by_axes(args.configs.replace(",", " "), cube.configs, cube.axes)
         except ValueError as exc:
             raise InputError(str(exc), field="--configs") from None
-        explicit = [t for t in _split(args.configs) if t in CONFIG_BY_ID]
+        if not configs:
+            raise InputError("no config matches every axis level given", field="--configs")
+        check_reference(cube.reference, configs, field="--configs",
+                        hint="--reference picks another")
+    elif args.configs is not None:
+        try:
+            wanted = parse_config_list(args.configs, any_id=True)
+        except ValueError as exc:
+            raise InputError(str(exc), field="--configs") from None
+        explicit = [t for t in _split(args.configs) if t in wanted]
         missing = [c for c in explicit if c not in cube.configs]
         if missing:
             raise InputError(f"config(s) {', '.join(missing)} have no cells in this grid; "

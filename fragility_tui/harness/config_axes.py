@@ -199,3 +199,25 @@ def axes_in_view(all_axes) -> list[str]:
     """Every axis any of these configs carries, in §7's order then by name."""
     names = {name for axes in all_axes for name in axes}
     return [a for a in AXIS_ORDER if a in names] + sorted(names - set(AXIS_ORDER))
+
+
+def select_by_axes(query: str, configs, axes_of) -> list[str]:
+    """The configs (in the order given) matching every token of `query`: `axis=level`
+    (e.g. harness=lm-eval, shots=0, order=o3), or text found in the id. An axis no config
+    has, or a level no config has on it, is a ValueError naming the ones there are."""
+    configs = list(configs)
+    all_axes = {c: axes_of(c) for c in configs}
+    chosen = configs
+    for token in query.split():
+        if "=" in token:
+            axis, _, level = token.partition("=")
+            levels = sorted({a[axis] for a in all_axes.values() if axis in a})
+            if not levels:
+                raise ValueError(f"no config has an axis {axis!r} (axes: "
+                                 f"{', '.join(axes_in_view(all_axes.values()))})")
+            if level not in levels:
+                raise ValueError(f"no config has {axis}={level} ({axis}: {', '.join(levels)})")
+            chosen = [c for c in chosen if all_axes[c].get(axis) == level]
+        else:
+            chosen = [c for c in chosen if token.casefold() in c.casefold()]
+    return chosen

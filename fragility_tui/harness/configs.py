@@ -65,12 +65,16 @@ def default_reference(config_ids) -> str | None:
     return present[0] if present else None
 
 
-def parse_config_list(text: str | None) -> list[str]:
+def parse_config_list(text: str | None, *, any_id: bool = False) -> list[str]:
     """Parse a comma-separated --configs value into canonical order (None/'' = all 26).
 
-    Accepts config ids plus the shorthands 'generate', 'likelihood', an order ('o3') or a
-    format ('paren'). Raises ValueError naming the unknown entry.
+    Accepts the paper set's ids plus the shorthands 'generate', 'likelihood', an order
+    ('o3') or a format ('paren'); with `any_id` (a grid's configs in view, not a run's) also
+    any other well-formed id (imported, free-form: whether the grid has it is the caller's
+    check). Raises ValueError naming the unknown entry.
     """
+    from fragility_tui.harness.config_axes import config_id_problem
+
     if not text:
         return list(CONFIG_IDS)
     chosen: set[str] = set()
@@ -83,11 +87,13 @@ def parse_config_list(text: str | None) -> list[str]:
             continue
         matched = [c.config_id for c in CONFIGS
                    if token in (c.scoring, c.order, c.format)]
+        if not matched and any_id and config_id_problem(token) is None:
+            matched = [token]
         if not matched:
             raise ValueError(f"unknown config {token!r}; use ids like o0.letter, cloze_qa, "
                              "or a group: generate, likelihood, o0..o5, letter, paren, digit, instruct")
         chosen.update(matched)
-    return [cid for cid in CONFIG_IDS if cid in chosen]
+    return canonical_order(chosen)
 
 
 IDENTITY = tuple(range(N_OPTIONS))

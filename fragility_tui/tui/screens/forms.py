@@ -98,6 +98,8 @@ class SelectionScreen(ModalScreen[Selection | None]):
             yield Static(Text("Space toggles · a applies · r resets · Esc cancels. The "
                               "reference config (every statistic is measured against it; "
                               "report --reference) always stays in view.", style="bold"))
+            yield Input(placeholder="configs by axis: harness=lm-eval shots=0 order=o3 or "
+                                    "text of an id; Enter selects them", id="sel-axes")
             with Horizontal(id="selection-lists"):
                 yield _list("configs", cube.configs, cur.configs)
                 yield _list("models", cube.models, cur.models)
@@ -157,6 +159,26 @@ class SelectionScreen(ModalScreen[Selection | None]):
         # None while it is the grid's default, so a grid without o0.letter keeps its own
         default = default_reference(self.cube.configs)
         self.dismiss(Selection(**fields, reference=None if reference == default else reference))
+
+    @on(Input.Submitted, "#sel-axes")
+    def select_configs_by_axes(self, event: Input.Submitted) -> None:
+        """Select exactly the configs whose axes match the query (the others deselected)."""
+        from fragility_tui.harness.config_axes import select_by_axes
+
+        try:
+            wanted = set(select_by_axes(event.value, self.cube.configs, self.cube.axes))
+        except ValueError as exc:
+            self.query_one("#selection-error", Static).update(
+                Text(clean(exc, one_line=True, limit=300), style="bold red"))
+            return
+        widget = self.query_one("#sel-configs", SelectionList)
+        widget.deselect_all()
+        for config in wanted:
+            widget.select(config)
+        self.query_one("#selection-error", Static).update(
+            Text(f"{len(wanted)} configs match" + ("" if wanted else ": nothing selected"),
+                 style="dim" if wanted else "bold red"))
+        event.stop()
 
     def action_reset(self) -> None:
         for name in ("configs", "models", "benchmarks"):
