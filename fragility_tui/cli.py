@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "fragility_tui.commands.runs",
     "fragility_tui.commands.lmeval",
     "fragility_tui.commands.import_log",
+    "fragility_tui.commands.harnesses",
     "fragility_tui.commands.merge",
     "fragility_tui.commands.compare",
 )
@@ -44,6 +45,7 @@ COMMAND_OF = {
     "runs": "fragility_tui.commands.runs",
     "import-lmeval": "fragility_tui.commands.lmeval",
     "import-log": "fragility_tui.commands.import_log",
+    "harnesses": "fragility_tui.commands.harnesses",
     "merge": "fragility_tui.commands.merge",
     "compare": "fragility_tui.commands.compare",
 }

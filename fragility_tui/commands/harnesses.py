@@ -1,0 +1,59 @@
+"""`fragility-tui harnesses --grid G --model M`: one model under several harnesses' configs
+of the same items: each harness's accuracy on the items all of them scored, the items they
+disagree on (which configs get each right), and the harness axis's preserved fraction."""
+
+from __future__ import annotations
+
+import json
+
+from fragility_tui.errors import InputError
+
+
+def register(sub) -> None:
+    from fragility_tui.commands.report import add_reference_option
+
+    p = sub.add_parser("harnesses", help="one model under several harnesses' configs: "
+                                         "accuracy, agreement and the items they disagree on")
+    p.add_argument("--grid", required=True, metavar="NAME")
+    p.add_argument("--model", required=True, metavar="NAME")
+    add_reference_option(p)
+    p.add_argument("--show", type=int, default=10, metavar="N",
+                   help="disagreeing items listed in text (default 10; --json lists all)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=cmd_harnesses)
+
+
+def cmd_harnesses(args) -> int:
+    from fragility_tui.analysis.axes import preserved_fractions
+    from fragility_tui.analysis.harnesses import harness_view
+    from fragility_tui.bootstrap import open_store
+    from fragility_tui.grid.reference import choose_reference
+    from fragility_tui.text import clean
+
+    store = open_store(args.db, load_samples=False)
+    cube = choose_reference(store.load_cube(args.grid), args.reference)
+    try:
+        view = harness_view(cube, args.model)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--model") from None
+    preserved = preserved_fractions(cube.select(models=[args.model])).get("harness")
+    preserved = None if preserved is None or preserved[0] != preserved[0] else float(preserved[0])
+    if args.json:
+        print(json.dumps({**view.to_json(), "reference": cube.reference,
+                          "harness_preserved_fraction": preserved}, indent=2))
+        return 0
+    print(clean(f"{args.model} on {args.grid}: {len(view.harnesses)} harnesses, "
+                f"{view.items} items scored under all their configs (reference "
+                f"{cube.reference})", one_line=True))
+    for harness, accuracies in view.accuracy.items():
+        for config, accuracy in accuracies.items():
+            print(clean(f"  {harness:<16} {config:<48} {100 * accuracy:5.1f}%", one_line=True))
+    print(f"every config right: {view.agree_right} · every config wrong: {view.agree_wrong} · "
+          f"they disagree: {view.disagree}")
+    print("harness axis, preserved fraction of reference-correct (SPEC 7): "
+          + ("-" if preserved is None else f"{preserved:.2f}")
+          + ("" if preserved is not None else " (no config differs from the reference in "
+             "harness alone; see docs/imports.md)"))
+    for item, right in list(view.right_under.items())[:args.show]:
+        print(clean(f"  {item}: right under {', '.join(right) or 'none'}", one_line=True))
+    return 0
