@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+import zlib
 from pathlib import Path
 
 from fragility_tui.errors import InputError
@@ -49,7 +50,12 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
     params = {s.get("solver"): s.get("params") or {} for s in steps if isinstance(s, dict)}
     mc = params.get("multiple_choice", {})
     generate = (header.get("plan") or {}).get("config") or {}
-    task = str(ev["task"]).rsplit("/", 1)[-1]
+    passed = ev.get("task_args_passed")
+    passed = passed if isinstance(passed, dict) else (ev.get("task_args") or {})
+    task = _task_id(str(ev["task"]).rsplit("/", 1)[-1], passed)
+    shuffled = bool(mc.get("shuffle")) or any(
+        k in SHUFFLE_ARGS and not (v is None or v is False or v in (-1, "-1", "false"))
+        for k, v in passed.items())
     reported = _reported(header)
     runs: dict[str, LogRun] = {}
     for where, record in samples:
@@ -64,7 +70,7 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
                 run = runs[scorer] = LogRun(
                     harness=NAME, task=task, metric=scorer, shots=None,
                     axes={"scoring": "generate", "solver": "+".join(map(str, solvers)) or "none",
-                          "shuffle": "on" if mc.get("shuffle") else "off",
+                          "shuffle": "on" if shuffled else "off",
                           "template": short_hash(json.dumps(steps, sort_keys=True)),
                           "generate_config": short_hash(json.dumps(generate, sort_keys=True))},
                     model=model or str(ev.get("model", "")).rsplit("/", 1)[-1] or None,
@@ -84,6 +90,19 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
     return list(runs.values())
 
 
+SHUFFLE_ARGS = ("shuffle", "shuffle_choices")
+NOT_CONFIG_ARGS = ("limit",)  # task args that choose samples, not how they are asked
+
+
+def _task_id(task: str, args: dict) -> str:
+    """The task with the args passed to it (they can change the prompt or the options'
+    order: two runs of one task with other args are two configs), e.g.
+    `fragility_mc[shuffle_choices=0]`."""
+    shown = [f"{k}={json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+             for k, v in sorted(args.items()) if k not in NOT_CONFIG_ARGS]
+    return f"{task}[{','.join(shown)}]" if shown else task
+
+
 def _load(path: Path):
     """(header, [(where, sample record)]) of a .eval zip or a JSON log."""
     if path.suffix == ".eval":
@@ -92,15 +111,48 @@ def _load(path: Path):
             if "header.json" not in names:
                 raise InputError("no header.json in the .eval file: a truncated or unfinished "
                                  "log", path=str(path))
-            header = _json(zf.read("header.json"), f"{path}#header.json")
-            samples = [(f"{path}#{n}", _json(zf.read(n), f"{path}#{n}")) for n in names
-                       if n.startswith("samples/") and n.endswith(".json")]
+            header = _json(_member(zf, path, "header.json"), f"{path}#header.json")
+            samples = [(f"{path}#{n}", _json(_member(zf, path, n), f"{path}#{n}"))
+                       for n in names if n.startswith("samples/") and n.endswith(".json")]
         return header, samples
     doc = _json(path.read_bytes(), str(path))
     if not isinstance(doc, dict):
         raise InputError("not an Inspect log", path=str(path))
     records = doc.get("samples") or []
     return doc, [(f"{path}#samples[{k}]", r) for k, r in enumerate(records)]
+
+
+ZSTD = 93  # the zip compression method Inspect writes its members with
+
+
+def _member(zf: zipfile.ZipFile, path: Path, name: str) -> bytes:
+    """A member's bytes. Inspect compresses members with zstd (zip method 93), which
+    Python's zipfile reads only from 3.14: those are decompressed here from the raw bytes."""
+    import struct
+
+    info = zf.getinfo(name)
+    if info.compress_type != ZSTD:
+        return zf.read(name)
+    import zstandard
+
+    with open(path, "rb") as fh:
+        fh.seek(info.header_offset)
+        local = fh.read(30)
+        if len(local) < 30 or local[:4] != b"PK\x03\x04":
+            raise InputError(f"damaged zip member {name}", path=str(path))
+        name_len, extra_len = struct.unpack("<HH", local[26:30])
+        fh.seek(info.header_offset + 30 + name_len + extra_len)
+        raw = fh.read(info.compress_size)
+    if len(raw) < info.compress_size:
+        raise InputError(f"zip member {name} is cut short: a truncated log", path=str(path))
+    try:
+        data = zstandard.ZstdDecompressor().decompress(raw, max_output_size=info.file_size)
+    except zstandard.ZstdError as exc:
+        raise InputError(f"zip member {name} does not decompress ({exc})", path=str(path)) \
+            from None
+    if zlib.crc32(data) != info.CRC:
+        raise InputError(f"zip member {name} fails its checksum", path=str(path))
+    return data
 
 
 def _json(raw: bytes, where: str):
