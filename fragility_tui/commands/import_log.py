@@ -40,9 +40,10 @@ def cmd_import_log(args) -> int:
     store = open_store(args.db, load_samples=False)
     items = _items(store, args, runs, items_from_logs)
     planned = plan(runs, items, model=args.model)
-    used = {c["item_uid"] for p in planned for c in p.cells}
-    written = write_log_import(store, args.grid, planned,
-                               [it for it in items if it.item_uid in used], replace=args.replace)
+    used = {uid for p in planned for uid in p.columns["item_uid"]}
+    items = [it for it in items if it.item_uid in used]
+    del runs, used  # the samples: what the cells need is in the plan's columns
+    written = write_log_import(store, args.grid, planned, items, replace=args.replace)
     return _say(args, planned, written)
 
 
@@ -69,7 +70,7 @@ def _say(args, planned, written: int) -> int:
     from fragility_tui.text import clean
 
     summary = [{"model": p.model, "config": p.config_id, "source": p.run.source,
-                "cells": len(p.cells), "matched": len(p.report.matched),
+                "cells": p.n_cells, "matched": len(p.report.matched),
                 "unmatched": len(p.report.unmatched), "ambiguous": len(p.report.ambiguous),
                 "accuracy": p.accuracy, "log_accuracy": p.run.reported_accuracy,
                 "reproduces_log_accuracy": p.run.reported_accuracy is not None
@@ -82,7 +83,7 @@ def _say(args, planned, written: int) -> int:
                          indent=2))
         return 0
     for p in planned:
-        print(clean(f"{p.model} · {p.config_id}: {len(p.cells)} cells; "
+        print(clean(f"{p.model} · {p.config_id}: {p.n_cells} cells; "
                        f"{p.report.summary()}; {p.reproduces()}"))
         if p.wider:
             print(clean(f"  {p.wider} items were scored over more options than our four: "

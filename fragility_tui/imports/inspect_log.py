@@ -58,8 +58,10 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
         for k, v in passed.items())
     reported = _reported(header)
     runs: dict[str, LogRun] = {}
-    for where, record in samples:
-        sample_scores = record.get("scores") or {}
+    source = str(path)
+    for member, record in samples:
+        where = f"{source}#{member}"
+        sample_scores = record.get("scores") if isinstance(record, dict) else None
         if not isinstance(sample_scores, dict) or not sample_scores:
             raise InputError("a sample without scores", path=where)
         for scorer, score in sample_scores.items():
@@ -81,7 +83,7 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
                                 "task_args": ev.get("task_args"), "solvers": steps,
                                 "generate_config": generate, "log": str(path),
                                 "epochs": (ev.get("config") or {}).get("epochs")})
-            run.samples.append(_sample(where, record, score))
+            run.samples.append(_sample(source, member, record, score))
     if not runs:
         raise InputError(f"no samples scored by {metric!r}" if metric else "no samples",
                          path=str(path))
@@ -112,14 +114,14 @@ def _load(path: Path):
                 raise InputError("no header.json in the .eval file: a truncated or unfinished "
                                  "log", path=str(path))
             header = _json(_member(zf, path, "header.json"), f"{path}#header.json")
-            samples = [(f"{path}#{n}", _json(_member(zf, path, n), f"{path}#{n}"))
+            samples = [(n, _json(_member(zf, path, n), f"{path}#{n}"))
                        for n in names if n.startswith("samples/") and n.endswith(".json")]
         return header, samples
     doc = _json(path.read_bytes(), str(path))
     if not isinstance(doc, dict):
         raise InputError("not an Inspect log", path=str(path))
     records = doc.get("samples") or []
-    return doc, [(f"{path}#samples[{k}]", r) for k, r in enumerate(records)]
+    return doc, [(f"samples[{k}]", r) for k, r in enumerate(records)]
 
 
 ZSTD = 93  # the zip compression method Inspect writes its members with
@@ -181,8 +183,9 @@ def _correct(value, where) -> bool:
     raise InputError(f"score value {value!r} is not C / I or a number", path=where)
 
 
-def _sample(where: str, record: dict, score) -> LogSample:
-    if not isinstance(record, dict) or "id" not in record:
+def _sample(source: str, member: str, record: dict, score) -> LogSample:
+    where = f"{source}#{member}"
+    if "id" not in record:
         raise InputError("a sample without an id", path=where)
     value = score.get("value") if isinstance(score, dict) else score
     choices = record.get("choices")
@@ -197,10 +200,10 @@ def _sample(where: str, record: dict, score) -> LogSample:
     output = (record.get("output") or {}).get("completion")
     metadata = record.get("metadata") if isinstance(record.get("metadata"), dict) else {}
     hint = next((str(metadata[k]) for k in ("item_uid", "uid", "id") if metadata.get(k)), None)
-    return LogSample(where, str(record["id"]), _correct(value, where), _input_text(record),
-                     choices, target_index, pred, output if isinstance(output, str) else None,
-                     None, None, int(record.get("epoch") or 1), hint or str(record["id"]),
-                     _prompt(record))
+    return LogSample(source, member, str(record["id"]), _correct(value, where),
+                     _input_text(record), choices, target_index, pred,
+                     output if isinstance(output, str) else None, None, None,
+                     int(record.get("epoch") or 1), hint or str(record["id"]), _prompt(record))
 
 
 def _input_text(record) -> str | None:

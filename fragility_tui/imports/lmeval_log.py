@@ -8,10 +8,11 @@ Correctness is the sample's own metric value, so the import reproduces lm-eval's
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.imports.records import LogRun, LogSample, short_hash
+from fragility_tui.imports.records import LogRun, LogSample, json_loads, short_hash
 
 NAME = "lm-eval"
 MC_METRICS = ("acc", "acc_norm")
@@ -63,7 +64,10 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
     output_type = task_cfg.get("output_type", "multiple_choice")
     shots = (results.get("n-shot") or {}).get(task, task_cfg.get("num_fewshot"))
     runs: dict[str, LogRun] = {}
+    samples: list[LogSample] = []  # one per line, shared by the line's metrics' runs
     for sample, line_metrics, filt in _samples(path, output_type):
+        k = len(samples)
+        samples.append(sample)
         for name, correct in line_metrics.items():
             if metric is not None and name != metric:
                 continue
@@ -72,7 +76,16 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
             if run is None:
                 run = runs[key] = _run(results, results_path, path, task, task_cfg, key,
                                        name, filt, shots, output_type, model)
-            run.samples.append(_with(sample, correct, name, output_type))
+                if k:
+                    raise InputError(f"the first {k} samples have no {name} value",
+                                     path=str(path), line=sample.line)
+                run.samples, run.correct, run.pred = samples, [], []
+            run.correct.append(correct)
+            run.pred.append(_pred(sample, name, output_type))
+        for run in runs.values():  # a metric missing from this line
+            if len(run.correct) == k:
+                raise InputError(f"the sample has no {run.metric} value while others do",
+                                 path=str(path), line=sample.line)
     if not runs:
         raise InputError(f"no samples with metric {metric!r}" if metric else "no samples",
                          path=str(path))
@@ -111,28 +124,31 @@ def _run(results, results_path, path, task, task_cfg, key, name, filt, shots, ou
 
 
 def _samples(path: Path, output_type: str):
+    """(sample, {metric: correct}, filter) per line; the sample's correctness is set per
+    metric by `_under`."""
+    loads = json_loads()
+    reader = _mc_sample if output_type == "multiple_choice" else _gen_sample
+    source = str(path)
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
-            where = f"{path}:{lineno}"
             try:
-                record = json.loads(raw)
+                record = loads(raw)
             except (UnicodeDecodeError, ValueError) as exc:
-                raise InputError(f"invalid JSON ({exc})", path=str(path), line=lineno) from None
+                raise InputError(f"invalid JSON ({exc})", path=source, line=lineno) from None
             if not isinstance(record, dict) or "doc" not in record:
                 raise InputError("not an lm-eval --log_samples line (no 'doc')",
-                                 path=str(path), line=lineno)
+                                 path=source, line=lineno)
             names = [m for m in (record.get("metrics") or MC_METRICS) if m in record]
             if not names:
-                raise InputError("the sample has no metric value", path=str(path), line=lineno)
+                raise InputError("the sample has no metric value", path=source, line=lineno)
             try:
                 metrics = {m: float(record[m]) > 0 for m in names}
             except (TypeError, ValueError):
-                raise InputError("a metric value is not a number", path=str(path),
+                raise InputError("a metric value is not a number", path=source,
                                  line=lineno) from None
-            reader = _mc_sample if output_type == "multiple_choice" else _gen_sample
-            yield reader(record, where, str(path), lineno), metrics, record.get("filter")
+            yield reader(record, source, lineno), metrics, record.get("filter")
 
 
 def _pairs(record, path, line):
@@ -148,12 +164,25 @@ def _pairs(record, path, line):
     raise InputError("unreadable 'arguments'", path=path, line=line, field="arguments")
 
 
-def _doc(record):
+def _doc(record) -> dict:
     doc = record.get("doc")
-    return doc if isinstance(doc, dict) else None
+    return doc if isinstance(doc, dict) else {}
 
 
-def _mc_sample(record, where, path, line) -> LogSample:
+def _doc_item(doc: dict) -> tuple | None:
+    """(id, benchmark, subject, gold) of a doc in our item schema, else None (benchmark and
+    subject interned: a million lines name a handful)."""
+    if doc.get("id") is None or not isinstance(doc.get("gold"), int):
+        return None
+    return (str(doc["id"]), _intern(doc.get("benchmark")), _intern(doc.get("subject")),
+            doc["gold"])
+
+
+def _intern(value):
+    return sys.intern(value) if isinstance(value, str) else value
+
+
+def _mc_sample(record, path, line) -> LogSample:
     pairs = _pairs(record, path, line)
     if any(not isinstance(c, str) or not isinstance(o, str) for c, o in pairs):
         raise InputError("a multiple-choice sample needs (context, continuation) pairs",
@@ -168,45 +197,43 @@ def _mc_sample(record, where, path, line) -> LogSample:
         raise InputError(f"{len(lls)} responses for {len(pairs)} options", path=path,
                          line=line, field="filtered_resps")
     choices = tuple(o[1:] if o.startswith(" ") else o for _, o in pairs)
-    target = _target_index(record.get("target"), choices)
     doc = _doc(record)
-    question = (doc or {}).get("question") or pairs[0][0]
-    return LogSample(where, _str(record.get("doc_id")), False, question, choices, target,
-                     None, None, lls, doc, prompt=pairs[0][0])
+    question = doc.get("question") if isinstance(doc.get("question"), str) else pairs[0][0]
+    return LogSample(path, line, _str(record.get("doc_id")), False, question, choices,
+                     _target_index(record.get("target"), choices), None, None, lls,
+                     _doc_item(doc), prompt=pairs[0][0])
 
 
-def _gen_sample(record, where, path, line) -> LogSample:
+def _gen_sample(record, path, line) -> LogSample:
     resps = record.get("filtered_resps")
     text = resps[0] if isinstance(resps, list) and resps else None
     raw = record.get("resps")
     raw_text = raw[0][0] if isinstance(raw, list) and raw and isinstance(raw[0], list) \
         and raw[0] else text
-    doc = _doc(record) or {}
+    doc = _doc(record)
     choices = doc.get("choices")
     choices = tuple(map(str, choices)) if isinstance(choices, list) else None
     target = _target_index(record.get("target"), choices or ())
     pred = None
-    if isinstance(text, str) and choices and text.strip()[:1] in LETTERS[:len(choices)] \
-            and len(text.strip()) == 1:
+    if isinstance(text, str) and choices and len(text.strip()) == 1 \
+            and text.strip() in LETTERS[:len(choices)]:
         pred = LETTERS.index(text.strip())
     context = _pairs(record, path, line)[0][0]
-    return LogSample(where, _str(record.get("doc_id")), False, doc.get("question"), choices,
+    question = doc.get("question") if isinstance(doc.get("question"), str) else None
+    return LogSample(path, line, _str(record.get("doc_id")), False, question, choices,
                      target, pred, raw_text if isinstance(raw_text, str) else None, None,
-                     doc or None, prompt=context if isinstance(context, str) else None)
+                     _doc_item(doc), prompt=context if isinstance(context, str) else None)
 
 
-def _with(sample: LogSample, correct: bool, metric: str, output_type: str) -> LogSample:
-    """The sample under one metric: its correctness and (multiple choice) the option that
-    metric's argmax picks, first maximum on ties, lm-eval's rule."""
-    pred = sample.pred
-    if output_type == "multiple_choice" and sample.scores:
-        scores = sample.scores
-        if metric == "acc_norm":
-            scores = [s / max(len(c), 1) for s, c in zip(scores, sample.choices)]
-        pred = max(range(len(scores)), key=lambda k: (scores[k], -k))
-    from dataclasses import replace
-
-    return replace(sample, correct=correct, pred=pred)
+def _pred(sample: LogSample, metric: str, output_type: str) -> int | None:
+    """The option a metric's argmax picks (multiple choice; first maximum on ties,
+    lm-eval's rule), in the order shown; a generation sample's parsed letter."""
+    if output_type != "multiple_choice" or not sample.scores:
+        return sample.pred
+    scores = sample.scores
+    if metric == "acc_norm":
+        scores = [v / max(len(c), 1) for v, c in zip(scores, sample.choices)]
+    return max(range(len(scores)), key=scores.__getitem__)  # max keeps the first maximum
 
 
 def _target_index(target, choices) -> int | None:
@@ -223,5 +250,7 @@ def _target_index(target, choices) -> int | None:
     return None
 
 
-def _str(value) -> str | None:
-    return None if value is None else str(value)
+def _str(value) -> str | int | None:
+    """A sample id as the log has it (an int stays one: a million of them as strings is
+    50 MB); compared as text where it is matched."""
+    return value if value is None or isinstance(value, int) else str(value)

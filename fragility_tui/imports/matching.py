@@ -5,7 +5,6 @@ log's own correctness and says so."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from fragility_tui.imports.records import LogSample
@@ -13,16 +12,23 @@ from fragility_tui.items.item import Item
 
 
 def normalise(text) -> str:
-    return re.sub(r"\s+", " ", str(text)).strip().casefold()
+    return " ".join(str(text).split()).casefold()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Match:
     sample: LogSample
     item: Item
     permutation: str | None  # display position j shows native choice int(p[j]); None = native
-    pred: int | None  # native index; -1 when the log's answer is none of the item's options
+    shown: tuple[int, ...] | None  # native index of each shown option (-1: not the item's)
     options: int  # how many options the log scored over
+    scores: tuple[float, ...] | None  # the log's per-option scores in native order
+
+    def native(self, pred: int | None) -> int | None:
+        """A prediction in the order shown, as a native index (-1: none of the item's)."""
+        if pred is None or self.shown is None:
+            return pred
+        return self.shown[pred] if 0 <= pred < len(self.shown) else -1
 
 
 @dataclass
@@ -30,6 +36,7 @@ class MatchReport:
     matched: list[Match] = field(default_factory=list)
     unmatched: list[LogSample] = field(default_factory=list)
     ambiguous: list[tuple[LogSample, list[str]]] = field(default_factory=list)
+    positions: list[int] = field(default_factory=list)  # sample index of each match
 
     def summary(self) -> str:
         text = (f"{len(self.matched)} matched, {len(self.unmatched)} unmatched, "
@@ -44,21 +51,36 @@ class MatchReport:
 
 
 class ItemIndex:
-    """The grid's items looked up by uid, by source id and by content."""
+    """The grid's items looked up by uid and source id, and (built on the first sample
+    whose ids match nothing) by content."""
 
     def __init__(self, items: list[Item]):
+        self.items = items
         self.by_uid = {it.item_uid: it for it in items}
-        self.by_source: dict[str, list[Item]] = {}
-        self.by_question: dict[str, list[Item]] = {}
-        self.by_options: dict[frozenset, list[Item]] = {}
-        for it in items:
-            self.by_source.setdefault(it.source_id, []).append(it)
-            self.by_question.setdefault(normalise(it.question), []).append(it)
-            self.by_options.setdefault(frozenset(map(normalise, it.choices)), []).append(it)
+        self._by_source: dict[str, list[Item]] | None = None
+        self._by_question: dict[str, list[Item]] | None = None
+        self._by_options: dict[frozenset, list[Item]] | None = None
+
+    @property
+    def by_source(self) -> dict[str, list[Item]]:
+        if self._by_source is None:
+            self._by_source = {}
+            for it in self.items:
+                self._by_source.setdefault(it.source_id, []).append(it)
+        return self._by_source
+
+    def _content(self):
+        if self._by_question is None:
+            self._by_question, self._by_options = {}, {}
+            for it in self.items:
+                self._by_question.setdefault(normalise(it.question), []).append(it)
+                self._by_options.setdefault(frozenset(map(normalise, it.choices)),
+                                            []).append(it)
+        return self._by_question, self._by_options
 
     def match(self, sample: LogSample) -> tuple[Item | None, list[str]]:
         """(item, []) when one item fits; (None, candidates) when several do."""
-        for key in (sample.item_hint, _doc_id(sample.doc)):
+        for key in (sample.item_hint, sample.doc_item[0] if sample.doc_item else None):
             found = self._by_id(key, sample)
             if found is not None:
                 return found, []
@@ -67,21 +89,26 @@ class ItemIndex:
     def _by_id(self, key, sample: LogSample) -> Item | None:
         if key is None:
             return None
-        key = str(key)
-        if key in self.by_uid:
-            return self.by_uid[key]
+        found = self.by_uid.get(key)
+        if found is not None:
+            return found
+        if sample.doc_item and sample.doc_item[1]:  # our schema's id: benchmark/id
+            found = self.by_uid.get(f"{sample.doc_item[1]}/{key}")
+            if found is not None:
+                return found
         found = self.by_source.get(key, [])
-        bench = (sample.doc or {}).get("benchmark") if isinstance(sample.doc, dict) else None
+        bench = sample.doc_item[1] if sample.doc_item else None
         found = [it for it in found if bench is None or it.benchmark == bench] or found
         return found[0] if len(found) == 1 else None
 
     def _by_content(self, sample: LogSample):
         if not sample.choices:
             return None, []
+        by_question, by_options = self._content()
         options = frozenset(map(normalise, sample.choices))
-        candidates = list(self.by_options.get(options, []))
+        candidates = list(by_options.get(options, []))
         if not candidates:  # the log scored more options than our four-option assembly kept
-            candidates = [it for it in self.by_question.get(normalise(sample.question or ""), [])
+            candidates = [it for it in by_question.get(normalise(sample.question or ""), [])
                           if set(map(normalise, it.choices)) <= options]
         if len(candidates) > 1 and sample.question is not None:
             question = normalise(sample.question)
@@ -93,37 +120,36 @@ class ItemIndex:
         return None, [it.item_uid for it in candidates]
 
 
-def _doc_id(doc) -> str | None:
-    if isinstance(doc, dict) and doc.get("id") is not None:
-        return str(doc["id"])
-    return None
-
-
-def match_samples(samples: list[LogSample], items: list[Item]) -> MatchReport:
-    index = ItemIndex(items)
+def match_samples(samples: list[LogSample], items: list[Item] | ItemIndex) -> MatchReport:
+    """Every sample matched or reported; `positions` keeps each match's sample index."""
+    index = items if isinstance(items, ItemIndex) else ItemIndex(items)
     report = MatchReport()
-    for sample in samples:
+    for k, sample in enumerate(samples):
         item, candidates = index.match(sample)
         if item is None:
             (report.ambiguous.append((sample, candidates)) if candidates
              else report.unmatched.append(sample))
             continue
-        report.matched.append(_placed(sample, item))
+        report.matched.append(placed(sample, item))
+        report.positions.append(k)
     return report
 
 
-def _placed(sample: LogSample, item: Item) -> Match:
-    """The sample's prediction in the item's native order, and the order it showed."""
-    if not sample.choices:
-        return Match(sample, item, None, sample.pred if sample.pred is not None else None,
-                     len(item.choices))
+def placed(sample: LogSample, item: Item) -> Match:
+    """The sample's prediction and scores in the item's native order, and the order it
+    showed (the common case, the item's own options in its own order, costs nothing)."""
+    choices = sample.choices
+    if not choices or choices == item.choices:
+        n = len(choices) if choices else len(item.choices)
+        return Match(sample, item, None, None, n,
+                     sample.scores if choices and sample.scores
+                     and len(sample.scores) == n else None)
     native = {normalise(c): k for k, c in enumerate(item.choices)}
-    shown = [native.get(normalise(c), -1) for c in sample.choices]
-    permutation = None
-    if len(shown) == len(item.choices) and sorted(shown) == list(range(len(item.choices))) \
-            and shown != sorted(shown):
-        permutation = "".join(map(str, shown))
-    pred = None
-    if sample.pred is not None:
-        pred = shown[sample.pred] if 0 <= sample.pred < len(shown) else -1
-    return Match(sample, item, permutation, pred, len(sample.choices))
+    shown = [native.get(normalise(c), -1) for c in choices]
+    n = len(item.choices)
+    same_set = len(shown) == n and sorted(shown) == list(range(n))
+    permutation = "".join(map(str, shown)) if same_set and shown != sorted(shown) else None
+    scores = None
+    if same_set and sample.scores and len(sample.scores) == n:
+        scores = tuple(sample.scores[shown.index(k)] for k in range(n))
+    return Match(sample, item, permutation, tuple(shown), len(choices), scores)

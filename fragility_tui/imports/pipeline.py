@@ -11,11 +11,12 @@ from pathlib import Path
 from fragility_tui.errors import InputError
 from fragility_tui.harness.config_axes import imported_config_id
 from fragility_tui.imports import reader, readers
-from fragility_tui.imports.matching import MatchReport, match_samples, normalise
+from fragility_tui.imports.matching import ItemIndex, MatchReport, match_samples
 from fragility_tui.imports.records import LogRun, LogSample
 from fragility_tui.items.item import Item
 
-RAW_OUTPUT_CAP = 4096  # characters of a log's answer kept per cell
+RAW_OUTPUT_CAP = 4096  # characters of a log's answer (and prompt) kept per cell
+CELL_FIELDS = ("item_uid", "correct", "pred", "permutation", "raw_output", "scores", "prompt")
 
 
 @dataclass
@@ -25,12 +26,30 @@ class PlannedRun:
     model: str
     axes: dict
     report: MatchReport
-    cells: list[dict] = field(default_factory=list)  # CellRow fields
+    # the cells as columns (a million-row log makes no object per cell)
+    columns: dict[str, list] = field(default_factory=lambda: {k: [] for k in CELL_FIELDS})
     wider: int = 0  # samples scored over more options than the item's four
+
+    def release(self) -> None:
+        """Drop the cell columns once written (keeping the count and the accuracy)."""
+        self._n, self._accuracy = self.n_cells, self.accuracy
+        self.columns = None
+
+    @property
+    def cells(self) -> list[dict]:
+        """The cells as dicts (for tests and small logs)."""
+        return [dict(zip(self.columns, row)) for row in zip(*self.columns.values())]
+
+    @property
+    def n_cells(self) -> int:
+        return self._n if self.columns is None else len(self.columns["item_uid"])
 
     @property
     def accuracy(self) -> float | None:
-        return sum(c["correct"] for c in self.cells) / len(self.cells) if self.cells else None
+        if self.columns is None:
+            return self._accuracy
+        n = self.n_cells
+        return sum(self.columns["correct"]) / n if n else None
 
     def reproduces(self) -> str:
         """The line that says whether the cells give the log's own accuracy."""
@@ -85,15 +104,18 @@ def read_runs(paths, fmt: str | None = None, *, model: str | None = None,
 def items_from_logs(runs: list[LogRun]) -> list[Item]:
     """Items the logs carry whole (question, choices, gold): a doc in our item schema, else
     the sample's own question, options and target. A sample without them adds none."""
-    from fragility_tui.items.item import RawItem, assemble
+    from fragility_tui.items.item import assemble
 
     items: dict[str, Item] = {}
+    seen: set = set()
     for run in runs:
         for s in run.samples:
-            raw = _raw_item(run, s)
-            if raw is None:
+            key = (s.doc_item[0] if s.doc_item else None, s.item_hint, s.sample_id)
+            if key in seen:
                 continue
-            item = assemble(raw)
+            seen.add(key)
+            raw = _raw_item(run, s)
+            item = assemble(raw) if raw is not None else None
             if item is not None and item.item_uid not in items:
                 items[item.item_uid] = item
     return list(items.values())
@@ -102,15 +124,11 @@ def items_from_logs(runs: list[LogRun]) -> list[Item]:
 def _raw_item(run: LogRun, s: LogSample):
     from fragility_tui.items.item import RawItem
 
-    doc = s.doc if isinstance(s.doc, dict) else {}
-    if all(k in doc for k in ("id", "question", "choices", "gold")) and \
-            isinstance(doc["choices"], list):
-        try:
-            return RawItem(str(doc["id"]), str(doc.get("benchmark") or run.task),
-                           doc.get("subject"), str(doc["question"]),
-                           tuple(map(str, doc["choices"])), int(doc["gold"]))
-        except (TypeError, ValueError):
-            return None
+    if s.doc_item is not None and s.question is not None and s.choices:
+        source_id, benchmark, subject, gold = s.doc_item
+        if isinstance(gold, int) and not isinstance(gold, bool):
+            return RawItem(source_id, benchmark or run.task, subject, s.question,
+                           s.choices, gold)
     if s.question is None or not s.choices or s.target is None or s.epoch != 1:
         return None
     if not 0 <= s.target < len(s.choices):
@@ -123,14 +141,24 @@ def _raw_item(run: LogRun, s: LogSample):
 
 
 def plan(runs: list[LogRun], items: list[Item], *, model: str | None = None) -> list[PlannedRun]:
-    """Match every run's samples to items and make its cells; epochs of one sample become
-    replicate configs (+eN). Raises when a run matches nothing or repeats a sample."""
+    """Match every run's samples to items (once per samples list: runs of one log share
+    theirs) and make its cells; epochs of one sample become replicate configs (+eN).
+    Raises when a run matches nothing or repeats a sample."""
+    index = ItemIndex(items)
+    matched: dict[int, MatchReport] = {}
     planned = []
     for run in runs:
         epochs = sorted({s.epoch for s in run.samples})
         for epoch in epochs:
-            samples = [s for s in run.samples if s.epoch == epoch]
-            planned.append(_plan_one(run, samples, items, model,
+            if len(epochs) == 1:
+                key = id(run.samples)
+                if key not in matched:
+                    matched[key] = match_samples(run.samples, index)
+                report, keep = matched[key], None
+            else:
+                keep = [k for k, s in enumerate(run.samples) if s.epoch == epoch]
+                report = match_samples([run.samples[k] for k in keep], index)
+            planned.append(_plan_one(run, report, keep, model,
                                      epoch if len(epochs) > 1 else None))
     seen = {}
     for p in planned:
@@ -142,52 +170,37 @@ def plan(runs: list[LogRun], items: list[Item], *, model: str | None = None) -> 
     return planned
 
 
-def _plan_one(run: LogRun, samples, items, model, epoch) -> PlannedRun:
+def _plan_one(run: LogRun, report: MatchReport, keep, model, epoch) -> PlannedRun:
     name = model or run.model
     if not name:
         raise InputError("the log does not name its model: give --model", path=run.source)
     config_id = imported_config_id(run.harness, run.task, run.metric, run.shots, epoch,
                                    run.chat)
-    axes = {**run.axes}
-    report = match_samples(samples, items)
     if not report.matched:
         raise InputError(f"no sample of {config_id} matches an item of the grid "
                          f"({report.summary()}); pass --items with the task's item file",
                          path=run.source)
-    out = PlannedRun(run, config_id, name, axes, report)
-    first: dict[str, str] = {}
-    for m in report.matched:
+    out = PlannedRun(run, config_id, name, dict(run.axes), report)
+    cols = out.columns
+    first: dict[str, LogSample] = {}
+    for m, k in zip(report.matched, report.positions):
         uid = m.item.item_uid
         if uid in first:
             raise InputError(f"item {uid!r} is scored twice under {config_id}: "
-                             f"{first[uid]} and {m.sample.where} (duplicate sample ids?)",
+                             f"{first[uid].where} and {m.sample.where} (duplicate sample ids?)",
                              path=run.source)
-        first[uid] = m.sample.where
+        first[uid] = m.sample
+        correct, pred = run.outcome(k if keep is None else keep[k])
         out.wider += m.options > len(m.item.choices)
-        out.cells.append(_cell(name, config_id, m))
+        cols["item_uid"].append(uid)
+        cols["correct"].append(bool(correct))
+        cols["pred"].append(m.native(pred))
+        cols["permutation"].append(m.permutation)
+        cols["raw_output"].append(_capped(m.sample.raw_output))
+        cols["scores"].append(m.scores)
+        cols["prompt"].append(_capped(m.sample.prompt))
     return out
 
 
-def _cell(model: str, config_id: str, m) -> dict:
-    s = m.sample
-    raw = s.raw_output
-    if raw is not None and len(raw) > RAW_OUTPUT_CAP:
-        raw = raw[:RAW_OUTPUT_CAP]
-    prompt = s.prompt[:RAW_OUTPUT_CAP] if s.prompt is not None else None
-    return {"model": model, "item_uid": m.item.item_uid, "config_id": config_id,
-            "correct": bool(s.correct), "pred": m.pred, "permutation": m.permutation,
-            "raw_output": raw, "scores": _native_scores(m), "prompt": prompt}
-
-
-def _native_scores(m) -> list[float] | None:
-    """The log's per-option scores in the item's native order (only when the log scored
-    exactly the item's options)."""
-    s = m.sample
-    if not s.scores or not s.choices or len(s.scores) != len(s.choices) \
-            or len(s.choices) != len(m.item.choices):
-        return None
-    by_text = {normalise(c): v for c, v in zip(s.choices, s.scores)}
-    try:
-        return [float(by_text[normalise(c)]) for c in m.item.choices]
-    except KeyError:
-        return None
+def _capped(text: str | None) -> str | None:
+    return text[:RAW_OUTPUT_CAP] if text is not None and len(text) > RAW_OUTPUT_CAP else text

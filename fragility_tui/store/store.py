@@ -48,6 +48,9 @@ def default_db_path() -> Path:
     return settings.data_dir() / "fragility.duckdb"
 
 
+ITEM_BATCH = 50_000  # items converted to Arrow and inserted at a time
+
+
 class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
     """A DuckDB file opened per operation (see the module docstring for why)."""
 
@@ -263,19 +266,21 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             return 0
         import pyarrow as pa
 
-        table = pa.table({
-            "grid": [grid] * len(new),
-            "item_uid": [it.item_uid for it in new],
-            "position": list(range(start, start + len(new))),
-            "benchmark": [it.benchmark for it in new],
-            "subject": [it.subject for it in new],
-            "question": [it.question for it in new],
-            "choices": [list(it.choices) if it.choices else None for it in new],
-            "gold": [it.gold for it in new],
-        })
-        relational(con).register("_new_items", table)
-        con.execute("INSERT INTO items SELECT * FROM _new_items")
-        con.unregister("_new_items")
+        for at in range(0, len(new), ITEM_BATCH):  # bounded memory for a million items
+            part = new[at:at + ITEM_BATCH]
+            table = pa.table({
+                "grid": [grid] * len(part),
+                "item_uid": [it.item_uid for it in part],
+                "position": list(range(start + at, start + at + len(part))),
+                "benchmark": [it.benchmark for it in part],
+                "subject": [it.subject for it in part],
+                "question": [it.question for it in part],
+                "choices": [list(it.choices) if it.choices else None for it in part],
+                "gold": [it.gold for it in part],
+            })
+            relational(con).register("_new_items", table)
+            con.execute("INSERT INTO items SELECT * FROM _new_items")
+            con.unregister("_new_items")
         forget_derived(con, [grid])
         return len(new)
 
