@@ -89,6 +89,7 @@ class ItemIndex:
     def _by_id(self, key, sample: LogSample) -> Item | None:
         if key is None:
             return None
+        key = str(key)
         found = self.by_uid.get(key)
         if found is not None:
             return found
@@ -96,6 +97,8 @@ class ItemIndex:
             found = self.by_uid.get(f"{sample.doc_item[1]}/{key}")
             if found is not None:
                 return found
+        if key.isdigit():  # a row index or a counter (lm-eval's, Inspect's default ids):
+            return None    # naming an item by it would be a guess
         found = self.by_source.get(key, [])
         bench = sample.doc_item[1] if sample.doc_item else None
         found = [it for it in found if bench is None or it.benchmark == bench] or found
