@@ -51,12 +51,27 @@ def short_labels(configs) -> dict[str, str]:
     return out
 
 
+LEGEND_LIMIT = 160  # characters of numbered labels listed; past it the legend says where
+
+
 def legend(configs) -> str:
-    """What the numbered labels stand for (configs outside our runner's), or ''."""
+    """What the numbered labels stand for (configs outside our runner's), or ''. Many of
+    them (a grid of several harnesses' logs) would fill a small screen: then it says how
+    they are numbered and that the cell under the cursor names its config."""
     labels = short_labels(configs)
     parts = [f"{labels[c]} {c}" for c in configs
              if config_group(c) not in ("cloze",) and "order" not in derived_axes(c)]
-    return " · ".join(parts)
+    text = " · ".join(parts)
+    if len(text) <= LEGEND_LIMIT:
+        return text
+    return (f"{len(parts)} other configs numbered 1…9, a…z within each harness, in "
+            "canonical order")
+
+
+def model_width(columns: list[str | None], screen_width: int) -> int:
+    """The model column: MODEL_WIDTH, narrower (down to 12) when the config columns would
+    not fit the screen beside it."""
+    return max(12, min(MODEL_WIDTH, screen_width - 4 - len(columns)))
 
 
 def matrix_layout(configs: list[str]) -> list[str | None]:

@@ -19,8 +19,8 @@ from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.screens.base import DrillScreen
 from fragility_tui.tui.cell_explain import (bit_mark, cell_detail, fmt_number, item_text,
                                            truth_text)
-from fragility_tui.tui.config_matrix import (MODEL_WIDTH, group_header, legend,
-                                            matrix_layout, short_labels)
+from fragility_tui.tui.config_matrix import (group_header, legend, matrix_layout,
+                                            model_width, short_labels)
 
 
 # ---------------------------------------------------------------- Items → item
@@ -101,7 +101,8 @@ class ItemScreen(DrillScreen):
         table = self.query_one("#bit-matrix", DataTable)
         self.columns = matrix_layout(list(view.cube.configs))
         labels = short_labels(view.cube.configs)
-        table.add_column(Text("model"), key="model", width=MODEL_WIDTH)
+        width = model_width(self.columns, self.app.size.width)
+        table.add_column(Text("model"), key="model", width=width)
         for n, config_id in enumerate(self.columns):
             if config_id is None:
                 table.add_column(Text(" "), key=f"gap-{n}", width=1)
@@ -114,10 +115,10 @@ class ItemScreen(DrillScreen):
                               bool(view.cube.present[m, k, position[c]]))
                      for c in self.columns]
             name = clean(model, one_line=True, limit=200)
-            if len(name) > MODEL_WIDTH - 1:  # keep the end: it tells builds apart (+int4)
-                name = "…" + name[-(MODEL_WIDTH - 2):]
-            table.add_row(Text(name.ljust(MODEL_WIDTH)), *marks, key=model)
-        self.query_one("#matrix-groups", Static).update(group_header(self.columns, MODEL_WIDTH))
+            if len(name) > width - 1:  # keep the end: it tells builds apart (+int4)
+                name = "…" + name[-(width - 2):]
+            table.add_row(Text(name.ljust(width)), *marks, key=model)
+        self.query_one("#matrix-groups", Static).update(group_header(self.columns, width))
         if view.cube.configs:
             table.move_cursor(row=0, column=self.column_of(view.cube.configs[0]), animate=False)
 
