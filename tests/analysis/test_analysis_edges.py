@@ -175,7 +175,7 @@ def test_incomplete_rows_are_their_own_part_of_the_gap():
         3, 1, 1, 1)
     assert pair["fragile_share"] == pytest.approx(1 / 3)
     assert pair["detail"] == "too few stable disagreements to order (n = 1)"
-    assert report["spec_version"] == "4"
+    assert report["spec_version"] == "5"
     text = render_text(typed)
     assert "inc" in text.split("Pairs: gap split")[1].splitlines()[2].split()
     assert "A vs B: too few stable disagreements to order (n = 1)" in text

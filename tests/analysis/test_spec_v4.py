@@ -53,7 +53,7 @@ def test_the_report_json_carries_support_reversed_and_the_summary_counts():
     assert (pair["support"], pair["reversed"], pair["verdict"]) == ("reversed", True, "differs")
     assert report["pairs_summary"]["reversed"] == 1
     assert report["pairs_summary"]["supported"] == 0
-    assert report["spec_version"] == "4"
+    assert report["spec_version"] == "5"
 
 
 def exchangeable_grid(seed: int, latent_sd: float, sizes=(200, 3, 3, 3, 3),
