@@ -15,10 +15,8 @@ MEAN_KEY = "\x1fmean"
 
 
 class AxesPane(Pane, pane_id="axes", title="Axes", below="axes-chart"):
-    help = ("Share of reference-correct answers still correct across each axis' neighbourhood: "
-            "the reference and every config that differs from it on that axis alone (order: "
-            "o0…o5, format: 4 formats, scoring: reference + 2 cloze on the paper set; harness, "
-            "shots, bos, … where the grid varies them; all: every config).")
+    help = ("Reference-correct answers still correct across each axis' neighbourhood: the "
+            "reference and the configs differing from it on that axis alone.")
 
     def render_view(self, view) -> None:
         per_model, mean = view.report.axes.per_model, view.report.axes.mean

@@ -114,6 +114,8 @@ class SelectionScreen(ModalScreen[Selection | None]):
 
     def on_mount(self) -> None:
         self._size_lists()
+        # the lists have the focus, so a / r / Esc act at once; the axis field is Tab away
+        self.query_one("#sel-configs", SelectionList).focus()
 
     def on_resize(self) -> None:
         self._size_lists()

@@ -91,7 +91,9 @@ class ItemScreen(DrillScreen):
         others = legend(view.cube.configs)
         self.query_one("#matrix-legend", Static).update(Text(
             "✓ correct ✗ wrong · missing │ under o0…o5: L letter P paren D digit I instruct"
-            " (lower case: letter likelihood) │ cloze: q cloze_qa b cloze_bare"
+            + (" (lower case: letter likelihood)" if any(
+                view.cube.axes(c).get("scoring") == "letter_lik" for c in view.cube.configs)
+               else "") + " │ cloze: q cloze_qa b cloze_bare"
             + (f" │ {clean(others, one_line=True)}" if others else "")
             + " │ the cell under the cursor is explained below", style="dim"))
         self.load_cells()
