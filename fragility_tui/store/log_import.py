@@ -10,7 +10,7 @@ from fragility_tui.store.grid_configs import declare_axes
 from fragility_tui.store.schema import forget_derived
 
 
-IMPORT_MEMORY = "512MB"  # DuckDB's share while a big log goes in (it spills beyond it)
+IMPORT_MEMORY = "256MB"  # DuckDB's share while a big log goes in (it spills beyond it)
 CELL_BATCH = 200_000  # cells converted to Arrow and inserted at a time
 
 
@@ -42,11 +42,29 @@ def _write(store, con, grid, planned, items, replace) -> int:
                                            "imported_from": p.run.source}, con=con)
         declare_axes(con, grid, {p.config_id: p.axes}, p.run.source, replace=replace)
         for at in range(0, p.n_cells, CELL_BATCH):  # bounded memory for a million cells
-            written += store.write_cell_table(_table(grid, p, at, at + CELL_BATCH), con)
+            written += _insert(con, _table(grid, p, at, at + CELL_BATCH))
         p.release()
     forget_derived(con, [grid])
     store.cache_cube(grid, con)
     return written
+
+
+def _insert(con, table) -> int:
+    """Insert a planned run's cells as they are: the (model, config) has no cells in the
+    grid (refused or deleted above) and the plan holds each item once, so none of the
+    generic writer's de-duplication against the whole cells table is needed."""
+    from fragility_tui.store.connection import relational
+
+    relational(con).register("_log_cells", table)
+    try:
+        con.execute("""
+            INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
+                               raw_output, scores, tokens, ms, run_id, prompt)
+            SELECT grid, model, item_uid, config_id, correct, pred, permutation, raw_output,
+                   scores, tokens, ms, run_id, prompt FROM _log_cells""")
+    finally:
+        con.unregister("_log_cells")
+    return table.num_rows
 
 
 def _refuse_existing(con, grid, planned, replace: bool) -> None:
