@@ -16,6 +16,7 @@ import numpy as np
 from fragility_tui.errors import InputError
 from fragility_tui.store import cube_cache
 from fragility_tui.store.schema import forget_derived
+from fragility_tui.harness.config_axes import canonical_order
 from fragility_tui.harness.configs import CONFIG_IDS
 
 BATCH_ROWS = 1 << 20
@@ -53,13 +54,15 @@ class CellMerger:
         for r, run_id in enumerate(self.run_ids):
             for model in run_models[run_id]:
                 self.allowed[r, self.models.index(model)] = True
-        shape = (len(self.models), len(self.items), len(CONFIG_IDS))
+        # the grid's configs (imported ones too) and every config a run can write
+        self.configs = canonical_order([*old_configs, *CONFIG_IDS])
+        shape = (len(self.models), len(self.items), len(self.configs))
         self.bits = np.zeros(shape, dtype=bool)
         self.present = np.zeros(shape, dtype=bool)
         if old_models:
             m = np.array([self.models.index(x) for x in old_models])[:, None, None]
             i = np.arange(old_bits.shape[1])[None, :, None]
-            c = np.array([CONFIG_IDS.index(x) for x in old_configs])[None, None, :]
+            c = np.array([self.configs.index(x) for x in old_configs])[None, None, :]
             self.bits[m, i, c] = old_bits
             self.present[m, i, c] = old_present
         self.added = 0
@@ -141,7 +144,7 @@ class CellMerger:
         run = self._codes(path, offset, batch, "run_id", pa.array(self.run_ids, pa.string()))
         model = self._codes(path, offset, batch, "model", pa.array(self.models, pa.string()))
         item = self.part_item_index[self._codes(path, offset, batch, "item", self.part_items)]
-        config = self._codes(path, offset, batch, "config", pa.array(CONFIG_IDS, pa.string()))
+        config = self._codes(path, offset, batch, "config", pa.array(self.configs, pa.string()))
         stray = np.flatnonzero(~self.allowed[run, model])
         if len(stray):
             k = int(stray[0])
@@ -152,7 +155,7 @@ class CellMerger:
             k = int(np.flatnonzero(correct.is_null().to_numpy(zero_copy_only=False))[0])
             raise InputError(f"row {offset + k + 1}: a cell without a correct value",
                              path=str(path))
-        flat = (model * len(self.items) + item) * len(CONFIG_IDS) + config
+        flat = (model * len(self.items) + item) * len(self.configs) + config
         new = np.flatnonzero(~self.present.reshape(-1)[flat])
         _, first = np.unique(flat[new], return_index=True)  # a cell twice in one batch
         keep = np.sort(new[first])
@@ -173,7 +176,7 @@ class CellMerger:
             return
         held = self.present.any(axis=(0, 1))
         models = self.present.any(axis=(1, 2))
-        configs = [c for c, h in zip(CONFIG_IDS, held) if h]
+        configs = [c for c, h in zip(self.configs, held) if h]
         cube_cache.write(self.con, self.grid, cube_cache.grid_stamp(self.con, self.grid),
                          [m for m, h in zip(self.models, models) if h], configs,
                          self.bits[models][:, :, held], self.present[models][:, :, held])

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.store.merge import merge_parts  # noqa: E402
 from fragility_tui.store.parts import PartsStore, visible_files  # noqa: E402
-from fragility_tui.store.store import Store  # noqa: E402
+from fragility_tui.store.store import CellRow, Store  # noqa: E402
 from runners.run.loop import Run  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
@@ -280,3 +280,24 @@ def test_margins_travel_through_parts_and_older_parts_merge_with_nulls(whole_and
     with older.connect() as con:
         assert con.execute("SELECT count(*) FROM cells WHERE margin IS NULL AND "
                            "near_tie IS NULL").fetchall()[0][0] == 6 * len(CONFIGS)
+
+
+def test_parts_merge_into_a_grid_that_holds_imported_configs(whole_and_parts, tmp_path):
+    """A grid with another harness's config (SPEC v5 §2b) takes runner parts: the merged
+    cube holds both, in canonical order, and the imported cells stay."""
+    _, items, whole, folder = whole_and_parts
+    store = Store(tmp_path / "mixed.duckdb")
+    store.create_grid("g")
+    store.add_items("g", whole.load_items("g"))
+    imported = "lm-eval:toy:acc+k0"
+    store.write_cells("g", [CellRow("other-model", it.item_uid, imported, k % 2 == 0)
+                            for k, it in enumerate(whole.load_items("g"))])
+    summary = merge_parts(store, [folder], "g")
+    assert summary["cells_added"] == 6 * len(CONFIGS)
+    cube = store.load_cube("g")
+    assert cube.configs[-1] == imported and list(cube.configs[:-1]) == [
+        c for c in cube.configs if c != imported]
+    assert cube.present[cube.models.index("other-model"), :, -1].all()
+    with store.connect() as con:
+        models, configs, bits, present = store.cube_from_cells(con, "g")
+    assert tuple(configs) == cube.configs and (cube.bits == bits).all()
