@@ -32,23 +32,42 @@ def register(sub) -> None:
 
 
 def cmd_import_log(args) -> int:
+    """Streamed: a chunk of a log is read, matched and written before the next is read, all
+    in one transaction (docs/imports.md, "Speed")."""
     from fragility_tui.bootstrap import open_store
-    from fragility_tui.imports.pipeline import items_from_logs, plan, read_runs
-    from fragility_tui.store.log_import import write_log_import
+    from fragility_tui.imports.matching import ItemIndex
+    from fragility_tui.imports.pipeline import Planner, items_from_logs, stream_runs
+    from fragility_tui.store.log_import import LogWriter
 
-    runs = read_runs(args.paths, args.format, model=args.model, metric=args.metric)
     store = open_store(args.db, load_samples=False)
-    items = _items(store, args, runs, items_from_logs)
-    planned = plan(runs, items, model=args.model)
-    used = {uid for p in planned for uid in p.columns["item_uid"]}
-    items = [it for it in items if it.item_uid in used]
-    del runs, used  # the samples: what the cells need is in the plan's columns
-    written = write_log_import(store, args.grid, planned, items, replace=args.replace)
-    return _say(args, planned, written)
+    items = _items(store, args)
+    planner = Planner(items, args.model)
+    by_uid = {it.item_uid: it for it in items}
+    with LogWriter(store, args.grid, replace=args.replace) as writer:
+        for runs in stream_runs(args.paths, args.format, model=args.model, metric=args.metric):
+            if not by_uid:  # the logs carry their items
+                new = items_from_logs(runs)
+                if not new and not writer.items:
+                    raise InputError("no items to match the logs to: the grid has none, the "
+                                     "logs carry no whole items (question, choices, gold); "
+                                     "pass --items", field="--items")
+                planner.index.add(new)
+                writer.add_items(new)
+            for chunk in planner.plan(runs):
+                if by_uid:  # --items or the grid's: add the ones the log scores
+                    writer.add_items(by_uid[u] for u in chunk.columns["item_uid"]
+                                     if u not in writer.items)
+                writer.write(chunk)
+            if not by_uid:  # written: a later chunk that scores one again rebuilds it
+                planner.index = ItemIndex([])
+            del runs
+        imported = planner.finish()
+        written = writer.finish()
+    return _say(args, imported, written)
 
 
-def _items(store, args, runs, items_from_logs):
-    """--items, plus the grid's items, else the items the logs carry whole."""
+def _items(store, args):
+    """--items, plus the grid's items (the logs' own items come chunk by chunk)."""
     items = []
     if args.items:
         from fragility_tui.items.loaders import load_items
@@ -57,12 +76,6 @@ def _items(store, args, runs, items_from_logs):
     if store.has_grid(args.grid):
         have = {it.item_uid for it in items}
         items += [it for it in store.load_items(args.grid) if it.item_uid not in have]
-    if not items:
-        items = items_from_logs(runs)
-    if not items:
-        raise InputError("no items to match the logs to: the grid has none, the logs carry "
-                         "no whole items (question, choices, gold); pass --items",
-                         field="--items")
     return items
 
 
@@ -70,11 +83,10 @@ def _say(args, planned, written: int) -> int:
     from fragility_tui.text import clean
 
     summary = [{"model": p.model, "config": p.config_id, "source": p.run.source,
-                "cells": p.n_cells, "matched": len(p.report.matched),
-                "unmatched": len(p.report.unmatched), "ambiguous": len(p.report.ambiguous),
-                "accuracy": p.accuracy, "log_accuracy": p.run.reported_accuracy,
-                "reproduces_log_accuracy": p.run.reported_accuracy is not None
-                and abs(p.accuracy - p.run.reported_accuracy) < 5e-7,
+                "cells": p.n_cells, "matched": p.matched, "unmatched": p.unmatched,
+                "ambiguous": p.ambiguous, "accuracy": p.accuracy,
+                "log_accuracy": p.run.reported_accuracy,
+                "reproduces_log_accuracy": p.reproduces_log,
                 "scored_over_more_options": p.wider, "axes": p.axes} for p in planned]
     if args.json:
         import json
@@ -84,12 +96,12 @@ def _say(args, planned, written: int) -> int:
         return 0
     for p in planned:
         print(clean(f"{p.model} · {p.config_id}: {p.n_cells} cells; "
-                       f"{p.report.summary()}; {p.reproduces()}"))
+                       f"{p.summary()}; {p.reproduces()}"))
         if p.wider:
             print(clean(f"  {p.wider} items were scored over more options than our four: "
                            "the log's own correctness is kept"))
-        if p.report.unmatched or p.report.ambiguous:
-            print(clean(f"  warning: {len(p.report.unmatched) + len(p.report.ambiguous)} "
+        if p.unmatched or p.ambiguous:
+            print(clean(f"  warning: {p.unmatched + p.ambiguous} "
                            "samples not imported (pass --items with the task's item file)"),
                   file=sys.stderr)
     print(f"imported {written} cells into grid {args.grid!r}")

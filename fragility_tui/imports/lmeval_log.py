@@ -51,7 +51,21 @@ def _task_of(samples: Path, results: dict, results_path: Path) -> str:
     return tasks[0]
 
 
+CHUNK = 100_000  # lines read, matched and written at a time (a million-line log streams)
+
+
 def read(path: Path, *, model: str | None = None, metric: str | None = None) -> list[LogRun]:
+    """Every run of the samples file at once (small logs, tests)."""
+    runs = [run for chunk in read_chunks(path, model=model, metric=metric, size=None)
+            for run in chunk]
+    return runs
+
+
+def read_chunks(path: Path, *, model: str | None = None, metric: str | None = None,
+                size: int | None = CHUNK):
+    """The file's runs a chunk of `size` lines at a time (None: one chunk): each chunk's
+    runs hold that chunk's samples, one shared list per chunk, and each metric's
+    correctness and pick. A metric every line must carry is fixed by the first line."""
     results_path = results_beside(path)
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
@@ -63,33 +77,36 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
     task_cfg = results["configs"][task]
     output_type = task_cfg.get("output_type", "multiple_choice")
     shots = (results.get("n-shot") or {}).get(task, task_cfg.get("num_fewshot"))
+    keys: dict[str, str] | None = None  # run key -> metric, from the first line
     runs: dict[str, LogRun] = {}
-    samples: list[LogSample] = []  # one per line, shared by the line's metrics' runs
+    samples: list[LogSample] = []
     for sample, line_metrics, filt in _samples(path, output_type):
-        k = len(samples)
-        samples.append(sample)
-        for name, correct in line_metrics.items():
-            if metric is not None and name != metric:
-                continue
-            key = name if filt in (None, "none") else f"{name}-{filt}"
-            run = runs.get(key)
-            if run is None:
-                run = runs[key] = _run(results, results_path, path, task, task_cfg, key,
-                                       name, filt, shots, output_type, model)
-                if k:
-                    raise InputError(f"the first {k} samples have no {name} value",
-                                     path=str(path), line=sample.line)
+        chosen = {(name if filt in (None, "none") else f"{name}-{filt}"): (name, correct)
+                  for name, correct in line_metrics.items() if metric in (None, name)}
+        if keys is None:
+            keys = {key: name for key, (name, _) in chosen.items()}
+        elif chosen.keys() != keys.keys():
+            missing = sorted(keys.keys() - chosen.keys()) or sorted(chosen.keys() - keys.keys())
+            raise InputError(f"the sample's metrics differ from the first line's "
+                             f"({', '.join(missing)})", path=str(path), line=sample.line)
+        if not runs:
+            runs = {key: _run(results, results_path, path, task, task_cfg, key, name, filt,
+                              shots, output_type, model) for key, name in keys.items()}
+            samples = []
+            for run in runs.values():
                 run.samples, run.correct, run.pred = samples, [], []
-            run.correct.append(correct)
-            run.pred.append(_pred(sample, name, output_type))
-        for run in runs.values():  # a metric missing from this line
-            if len(run.correct) == k:
-                raise InputError(f"the sample has no {run.metric} value while others do",
-                                 path=str(path), line=sample.line)
-    if not runs:
+        samples.append(sample)
+        for key, (name, correct) in chosen.items():
+            runs[key].correct.append(correct)
+            runs[key].pred.append(_pred(sample, name, output_type))
+        if size is not None and len(samples) >= size:
+            yield list(runs.values())
+            runs = {}
+    if runs:
+        yield list(runs.values())
+    elif not keys:
         raise InputError(f"no samples with metric {metric!r}" if metric else "no samples",
                          path=str(path))
-    return list(runs.values())
 
 
 def _run(results, results_path, path, task, task_cfg, key, name, filt, shots, output_type,

@@ -55,11 +55,23 @@ class ItemIndex:
     whose ids match nothing) by content."""
 
     def __init__(self, items: list[Item]):
-        self.items = items
+        self.items = list(items)
         self.by_uid = {it.item_uid: it for it in items}
         self._by_source: dict[str, list[Item]] | None = None
         self._by_question: dict[str, list[Item]] | None = None
         self._by_options: dict[frozenset, list[Item]] | None = None
+
+    def add(self, items: list[Item]) -> None:
+        """More items (a streamed log's next chunk brings its own)."""
+        self.items.extend(items)
+        for it in items:
+            self.by_uid.setdefault(it.item_uid, it)
+            if self._by_source is not None:
+                self._by_source.setdefault(it.source_id, []).append(it)
+            if self._by_question is not None:
+                self._by_question.setdefault(normalise(it.question), []).append(it)
+                self._by_options.setdefault(frozenset(map(normalise, it.choices)),
+                                            []).append(it)
 
     @property
     def by_source(self) -> dict[str, list[Item]]:

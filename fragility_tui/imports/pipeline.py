@@ -5,7 +5,7 @@ transaction (store/log_import.py)."""
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from fragility_tui.errors import InputError
@@ -20,48 +20,69 @@ CELL_FIELDS = ("item_uid", "correct", "pred", "permutation", "raw_output", "scor
 
 
 @dataclass
-class PlannedRun:
-    run: LogRun
+class ConfigImport:
+    """One (model, config) of a log, over every chunk it was read in: what the summary
+    says (matched, unmatched and ambiguous samples with the first few of each, the
+    accuracy of the cells against the log's own) and the items it has scored."""
+
+    run: LogRun  # the first chunk's: harness, source, the log's own accuracy, provenance
     config_id: str
     model: str
     axes: dict
-    report: MatchReport
-    # the cells as columns (a million-row log makes no object per cell)
-    columns: dict[str, list] = field(default_factory=lambda: {k: [] for k in CELL_FIELDS})
+    n_cells: int = 0
+    n_correct: int = 0
+    matched: int = 0
+    unmatched: int = 0
+    ambiguous: int = 0
+    examples: list[str] = field(default_factory=list)  # the first few unmatched / ambiguous
     wider: int = 0  # samples scored over more options than the item's four
-
-    def release(self) -> None:
-        """Drop the cell columns once written (keeping the count and the accuracy)."""
-        self._n, self._accuracy = self.n_cells, self.accuracy
-        self.columns = None
-
-    @property
-    def cells(self) -> list[dict]:
-        """The cells as dicts (for tests and small logs)."""
-        return [dict(zip(self.columns, row)) for row in zip(*self.columns.values())]
-
-    @property
-    def n_cells(self) -> int:
-        return self._n if self.columns is None else len(self.columns["item_uid"])
+    seen: dict[str, int | str] = field(default_factory=dict)  # item -> the log line scoring it
 
     @property
     def accuracy(self) -> float | None:
-        if self.columns is None:
-            return self._accuracy
-        n = self.n_cells
-        return sum(self.columns["correct"]) / n if n else None
+        return self.n_correct / self.n_cells if self.n_cells else None
+
+    @property
+    def reproduces_log(self) -> bool:
+        theirs = self.run.reported_accuracy
+        return theirs is not None and self.accuracy is not None and \
+            abs(self.accuracy - theirs) < 5e-7
+
+    def summary(self) -> str:
+        text = (f"{self.matched} matched, {self.unmatched} unmatched, "
+                f"{self.ambiguous} ambiguous")
+        return text + ("; first: " + ", ".join(self.examples) if self.examples else "")
 
     def reproduces(self) -> str:
         """The line that says whether the cells give the log's own accuracy."""
-        ours = self.accuracy
-        theirs = self.run.reported_accuracy
+        ours, theirs = self.accuracy, self.run.reported_accuracy
         if theirs is None:
             return f"accuracy {ours:.3f} (the log states none to compare)"
-        if abs(ours - theirs) < 5e-7:
+        if self.reproduces_log:
             return f"reproduces the log's accuracy {theirs:.3f}"
         return (f"accuracy {ours:.3f} over the imported cells; the log's own is {theirs:.3f} "
-                f"({len(self.report.unmatched) + len(self.report.ambiguous)} samples not "
-                "matched to an item)")
+                f"({self.unmatched + self.ambiguous} samples not matched to an item)")
+
+    def add(self, report: MatchReport) -> None:
+        self.matched += len(report.matched)
+        self.unmatched += len(report.unmatched)
+        self.ambiguous += len(report.ambiguous)
+        for s in report.unmatched[:3 - len(self.examples)]:
+            self.examples.append(f"{s.where} (id {s.sample_id!r}) unmatched")
+        for s, uids in report.ambiguous[:3 - len(self.examples)]:
+            self.examples.append(f"{s.where} ambiguous: {' or '.join(uids[:3])}")
+
+
+@dataclass
+class PlannedChunk:
+    """The cells of one chunk of one (model, config), as columns (no object per cell)."""
+
+    config: ConfigImport
+    columns: dict[str, list] = field(default_factory=lambda: {k: [] for k in CELL_FIELDS})
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.columns["item_uid"])
 
 
 def detect(path: Path):
@@ -82,7 +103,15 @@ def detect(path: Path):
 
 def read_runs(paths, fmt: str | None = None, *, model: str | None = None,
               metric: str | None = None) -> list[LogRun]:
-    runs = []
+    """Every run of the paths at once (small logs, tests)."""
+    return [run for chunk in stream_runs(paths, fmt, model=model, metric=metric, size=None)
+            for run in chunk]
+
+
+def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
+                metric: str | None = None, size: int | None = None):
+    """The runs of every log under the paths, a chunk at a time (a reader with
+    `read_chunks` streams a big file; the others give a file's runs whole)."""
     for raw in paths:
         path = Path(raw)
         try:
@@ -94,11 +123,14 @@ def read_runs(paths, fmt: str | None = None, *, model: str | None = None,
             raise InputError(f"no {module.NAME} logs here", path=str(path))
         for file in files:
             try:
-                runs.extend(module.read(file, model=model, metric=metric))
+                if hasattr(module, "read_chunks"):
+                    yield from module.read_chunks(file, model=model, metric=metric,
+                                                  **({} if size is None else {"size": size}))
+                else:
+                    yield module.read(file, model=model, metric=metric)
             except zipfile.BadZipFile as exc:
                 raise InputError(f"not a readable zip ({exc}): a truncated or damaged "
                                  "log", path=str(file)) from None
-    return runs
 
 
 def items_from_logs(runs: list[LogRun]) -> list[Item]:
@@ -140,66 +172,96 @@ def _raw_item(run: LogRun, s: LogSample):
     return RawItem(source, benchmark or run.task, None, s.question, s.choices, s.target)
 
 
-def plan(runs: list[LogRun], items: list[Item], *, model: str | None = None) -> list[PlannedRun]:
-    """Match every run's samples to items (once per samples list: runs of one log share
-    theirs) and make its cells; epochs of one sample become replicate configs (+eN).
-    Raises when a run matches nothing or repeats a sample."""
-    index = ItemIndex(items)
-    matched: dict[int, MatchReport] = {}
-    planned = []
-    for run in runs:
-        epochs = sorted({s.epoch for s in run.samples})
-        for epoch in epochs:
-            if len(epochs) == 1:
-                key = id(run.samples)
-                if key not in matched:
-                    matched[key] = match_samples(run.samples, index)
-                report, keep = matched[key], None
-            else:
-                keep = [k for k, s in enumerate(run.samples) if s.epoch == epoch]
-                report = match_samples([run.samples[k] for k in keep], index)
-            planned.append(_plan_one(run, report, keep, model,
-                                     epoch if len(epochs) > 1 else None))
-    seen = {}
-    for p in planned:
-        key = (p.model, p.config_id)
-        if key in seen:
-            raise InputError(f"two logs give model {p.model!r} under config {p.config_id}: "
-                             f"{seen[key]} and {p.run.source}")
-        seen[key] = p.run.source
-    return planned
+class Planner:
+    """Matches runs, a chunk at a time, to the items and makes their cells; keeps each
+    (model, config)'s summary across chunks and files."""
+
+    def __init__(self, items: list[Item], model: str | None = None):
+        self.index = ItemIndex(items)
+        self.model = model
+        self.configs: dict[tuple[str, str], ConfigImport] = {}
+
+    def plan(self, runs: list[LogRun]) -> list[PlannedChunk]:
+        """The chunk's cells; epochs of one sample become replicate configs (+eN). Raises
+        when an item is scored twice under one config, or two logs give the same
+        (model, config)."""
+        matched: dict[int, MatchReport] = {}
+        out = []
+        for run in runs:
+            epochs = sorted({s.epoch for s in run.samples})
+            for epoch in epochs:
+                if len(epochs) == 1:
+                    if id(run.samples) not in matched:
+                        matched[id(run.samples)] = match_samples(run.samples, self.index)
+                    report, keep = matched[id(run.samples)], None
+                else:
+                    keep = [k for k, s in enumerate(run.samples) if s.epoch == epoch]
+                    report = match_samples([run.samples[k] for k in keep], self.index)
+                out.append(self._chunk(run, report, keep, epoch if len(epochs) > 1 else None))
+        return out
+
+    def finish(self) -> list[ConfigImport]:
+        """Every (model, config) imported; a config none of whose samples matched is an
+        error (the whole import is refused)."""
+        for c in self.configs.values():
+            if not c.matched:
+                raise InputError(f"no sample of {c.config_id} matches an item of the grid "
+                                 f"({c.summary()}); pass --items with the task's item file",
+                                 path=c.run.source)
+        return list(self.configs.values())
+
+    def _config(self, run: LogRun, epoch) -> ConfigImport:
+        name = self.model or run.model
+        if not name:
+            raise InputError("the log does not name its model: give --model", path=run.source)
+        config_id = imported_config_id(run.harness, run.task, run.metric, run.shots, epoch,
+                                       run.chat)
+        known = self.configs.get((name, config_id))
+        if known is None:
+            header = replace(run, samples=[], correct=None, pred=None)  # not its samples
+            known = self.configs[(name, config_id)] = ConfigImport(header, config_id, name,
+                                                                   dict(run.axes))
+        elif known.run.source != run.source:
+            raise InputError(f"two logs give model {name!r} under config {config_id}: "
+                             f"{known.run.source} and {run.source}")
+        return known
+
+    def _chunk(self, run: LogRun, report: MatchReport, keep, epoch) -> PlannedChunk:
+        config = self._config(run, epoch)
+        config.add(report)
+        out = PlannedChunk(config)
+        cols, seen = out.columns, config.seen
+        for m, k in zip(report.matched, report.positions):
+            uid = m.item.item_uid
+            if uid in seen:
+                raise InputError(f"item {uid!r} is scored twice under {config.config_id}: "
+                                 f"{_where(run.source, seen[uid])} and {m.sample.where} "
+                                 "(duplicate sample ids?)", path=run.source)
+            seen[uid] = m.sample.line
+            correct, pred = run.outcome(k if keep is None else keep[k])
+            config.wider += m.options > len(m.item.choices)
+            config.n_correct += bool(correct)
+            cols["item_uid"].append(uid)
+            cols["correct"].append(bool(correct))
+            cols["pred"].append(m.native(pred))
+            cols["permutation"].append(m.permutation)
+            cols["raw_output"].append(_capped(m.sample.raw_output))
+            cols["scores"].append(m.scores)
+            cols["prompt"].append(_capped(m.sample.prompt))
+        config.n_cells += out.n_cells
+        return out
 
 
-def _plan_one(run: LogRun, report: MatchReport, keep, model, epoch) -> PlannedRun:
-    name = model or run.model
-    if not name:
-        raise InputError("the log does not name its model: give --model", path=run.source)
-    config_id = imported_config_id(run.harness, run.task, run.metric, run.shots, epoch,
-                                   run.chat)
-    if not report.matched:
-        raise InputError(f"no sample of {config_id} matches an item of the grid "
-                         f"({report.summary()}); pass --items with the task's item file",
-                         path=run.source)
-    out = PlannedRun(run, config_id, name, dict(run.axes), report)
-    cols = out.columns
-    first: dict[str, LogSample] = {}
-    for m, k in zip(report.matched, report.positions):
-        uid = m.item.item_uid
-        if uid in first:
-            raise InputError(f"item {uid!r} is scored twice under {config_id}: "
-                             f"{first[uid].where} and {m.sample.where} (duplicate sample ids?)",
-                             path=run.source)
-        first[uid] = m.sample
-        correct, pred = run.outcome(k if keep is None else keep[k])
-        out.wider += m.options > len(m.item.choices)
-        cols["item_uid"].append(uid)
-        cols["correct"].append(bool(correct))
-        cols["pred"].append(m.native(pred))
-        cols["permutation"].append(m.permutation)
-        cols["raw_output"].append(_capped(m.sample.raw_output))
-        cols["scores"].append(m.scores)
-        cols["prompt"].append(_capped(m.sample.prompt))
-    return out
+def _where(source: str, line) -> str:
+    return f"{source}{':' if isinstance(line, int) else '#'}{line}"
+
+
+def plan(runs: list[LogRun], items: list[Item], *, model: str | None = None):
+    """Every run planned at once: (the chunks, the configs' summaries). For small logs and
+    tests; the command streams (stream_runs, Planner)."""
+    planner = Planner(items, model)
+    chunks = planner.plan(runs)
+    return chunks, planner.finish()
 
 
 def _capped(text: str | None) -> str | None:

@@ -14,48 +14,99 @@ IMPORT_MEMORY = "256MB"  # DuckDB's share while a big log goes in (it spills bey
 CELL_BATCH = 200_000  # cells converted to Arrow and inserted at a time
 
 
-def write_log_import(store, grid: str, planned, items, *, replace: bool = False) -> int:
-    """Returns the number of cells written. Each planned run's columns are dropped once
-    written (a million-sample log is never held twice)."""
-    with store.connect(write=True) as con:
-        limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-        con.execute(f"SET memory_limit = '{IMPORT_MEMORY}'")
+class LogWriter:
+    """One transaction for a whole import: items and cells are written a chunk at a time
+    as a log streams; a (model, config) is checked (refused, or replaced) the first time
+    it comes; `finish` packs the grid's cube. Leaving the block on an error writes
+    nothing."""
+
+    def __init__(self, store, grid: str, *, replace: bool = False):
+        self.store, self.grid, self.replace = store, grid, replace
+        self.started: set[tuple[str, str]] = set()
+        self.items: set[str] = set()
+        self.written = 0
+
+    def __enter__(self):
+        self._connection = self.store.connect(write=True)
+        self.con = self._connection.__enter__()
+        self._limit = self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+        self.con.execute(f"SET memory_limit = '{IMPORT_MEMORY}'")
+        self.store.create_grid(self.grid, description="imported from other harnesses' logs",
+                               con=self.con)
+        self.items = {r[0] for r in self.con.execute(
+            "SELECT item_uid FROM items WHERE grid = ?", [self.grid]).fetchall()}
+        return self
+
+    def __exit__(self, *exc):
         try:
-            return _write(store, con, grid, planned, items, replace)
+            self.con.execute(f"SET memory_limit = '{self._limit}'")
         finally:
-            con.execute(f"SET memory_limit = '{limit}'")
+            return self._connection.__exit__(*exc)
 
+    def add_items(self, items) -> None:
+        new = [it for it in items if it.item_uid not in self.items]
+        if new:
+            self.store.add_items(self.grid, new, con=self.con)
+            self.items.update(it.item_uid for it in new)
 
-def _write(store, con, grid, planned, items, replace) -> int:
-    _refuse_existing(con, grid, planned, replace)
-    store.create_grid(grid, description="imported from other harnesses' logs", con=con)
-    store.add_items(grid, items, con=con)
-    written = 0
-    for p in planned:
-        if replace:
+    def write(self, chunk) -> None:
+        config = chunk.config
+        key = (config.model, config.config_id)
+        if key not in self.started:
+            self._start(config)
+            self.started.add(key)
+        for at in range(0, chunk.n_cells, CELL_BATCH):  # bounded memory for a million cells
+            self.written += _insert(self.con, _table(self.grid, config, chunk.columns,
+                                                     at, at + CELL_BATCH))
+
+    def _start(self, config) -> None:
+        con, grid = self.con, self.grid
+        n = con.execute("SELECT count(*) FROM cells WHERE grid = ? AND model = ? AND "
+                        "config_id = ?", [grid, config.model, config.config_id]).fetchall()[0][0]
+        if n and not self.replace:
+            raise InputError(f"grid {grid!r} already has {n} cells of model {config.model!r} "
+                             f"under {config.config_id} (from {config.run.source}); pass "
+                             "--replace to replace them", field="--grid")
+        if n:
             con.execute("DELETE FROM cells WHERE grid = ? AND model = ? AND config_id = ?",
-                        [grid, p.model, p.config_id])
+                        [grid, config.model, config.config_id])
         if not con.execute("SELECT 1 FROM models WHERE grid = ? AND model = ?",
-                           [grid, p.model]).fetchall():  # a model of the grid keeps its row
-            store.upsert_model(grid, p.model, source=f"import:{p.run.harness}",
-                               provenance={**p.run.provenance,
-                                           "imported_from": p.run.source}, con=con)
-        declare_axes(con, grid, {p.config_id: p.axes}, p.run.source, replace=replace)
-        for at in range(0, p.n_cells, CELL_BATCH):  # bounded memory for a million cells
-            written += _insert(con, _table(grid, p, at, at + CELL_BATCH))
-        p.release()
-    forget_derived(con, [grid])
-    store.cache_cube(grid, con)
-    return written
+                           [grid, config.model]).fetchall():  # a model of the grid keeps its row
+            self.store.upsert_model(grid, config.model, source=f"import:{config.run.harness}",
+                                    provenance={**config.run.provenance,
+                                                "imported_from": config.run.source}, con=con)
+        declare_axes(con, grid, {config.config_id: config.axes}, config.run.source,
+                     replace=self.replace)
+
+    def finish(self) -> int:
+        forget_derived(self.con, [self.grid])
+        self.store.cache_cube(self.grid, self.con)
+        return self.written
+
+
+def write_log_import(store, grid: str, chunks, items, *, replace: bool = False) -> int:
+    """Planned chunks and their items written in one transaction (small logs, tests)."""
+    with LogWriter(store, grid, replace=replace) as writer:
+        writer.add_items(items)
+        for chunk in chunks:
+            writer.write(chunk)
+        return writer.finish()
 
 
 def _insert(con, table) -> int:
     """Insert a planned run's cells as they are: the (model, config) has no cells in the
     grid (refused or deleted above) and the plan holds each item once, so none of the
     generic writer's de-duplication against the whole cells table is needed."""
+    import pyarrow as pa
+
     from fragility_tui.store.connection import relational
 
-    relational(con).register("_log_cells", table)
+    # a stream, not the table: DuckDB keeps a registered table's buffers until the
+    # transaction commits (a million-sample import held every cell twice), a stream's not
+    rows = table.num_rows
+    relational(con).register("_log_cells", pa.RecordBatchReader.from_batches(
+        table.schema, table.to_batches()))
+    del table
     try:
         con.execute("""
             INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
@@ -64,29 +115,18 @@ def _insert(con, table) -> int:
                    scores, tokens, ms, run_id, prompt FROM _log_cells""")
     finally:
         con.unregister("_log_cells")
-    return table.num_rows
+    return rows
 
 
-def _refuse_existing(con, grid, planned, replace: bool) -> None:
-    if replace:
-        return
-    for p in planned:
-        n = con.execute("SELECT count(*) FROM cells WHERE grid = ? AND model = ? AND "
-                        "config_id = ?", [grid, p.model, p.config_id]).fetchall()[0][0]
-        if n:
-            raise InputError(f"grid {grid!r} already has {n} cells of model {p.model!r} under "
-                             f"{p.config_id} (from {p.run.source}); pass --replace to "
-                             "replace them", field="--grid")
-
-
-def _table(grid: str, p, start: int, stop: int):
-    """Cells start:stop of a planned run as an Arrow table in the cells' schema (plus
+def _table(grid: str, config, columns: dict, start: int, stop: int):
+    """Cells start:stop of a planned chunk as an Arrow table in the cells' schema (plus
     prompt)."""
     import pyarrow as pa
 
     from fragility_tui.store.schema import cell_schema
 
-    cols = {k: v[start:stop] for k, v in p.columns.items()}
+    p = config
+    cols = {k: v[start:stop] for k, v in columns.items()}
     n = len(cols["item_uid"])
     table = pa.table({
         "grid": pa.array([grid] * n, pa.string()), "model": pa.array([p.model] * n, pa.string()),

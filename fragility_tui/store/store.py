@@ -278,7 +278,8 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
                 "choices": [list(it.choices) if it.choices else None for it in part],
                 "gold": [it.gold for it in part],
             })
-            relational(con).register("_new_items", table)
+            relational(con).register("_new_items", pa.RecordBatchReader.from_batches(
+                table.schema, table.to_batches()))  # a table's buffers stay to the commit
             con.execute("INSERT INTO items SELECT * FROM _new_items")
             con.unregister("_new_items")
         forget_derived(con, [grid])
