@@ -56,16 +56,17 @@ CHUNK = 100_000  # lines read, matched and written at a time (a million-line log
 
 def read(path: Path, *, model: str | None = None, metric: str | None = None) -> list[LogRun]:
     """Every run of the samples file at once (small logs, tests)."""
-    runs = [run for chunk in read_chunks(path, model=model, metric=metric, size=None)
+    return [run for chunk in read_chunks(path, model=model, metric=metric, size=0)
             for run in chunk]
-    return runs
 
 
 def read_chunks(path: Path, *, model: str | None = None, metric: str | None = None,
-                size: int | None = CHUNK):
-    """The file's runs a chunk of `size` lines at a time (None: one chunk): each chunk's
-    runs hold that chunk's samples, one shared list per chunk, and each metric's
-    correctness and pick. A metric every line must carry is fixed by the first line."""
+                size: int | None = None):
+    """The file's runs a chunk of `size` lines at a time (None: CHUNK; 0: the whole file
+    as one): each chunk's runs hold that chunk's samples, one shared list per chunk, and
+    each metric's correctness and pick. The metrics every line carries are the first
+    line's."""
+    size = CHUNK if size is None else size
     results_path = results_beside(path)
     try:
         results = json.loads(results_path.read_text(encoding="utf-8"))
@@ -99,7 +100,7 @@ def read_chunks(path: Path, *, model: str | None = None, metric: str | None = No
         for key, (name, correct) in chosen.items():
             runs[key].correct.append(correct)
             runs[key].pred.append(_pred(sample, name, output_type))
-        if size is not None and len(samples) >= size:
+        if size and len(samples) >= size:
             yield list(runs.values())
             runs = {}
     if runs:
@@ -172,13 +173,24 @@ def _pairs(record, path, line):
     args = record.get("arguments")
     if isinstance(args, dict):  # 0.4.x: {"gen_args_0": {"arg_0": ctx, "arg_1": cont}}
         try:
+            if list(args) == _arg_keys(len(args)):  # as lm-eval writes them: in order
+                return [(a["arg_0"], a.get("arg_1")) for a in args.values()]
             return [(a.get("arg_0"), a.get("arg_1")) for _, a in sorted(
                 args.items(), key=lambda kv: int(kv[0].rsplit("_", 1)[-1]))]
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, KeyError, TypeError):
             pass
     elif isinstance(args, list):
         return [tuple(a[:2]) if isinstance(a, list) else (a, None) for a in args]
     raise InputError("unreadable 'arguments'", path=path, line=line, field="arguments")
+
+
+_ARG_KEYS: dict[int, list[str]] = {}
+
+
+def _arg_keys(n: int) -> list[str]:
+    if n not in _ARG_KEYS:
+        _ARG_KEYS[n] = [f"gen_args_{k}" for k in range(n)]
+    return _ARG_KEYS[n]
 
 
 def _doc(record) -> dict:
@@ -201,24 +213,32 @@ def _intern(value):
 
 def _mc_sample(record, path, line) -> LogSample:
     pairs = _pairs(record, path, line)
-    if any(not isinstance(c, str) or not isinstance(o, str) for c, o in pairs):
+    try:
+        choices = tuple(o[1:] if o.startswith(" ") else o for _, o in pairs)
+    except (AttributeError, TypeError):
+        choices = None
+    context = pairs[0][0] if pairs else None
+    if choices is None or not isinstance(context, str):
         raise InputError("a multiple-choice sample needs (context, continuation) pairs",
                          path=path, line=line, field="arguments")
     resps = record.get("filtered_resps") or [r[0] for r in record.get("resps", [])]
     try:
-        lls = tuple(float(r[0] if isinstance(r, (list, tuple)) else r) for r in resps)
-    except (TypeError, ValueError, IndexError):
-        raise InputError("responses must be [log-likelihood, is_greedy] pairs", path=path,
-                         line=line, field="filtered_resps") from None
+        lls = tuple([float(r[0]) for r in resps])
+    except (TypeError, ValueError, IndexError, KeyError):
+        try:
+            lls = tuple([float(r) for r in resps])  # bare numbers
+        except (TypeError, ValueError):
+            raise InputError("responses must be [log-likelihood, is_greedy] pairs",
+                             path=path, line=line, field="filtered_resps") from None
     if len(lls) != len(pairs):
         raise InputError(f"{len(lls)} responses for {len(pairs)} options", path=path,
                          line=line, field="filtered_resps")
-    choices = tuple(o[1:] if o.startswith(" ") else o for _, o in pairs)
     doc = _doc(record)
-    question = doc.get("question") if isinstance(doc.get("question"), str) else pairs[0][0]
-    return LogSample(path, line, _str(record.get("doc_id")), False, question, choices,
+    question = doc.get("question")
+    return LogSample(path, line, _str(record.get("doc_id")), False,
+                     question if isinstance(question, str) else context, choices,
                      _target_index(record.get("target"), choices), None, None, lls,
-                     _doc_item(doc), prompt=pairs[0][0])
+                     _doc_item(doc), prompt=context)
 
 
 def _gen_sample(record, path, line) -> LogSample:
@@ -245,11 +265,11 @@ def _gen_sample(record, path, line) -> LogSample:
 def _pred(sample: LogSample, metric: str, output_type: str) -> int | None:
     """The option a metric's argmax picks (multiple choice; first maximum on ties,
     lm-eval's rule), in the order shown; a generation sample's parsed letter."""
-    if output_type != "multiple_choice" or not sample.scores:
-        return sample.pred
     scores = sample.scores
+    if output_type != "multiple_choice" or not scores:
+        return sample.pred
     if metric == "acc_norm":
-        scores = [v / max(len(c), 1) for v, c in zip(scores, sample.choices)]
+        scores = [v / (len(c) or 1) for v, c in zip(scores, sample.choices)]
     return max(range(len(scores)), key=scores.__getitem__)  # max keeps the first maximum
 
 

@@ -139,10 +139,11 @@ def items_from_logs(runs: list[LogRun]) -> list[Item]:
     from fragility_tui.items.item import assemble
 
     items: dict[str, Item] = {}
+    lists = {id(run.samples): (run, run.samples) for run in runs}  # runs share a line's
     seen: set = set()
-    for run in runs:
-        for s in run.samples:
-            key = (s.doc_item[0] if s.doc_item else None, s.item_hint, s.sample_id)
+    for run, samples in lists.values():
+        for s in samples:
+            key = s.doc_item[:2] if s.doc_item else (s.item_hint, s.sample_id)  # id, benchmark
             if key in seen:
                 continue
             seen.add(key)
