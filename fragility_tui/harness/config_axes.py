@@ -5,8 +5,9 @@ Three kinds of id:
 - our runner's: the paper set's 26 (`o0.letter` … `cloze_bare`), the letter-likelihood
   configs `{order}.{format}.lik`, each optionally followed by modifiers in the fixed order
   `+bos|+nobos`, `+raw|+chat`, `+kN`; their axes follow from the id alone;
-- imported (another harness's log): `{harness}:{task}:{metric}` plus `+kN` when the log
-  says N shots; the id gives harness, task, metric and shots, the log the rest;
+- imported (another harness's log): `{harness}:{task}:{metric}`, then `+chat` when the
+  harness applied the chat template, `+kN` when the log says N shots, `+eN` for epoch N;
+  the id gives harness, task, metric, shots (and chat, epoch), the log the rest;
 - any other id a long-format file brings: axes only from the file (`--config-axes`,
   `axis_<name>` columns).
 
@@ -39,7 +40,8 @@ _BASE_POSITION = {cid: k for k, cid in enumerate(PAPER_IDS + LIK_IDS)}
 _MODIFIER = re.compile(r"^(?P<base>[^+]+)(?P<bos>\+bos|\+nobos)?(?P<tpl>\+raw|\+chat)?"
                        r"(?:\+k(?P<shots>0|[1-9][0-9]{0,3}))?$")
 _IMPORTED = re.compile(r"^(?P<harness>[^:+\s]+):(?P<task>[^:+\s]+):(?P<metric>[^:+\s]+)"
-                       r"(?P<chat>\+chat)?(?:\+k(?P<shots>0|[1-9][0-9]{0,3}))?(?:\+e(?P<epoch>[1-9][0-9]{0,3}))?$")
+                       r"(?P<chat>\+chat)?(?:\+k(?P<shots>0|[1-9][0-9]{0,3}))?"
+                       r"(?:\+e(?P<epoch>[1-9][0-9]{0,3}))?$")
 _BOS_RANK = {None: 0, "+bos": 1, "+nobos": 2}
 _TEMPLATE_RANK = {None: 0, "+raw": 1, "+chat": 2}
 MAX_ID_LENGTH = 200
@@ -146,18 +148,25 @@ def canonical_order(config_ids) -> list[str]:
 def config_id_problem(config_id) -> str | None:
     """Why a string cannot be a config id (None when it can): ids are written to every
     export and shown in the terminal, so no control characters, no surrounding spaces."""
-    if not isinstance(config_id, str) or not config_id.strip():
-        return "empty value"
-    if config_id != config_id.strip():
-        return f"config id {config_id!r} has surrounding spaces"
-    if len(config_id) > MAX_ID_LENGTH:
-        return f"config id is {len(config_id)} characters (at most {MAX_ID_LENGTH})"
-    if any(ch < " " or ch == "\x7f" or 0x80 <= ord(ch) < 0xa0 for ch in config_id):
-        return f"config id {config_id!r} contains control characters"
+    problem = _text_problem(config_id, "config id")
+    if problem:
+        return problem
     if _LOOKS_OURS.match(config_id) and not is_runner_config(config_id):
         return (f"unknown config id {config_id!r}: it reads as one of our runner's ids but is "
                 "not one (orders o0-o5; formats letter, paren, digit, instruct; cloze_qa, "
                 "cloze_bare; .lik; modifiers +bos|+nobos, +raw|+chat, +kN in that order)")
+    return None
+
+
+def _text_problem(text, what: str) -> str | None:
+    if not isinstance(text, str) or not text.strip():
+        return "empty value"
+    if text != text.strip():
+        return f"{what} {text!r} has surrounding spaces"
+    if len(text) > MAX_ID_LENGTH:
+        return f"{what} is {len(text)} characters (at most {MAX_ID_LENGTH})"
+    if any(ch < " " or ch == "\x7f" or 0x80 <= ord(ch) < 0xa0 for ch in text):
+        return f"{what} {text!r} contains control characters"
     return None
 
 
@@ -176,8 +185,9 @@ def axis_levels_problem(config_id: str, axes) -> str | None:
             return (f"axis name {name!r} of {config_id!r} must be lower-case letters, digits "
                     "and _ (at most 40)")
         if isinstance(level, bool) or not isinstance(level, (str, int, float)) or \
-                (isinstance(level, str) and config_id_problem(level) is not None):
-            return f"axis {name!r} of {config_id!r} has level {level!r}: give a short string or number"
+                (isinstance(level, str) and _text_problem(level, "level") is not None):
+            return (f"axis {name!r} of {config_id!r} has level {level!r}: give a short string "
+                    "or number")
     return None
 
 

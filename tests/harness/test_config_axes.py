@@ -76,3 +76,11 @@ def test_neighbourhoods_by_axes_and_unknown_levels():
     # an axis a config lacks or states as unknown agrees with any level
     assert axis_neighbourhood("harness", {"harness": "a", "shots": "0"},
                               {"harness": "b", "shots": "unknown"})
+
+
+def test_axis_levels_may_look_like_our_ids():
+    from fragility_tui.harness.config_axes import axis_levels_problem
+
+    assert axis_levels_problem("mine", {"order": "o0", "stem": "cloze_x", "shots": 5}) is None
+    assert "has level" in axis_levels_problem("mine", {"order": "o0\x1b[2J"})
+    assert "must be lower-case" in axis_levels_problem("mine", {"Order": "o0"})
