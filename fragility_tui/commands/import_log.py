@@ -95,14 +95,13 @@ def _say(args, planned, written: int) -> int:
                          indent=2))
         return 0
     for p in planned:
-        print(clean(f"{p.model} · {p.config_id}: {p.n_cells} cells; "
-                       f"{p.summary()}; {p.reproduces()}"))
+        print(clean(f"{p.model} · {p.config_id}: {p.n_cells} cells; {p.summary()}; "
+                    f"{p.reproduces()}"))
         if p.wider:
-            print(clean(f"  {p.wider} items were scored over more options than our four: "
-                           "the log's own correctness is kept"))
+            print(clean(f"  {p.wider} items were scored over more options than our four: the "
+                        "log's own correctness is kept"))
         if p.unmatched or p.ambiguous:
-            print(clean(f"  warning: {p.unmatched + p.ambiguous} "
-                           "samples not imported (pass --items with the task's item file)"),
-                  file=sys.stderr)
+            print(clean(f"  warning: {p.unmatched + p.ambiguous} samples not imported (pass "
+                        "--items with the task's item file)"), file=sys.stderr)
     print(f"imported {written} cells into grid {args.grid!r}")
     return 0

@@ -1,6 +1,6 @@
-"""From paths to planned cells: detect each path's format, read its runs, match samples to
-items, make one cell per (model, item, config). Pure: the store writes the plan in one
-transaction (store/log_import.py)."""
+"""From paths to planned cells: detect each path's format, stream its runs a chunk at a
+time, match samples to items, make one cell per (model, item, config). Pure: the store
+writes the chunks in one transaction (store/log_import.py, LogWriter)."""
 
 from __future__ import annotations
 
@@ -99,13 +99,6 @@ def detect(path: Path):
     raise InputError("not a log this version reads (lm-eval samples_*.jsonl, an Inspect "
                      ".eval or its JSON, a lighteval details parquet, Every Eval Ever "
                      "JSONL); name the format with --format", path=str(path))
-
-
-def read_runs(paths, fmt: str | None = None, *, model: str | None = None,
-              metric: str | None = None) -> list[LogRun]:
-    """Every run of the paths at once (small logs, tests)."""
-    return [run for chunk in stream_runs(paths, fmt, model=model, metric=metric, size=None)
-            for run in chunk]
 
 
 def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
@@ -255,14 +248,6 @@ class Planner:
 
 def _where(source: str, line) -> str:
     return f"{source}{':' if isinstance(line, int) else '#'}{line}"
-
-
-def plan(runs: list[LogRun], items: list[Item], *, model: str | None = None):
-    """Every run planned at once: (the chunks, the configs' summaries). For small logs and
-    tests; the command streams (stream_runs, Planner)."""
-    planner = Planner(items, model)
-    chunks = planner.plan(runs)
-    return chunks, planner.finish()
 
 
 def _capped(text: str | None) -> str | None:

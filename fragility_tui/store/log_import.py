@@ -1,7 +1,7 @@
 """Write planned log imports (imports/pipeline.py) into a grid, in one transaction: the
 grid (created if absent), the items the logs need, each model with the log's provenance,
-each imported config's axes, and the cells. A (model, config) the grid already holds is
-refused unless `replace`; a failure leaves the store as it was."""
+each imported config's axes, and the cells, a chunk at a time. A (model, config) the grid
+already holds is refused unless `replace`; a failure leaves the store as it was."""
 
 from __future__ import annotations
 
@@ -82,15 +82,6 @@ class LogWriter:
         forget_derived(self.con, [self.grid])
         self.store.cache_cube(self.grid, self.con)
         return self.written
-
-
-def write_log_import(store, grid: str, chunks, items, *, replace: bool = False) -> int:
-    """Planned chunks and their items written in one transaction (small logs, tests)."""
-    with LogWriter(store, grid, replace=replace) as writer:
-        writer.add_items(items)
-        for chunk in chunks:
-            writer.write(chunk)
-        return writer.finish()
 
 
 def _insert(con, table) -> int:

@@ -6,7 +6,6 @@ replicate configs; a damaged .eval is one clear error and nothing is written."""
 from __future__ import annotations
 
 import json
-import shutil
 import zipfile
 
 import pytest
