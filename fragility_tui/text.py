@@ -97,14 +97,16 @@ SECRET_MARK = "[api key]"
 
 def redact_secret(text: str, secret: str | None, *, fragment: int = SECRET_FRAGMENT) -> str:
     """`text` with every piece of `secret` at least `fragment` characters long replaced by
-    "[api key]" (a key shorter than that: the whole key). Applied before any cut, so a key
+    "[api key]" (a key shorter than that: the whole key where it stands as a token, not
+    inside a word). Applied before any cut, so a key
     that a cut would have split is gone whole; a piece of it is gone too, where a server
     quoted only part of it. Linear in the text: each `fragment`-long window is looked up
     among the key's windows, and runs of matching windows are replaced together."""
     if not secret or not text:
         return text
-    if len(secret) < fragment:
-        return text.replace(secret, SECRET_MARK)
+    if len(secret) < fragment:  # a short key only as a whole token: "B" is not in "Bob"
+        return re.sub(rf"(?<![0-9A-Za-z]){re.escape(secret)}(?![0-9A-Za-z])", SECRET_MARK,
+                      text)
     windows = {secret[i:i + fragment] for i in range(len(secret) - fragment + 1)}
     out, start = [], None  # start: where the current run of key windows began
     end = -1  # how far the current run reaches

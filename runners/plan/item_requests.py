@@ -132,7 +132,9 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
             tokens, ms = _cost(result, [(uid, config_id)], plan.prompt_tokens[config_id],
                                ms_per_token, out.new_tokens)
             rows.append(CellRow(model, uid, config_id, pred == plan.item.gold, pred,
-                                perm_to_str(prompt.permutation), out.text, None, tokens,
+                                perm_to_str(prompt.permutation),
+                                out.text if out.stored_text is None else out.stored_text,
+                                None, tokens,
                                 ms, run_id, plan.prompt_shas.get(config_id), out.margin,
                                 numerics.near_tie(out.margin, tolerance["generate"])))
         else:

@@ -30,6 +30,9 @@ class GenResult:
     # The smallest top-1 minus top-2 logit gap (= log-probability gap) over the steps
     # taken; None from a backend that does not see the logits (runners/plan/numerics.py).
     margin: float | None = None
+    # What the cell stores when it must differ from what is parsed: a served answer with
+    # the API key redacted (the parse reads `text`, the answer as the server gave it).
+    stored_text: str | None = None
 
 
 def stop_reason(request: GenRequest, tokens: list[int], token: int, eos_ids, max_new_tokens: int,

@@ -66,3 +66,49 @@ def test_a_generated_text_quoting_the_key_is_stored_redacted(weights, tmp_path):
     raw = [value[3] for value in cells_of(store, "g").values()]
     assert raw and all("[api key]" in text for text in raw), raw
     assert not any(pieces_of_the_key(text) for text in raw), raw
+
+
+def _scored_with(key: str, tmp_path, weights, answer: str):  # noqa: F811
+    items = write_items(tmp_path / f"items-{len(key)}.jsonl", 2)
+    store = Store(tmp_path / f"s-{len(key)}.duckdb")
+    os.environ["REDACTION_TEST_KEY"] = key
+    try:
+        with FakeOpenAI(*weights, key=key, model_id="tiny-served-a", answer_text=answer) \
+                as server:
+            spec = RunSpec(models=[], items=[str(items)], grid="g", per_benchmark=None,
+                           threads=1, batch_size=2, backend="openai",
+                           configs=["o0.letter", "o1.letter"],
+                           server={"base_url": server.url, "served_model": server.model_id,
+                                   "concurrency": 2, "endpoint": "completions",
+                                   "api_key_env": "REDACTION_TEST_KEY"})
+            assert Run(spec, store, display="none",
+                       events_path=str(tmp_path / f"ev-{len(key)}.jsonl")).execute() \
+                == "finished"
+    finally:
+        os.environ.pop("REDACTION_TEST_KEY", None)
+    return {k: (v[0], v[1]) for k, v in cells_of(store, "g").items()}, \
+        [v[3] for v in cells_of(store, "g").values()]
+
+
+@pytest.mark.parametrize("short", ["B", "a"])
+def test_a_short_key_changes_no_score(weights, tmp_path, short):  # noqa: F811
+    """Issue 57 item 2: with key "B" every answer once became "The answer is [api key].";
+    with key "a" /v1/models listed nothing. The answer parsed and the model list read are
+    the server's own; only what is stored is redacted, a short key as a whole token."""
+    answer = "The answer is B."
+    long_cells, _ = _scored_with(KEY, tmp_path, weights, answer)
+    short_cells, raw = _scored_with(short, tmp_path, weights, answer)
+    assert short_cells == long_cells and any(correct for correct, _ in short_cells.values())
+    expected = "The answer is [api key]." if short == "B" else answer  # "a" is in no token
+    assert set(raw) == {expected}
+
+
+def test_a_huge_answer_is_parsed_whole_and_stored_capped(weights, tmp_path):  # noqa: F811
+    """Issue 57 item 1: a 1 MiB answer to a 16-token generation kept whole in every cell.
+    (An answer whose parse is decided early is cut there already; this one never is.)"""
+    from runners.backends.openai.backend import RAW_OUTPUT_CAP
+
+    cells, raw = _scored_with(KEY, tmp_path, weights, "x" * (1 << 20))
+    assert all(pred == -1 for _, pred in cells.values())  # unparsed: counted wrong
+    assert all(len(text) < RAW_OUTPUT_CAP + 80 and "1,048,576 characters in all" in text
+               for text in raw), [len(t) for t in raw]

@@ -87,6 +87,18 @@ class ServedModel:
                 + "; ".join(sorted(set(self.refused.values()))) + "; the other configs run")
 
 
+RAW_OUTPUT_CAP = 4096  # characters of a served answer a cell keeps
+
+
+def stored_answer(text: str) -> str:
+    """What a cell keeps of a served answer: at most RAW_OUTPUT_CAP characters, then how
+    long it was (a server answering megabytes to a 16-token generation must not grow the
+    store by megabytes a cell)."""
+    if len(text) <= RAW_OUTPUT_CAP:
+        return text
+    return f"{text[:RAW_OUTPUT_CAP]} … [{len(text):,} characters in all; the rest not kept]"
+
+
 def prepare_served(spec) -> ServedModel:
     """The served model's identity, checked against the server before any run row: the
     model id as /v1/models lists it, one generation on the chosen endpoint (and its
@@ -291,7 +303,9 @@ class OpenAIScorer(SchedulesOwnMemory):
             text, finish = generated_text(answer, self.endpoint)
             text, stop = cut(request, text, finish, self.tokenizer)
             usage = answer.get("usage") or {}
-            value = GenResult(text, int(usage.get("completion_tokens") or 0), stop)
+            stored = stored_answer(self.client.redact(text))  # parsed as given
+            value = GenResult(text, int(usage.get("completion_tokens") or 0), stop,
+                              stored_text=stored if stored != text else None)
         else:
             answer = self.client.post("completions", echo_body(self.model, sent.text))
             value = continuation_loglikelihood(answer, sent.text, sent.boundary)

@@ -12,10 +12,13 @@
   socket in flight and ends the workers' retries, so the process exits within seconds of
   a SIGTERM or `runs cancel` (`RequestsCancelled`, which the run loop records as cancelled);
 - the API key: read only from the environment variable the user names, sent only in the
-  Authorization header, and never part of any message, repr, answer or record this module
-  makes: every error text and every string of every answer is passed through
-  `fragility_tui.text.redact_secret` (any piece of the key of 8 characters or more) before
-  anything is cut or quoted.
+  Authorization header, and never part of any message, repr or record this module makes:
+  every error text is passed through `fragility_tui.text.redact_secret` (any piece of a key
+  of 8 characters or more; a shorter key only where it stands as a whole token) before
+  anything is cut or quoted. Answers are returned as the server gave them: what the runner
+  parses and scores, and the model list it reads, are never redacted (a one-letter key
+  once turned every "B" into "[api key]"); the backend stores a generated text redacted
+  (`GenResult.stored_text`).
 """
 
 from __future__ import annotations
@@ -264,7 +267,7 @@ class OpenAIClient:
                 raise RequestsCancelled(f"{where}: cancelled")
             wait_s = None
             try:
-                return self.clean(self._once(url, method, data, headers, where))
+                return self._once(url, method, data, headers, where)
             except _Failed as exc:
                 if exc.code not in RETRY_STATUS or attempt == self.retries:
                     raise ServerError(f"{where} answered HTTP {exc.code}: {exc.detail}",
@@ -314,19 +317,6 @@ class OpenAIClient:
             raise ServerError(f"{where} answered more than {self.max_answer_bytes:,} bytes; "
                               "not read on")
         return _json(raw, where, self.redact)
-
-    def clean(self, value):
-        """Every string of an answer, redacted (a server may quote the key back in its
-        generated text, which would otherwise be stored as raw output)."""
-        if not self.__key:
-            return value
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, dict):
-            return {self.clean(k): self.clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self.clean(v) for v in value]
-        return value
 
 
 def _json(raw: bytes, what: str, redact) -> dict:
