@@ -115,8 +115,8 @@ def tail_progress(events_path: str | None) -> Progress | None:
     for line in reversed(lines):
         try:
             event = read_event(json.loads(line))
-        except ValueError:  # a partly written last line, or a field of the wrong type
-            continue
+        except (ValueError, RecursionError):  # a partly written last line, a field of the
+            continue                              # wrong type, nesting past the parser's depth
         if isinstance(event, Progress):
             return event
     return None

@@ -23,7 +23,9 @@ def _known(value, missing: str = "not recorded") -> str:
 def provenance_card(row) -> str:
     """The harness disclosure card of a run (SPEC §10), scoring first: a RunRecord (store/runs.py,
     a layer above this one) or its `to_dict()` as exports and the runs JSON carry it."""
-    run, unreadable = _recorded(row if isinstance(row, Mapping) else row.to_dict())
+    row = row if isinstance(row, Mapping) else row.to_dict()
+    run, unreadable = _recorded(row)
+    unreadable = "; ".join(filter(None, (row.get("unreadable"), unreadable)))
     p = run.provenance
     lines = [f"Run {run.run_id}  status {run.status}  grid {_one_line(run.grid)}"]
     if run.error:
@@ -35,7 +37,9 @@ def provenance_card(row) -> str:
         lines += ["", f"Model {_one_line(name)}", *_model_lines(m)]
     lines += ["", "Runtime", *_runtime_lines(run)]
     lines += _session_lines(p.sessions)
-    return "\n".join(lines)
+    # every line through the one sanitiser: a record from the store or a merged parts
+    # folder is untrusted text (no field of it reaches a terminal raw)
+    return "\n".join(clean(line, limit=4000, one_line=True) for line in lines)
 
 
 def _recorded(row: Mapping) -> tuple[RecordedRun, str | None]:

@@ -136,3 +136,16 @@ def visible_text(text: str) -> str:
     text = _CONTROL.sub(lambda m: m.group() if m.group() == "\n" else _visible_control(m),
                         text.replace("\r\n", "\n"))
     return _INVISIBLE.sub(_visible_format, text)
+
+
+def finite(value):
+    """A JSON-bound value with every NaN and ±Infinity made None (null): Python's json
+    writes them as bare NaN / Infinity, which is not JSON, and a store or a parts folder
+    may hold them (a hand-edited run record, a server's answer)."""
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value

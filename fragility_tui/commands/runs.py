@@ -14,7 +14,7 @@ from fragility_tui.errors import InputError
 from fragility_tui.processes import effective_status, pid_alive
 from fragility_tui.provenance import provenance_card
 from fragility_tui.store.runs import RunRecord, RunStatus
-from fragility_tui.text import clean
+from fragility_tui.text import clean, finite
 
 
 def register(sub) -> None:
@@ -58,7 +58,8 @@ def _get(store, run_id: str) -> RunRecord:
 def cmd_list(store, args) -> int:
     runs = [r.with_status(effective_status(r)) for r in store.runs(args.grid)]
     if args.json:
-        print(json.dumps([r.to_dict() for r in runs], default=str, indent=1))
+        print(json.dumps(finite([r.to_dict() for r in runs]), default=str, indent=1,
+                         allow_nan=False))
         return 0
     if not runs:
         print("no runs recorded")
@@ -67,10 +68,11 @@ def cmd_list(store, args) -> int:
               f"{'TOKENS':>10} {'SECONDS':>8}  MODELS")
     print(header)
     for r in runs:
-        cells = f"{r.cells_done or 0}/{r.cells_total or 0}"
-        print(f"{r.run_id:<23} {r.status:<10} {_one_line(r.device or '-')[:7]:<7} "
+        cells = _one_line(f"{r.cells_done or 0}/{r.cells_total or 0}")[:13]
+        print(f"{_one_line(r.run_id):<23} {_one_line(r.status)[:10]:<10} "
+              f"{_one_line(r.device or '-')[:7]:<7} "
               f"{_one_line(r.grid)[:16]:<16} {cells:>13} "
-              f"{r.tokens or 0:>10} {r.seconds or 0:>8.0f}  {_one_line(r.model)}")
+              f"{_count(r.tokens):>10} {_count(r.seconds):>8}  {_one_line(r.model)}")
         if r.note and r.status == RunStatus.QUEUED:  # what it waits for, under its row
             print(f"{'':<23} {_one_line(r.note)}")
     return 0
@@ -80,7 +82,7 @@ def cmd_show(store, args) -> int:
     row = _get(store, args.run_id)
     row = row.with_status(effective_status(row)).to_dict()
     if args.json:
-        print(json.dumps(row, default=str, indent=1))
+        print(json.dumps(finite(row), default=str, indent=1, allow_nan=False))
         return 0
     print(provenance_card(row))
     return 0
@@ -125,3 +127,11 @@ def cmd_delete(store, args) -> int:
 
 def _one_line(text) -> str:
     return clean(text, limit=200, one_line=True)
+
+
+def _count(value) -> str:
+    """A run's tokens or seconds as a whole number ('-' when absent or not finite)."""
+    try:
+        return f"{float(value):.0f}" if value is not None and abs(float(value)) < 1e18 else "-"
+    except (TypeError, ValueError, OverflowError):
+        return "-"

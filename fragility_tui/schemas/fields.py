@@ -16,6 +16,7 @@ package follows.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import fields
 from typing import Any, Callable, Mapping
@@ -56,8 +57,9 @@ def as_list(value: Any, where: str) -> tuple:
 def as_number(value: Any, where: str) -> int | float | None:
     """A JSON number field (None when absent): what a reader computes with. A writer's
     numpy scalar counts (it is written as a number)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)):
-        raise SchemaError(where, "a number", value)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                              or not math.isfinite(value)):
+        raise SchemaError(where, "a finite number", value)  # NaN once crashed the Runs pane
     return value
 
 

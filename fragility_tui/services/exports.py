@@ -11,7 +11,7 @@ import json
 from fragility_tui.errors import InputError
 from fragility_tui.services.documents import md_escape, write_atomic
 from fragility_tui.services.provenance_export import provenance_document, provenance_markdown
-from fragility_tui.text import clean, visible_text
+from fragility_tui.text import clean, finite, visible_text
 
 WHAT_FORMATS = {
     "cells": ("csv", "parquet", "json", "markdown", "lmeval-samples"),
@@ -69,7 +69,8 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
                      if fmt == "json" else visible_text(render_markdown(report) + "\n"))
         return f"wrote the report of {clean(grid, one_line=True)} to {out}"
     doc = provenance_document(store, grid)
-    write_atomic(out, json.dumps(doc, indent=2, default=str) + "\n" if fmt == "json"
+    write_atomic(out, json.dumps(finite(doc), indent=2, default=str, allow_nan=False) + "\n"
+                 if fmt == "json"
                  else visible_text(provenance_markdown(doc)))
     return (f"wrote the provenance of {clean(grid, one_line=True)} ({len(doc['runs'])} runs) "
             f"to {out}")

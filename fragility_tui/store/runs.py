@@ -66,17 +66,23 @@ class RunRecord:
     error: str | None = None
     device: str | None = None  # cpu | cuda:N: the device whose slot it holds or waits for
     note: str | None = None  # while queued: "waiting for cuda:1, held by run ..."
+    unreadable: str | None = None  # why its spec or provenance JSON could not be read
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> "RunRecord":
         """A record from a row of the runs table or a parts run file (keys other than the
         table's columns, e.g. a parts file's `models`, are left out)."""
         values = {k: row.get(k) for k in ("run_id", *RUN_FIELDS)}
+        unreadable = []
         for k in JSON_RUN_FIELDS:
             value = values[k]
-            values[k] = (json.loads(value) if isinstance(value, str) and value
-                         else value if isinstance(value, dict) else {})
-        return cls(**values)
+            try:
+                value = json.loads(value) if isinstance(value, str) and value else value
+            except (ValueError, RecursionError) as exc:  # one bad row, not every run's listing
+                unreadable.append(f"{k}: {type(exc).__name__}: {str(exc)[:120]}")
+                value = None
+            values[k] = value if isinstance(value, dict) else {}
+        return cls(**values, unreadable="; ".join(unreadable) or None)
 
     def to_dict(self) -> dict:
         """The row as plain data, keys in the table's order."""

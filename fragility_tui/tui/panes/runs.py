@@ -8,6 +8,7 @@ once a second.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from pathlib import Path
@@ -70,7 +71,7 @@ class DevicesUpdated(Message):
 
 
 def fmt_eta(seconds: float | None) -> str:
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return "—"
     m, s = divmod(int(seconds), 60)
     h, m = divmod(m, 60)
