@@ -85,8 +85,10 @@ class RunRecord:
         return cls(**values, unreadable="; ".join(unreadable) or None)
 
     def to_dict(self) -> dict:
-        """The row as plain data, keys in the table's order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """The row as plain data, keys in the table's order (and `unreadable`, not a column,
+        only when a JSON field could not be read)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+                if f.name != "unreadable" or self.unreadable is not None}
 
     def with_status(self, status: str) -> "RunRecord":
         return dataclasses.replace(self, status=status)
