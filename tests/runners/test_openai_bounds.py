@@ -180,3 +180,15 @@ def test_a_transient_failure_during_the_probe_refuses_nothing(weights, tmp_path)
         with pytest.raises(InputError, match="echo probe got no answer.*HTTP 429"):
             Run(spec, store, display="none")
     assert not store.runs()
+
+
+def test_a_time_out_is_retried_once_not_five_times(weights):  # noqa: F811
+    """Issue 57 item 5: with the default retries a trickling server took 6 time-outs to
+    fail a run (738 s at the default 120 s); a time-out is now retried once."""
+    from runners.backends.openai.client import DEFAULT_RETRIES
+
+    with FakeOpenAI(*weights, trickle_s=0.1) as server:
+        client = OpenAIClient(server.url, timeout=1.0, retries=DEFAULT_RETRIES, backoff=0.01)
+        (kind, value), seconds = within(30, lambda: client.post("completions", BODY))
+    assert kind == "raised" and "timed out" in str(value) and "2 attempts" in str(value)
+    assert seconds < 5  # two deadlines of 1 s and a back-off, not six

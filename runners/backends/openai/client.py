@@ -2,8 +2,9 @@
 
 - JSON over HTTP(S) with `urllib`; a bounded number of requests in flight (`map` runs them
   on a thread pool of `concurrency` workers);
-- retries with exponential backoff (honouring `Retry-After`) on 429, 5xx, timeouts and
-  refused or reset connections; any other 4xx fails at once (a retry cannot fix it);
+- retries with exponential backoff (honouring `Retry-After`) on 429, 5xx and refused or
+  reset connections, and once on a time-out (a server slower than the deadline twice is
+  slow, not unlucky); any other 4xx fails at once (a retry cannot fix it);
 - bounds: a whole-request deadline (`timeout`, `--request-timeout`: connecting, sending and
   every byte of the answer; a socket timeout alone is per read, and a server trickling a
   byte every few seconds never trips it) and a cap on an answer's size. A watchdog thread
@@ -40,6 +41,7 @@ from fragility_tui.text import redact_secret
 
 DEFAULT_TIMEOUT_S = 120.0  # the whole request, answer included (--request-timeout)
 DEFAULT_RETRIES = 5
+MAX_TIMEOUT_RETRIES = 1  # a time-out is retried once; resets and 5xx keep their retries
 BACKOFF_S = 0.5  # first retry delay; doubled per attempt, capped at MAX_BACKOFF_S
 MAX_BACKOFF_S = 30.0
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -262,6 +264,7 @@ class OpenAIClient:
         if self.__key:
             headers["Authorization"] = f"Bearer {self.__key}"
         where = f"{method} {self.host}/v1/{path}"
+        timeouts = 0
         for attempt in range(self.retries + 1):
             if self._watch.cancelled.is_set():
                 raise RequestsCancelled(f"{where}: cancelled")
@@ -275,11 +278,13 @@ class OpenAIClient:
                 wait_s = _retry_after(exc.retry_after)
                 failure = f"HTTP {exc.code}"
             except _Expired:
+                timeouts += 1
                 failure = f"timed out: no whole answer within {self.timeout:g} s " \
                           "(--request-timeout)"
-                if attempt == self.retries:
-                    raise ServerError(f"{where} {failure}, {self.retries + 1} attempts") \
-                        from None
+                # a server too slow for the deadline once is retried once; a second time
+                # it is slow, not unlucky (six tries of 120 s took 738 s to fail a run)
+                if attempt == self.retries or timeouts > MAX_TIMEOUT_RETRIES:
+                    raise ServerError(f"{where} {failure}, {attempt + 1} attempts") from None
             except (OSError, http.client.HTTPException, urllib.error.URLError) as exc:
                 if self._watch.cancelled.is_set():
                     raise RequestsCancelled(f"{where}: cancelled") from None
