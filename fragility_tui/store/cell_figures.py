@@ -1,11 +1,15 @@
-"""What a report reads from a grid's cells beside its cube: each model's cost per item and
-the near-tie mask (Store mixes these in; every statement runs on Store.connect)."""
+"""What a report and the app read from a grid's cells beside its cube: each model's cost per
+item, the near-tie mask, one item's cells and the cells as exported (Store mixes these in;
+every statement runs on Store.connect)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from fragility_tui.grid.cube import Cube
+from fragility_tui.harness.config_axes import config_sort_key
+from fragility_tui.store.connection import relational
+from fragility_tui.store.grid_configs import POSITIONS_SQL, grid_config_ids
 
 
 class CellFigures:
@@ -42,3 +46,30 @@ class CellFigures:
             if None not in where:
                 mask[tuple(where)] = True
         return mask
+
+    def item_cells(self, grid: str, item_uid: str) -> list[dict]:
+        """Every cell of one item (all models, all configs), canonical config order."""
+        with self.connect() as con:
+            cur = con.execute("""
+                SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
+                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie,
+                       c.prompt
+                FROM cells c WHERE c.grid = ? AND c.item_uid = ?""", [grid, item_uid])
+            names = [d[0] for d in cur.description]
+            rows = [dict(zip(names, r)) for r in cur.fetchall()]
+        return sorted(rows, key=lambda r: (r["model"], config_sort_key(r["config_id"])))
+
+    def export_cells(self, grid: str):
+        """All cells of a grid as an Arrow table: the export contract's columns (model, item,
+        benchmark, config, correct, pred, raw_output) first, then everything else a cell
+        records, so an export re-imports without loss."""
+        with self.connect() as con:
+            configs = grid_config_ids(con, grid)
+            return relational(con).sql(f"""
+                SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
+                       c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
+                       c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
+                FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
+                LEFT JOIN {POSITIONS_SQL} f ON f.config_id = c.config_id
+                WHERE c.grid = $g ORDER BY c.model, i.position, f.position""",
+                params={"g": grid, "configs": configs}).to_arrow_table()

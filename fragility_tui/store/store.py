@@ -24,7 +24,6 @@ import numpy as np
 
 from fragility_tui import settings
 from fragility_tui.errors import InputError
-from fragility_tui.harness.config_axes import config_sort_key
 from fragility_tui.harness.configs import CONFIGS
 from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
@@ -362,44 +361,25 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
                 return con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
             return con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]
 
-    def item_cells(self, grid: str, item_uid: str) -> list[dict]:
-        """Every cell of one item (all models, all configs), canonical config order."""
-        with self.connect() as con:
-            cur = con.execute("""
-                SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
-                       c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie,
-                       c.prompt
-                FROM cells c WHERE c.grid = ? AND c.item_uid = ?""", [grid, item_uid])
-            names = [d[0] for d in cur.description]
-            rows = [dict(zip(names, r)) for r in cur.fetchall()]
-        return sorted(rows, key=lambda r: (r["model"], config_sort_key(r["config_id"])))
-
-    def export_cells(self, grid: str):
-        """All cells of a grid as an Arrow table: the export contract's columns (model, item,
-        benchmark, config, correct, pred, raw_output) first, then everything else a cell
-        records, so an export re-imports without loss."""
-        with self.connect() as con:
-            configs = grid_config_ids(con, grid)
-            return relational(con).sql(f"""
-                SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
-                       c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
-                       c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
-                FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
-                LEFT JOIN {POSITIONS_SQL} f ON f.config_id = c.config_id
-                WHERE c.grid = $g ORDER BY c.model, i.position, f.position""",
-                params={"g": grid, "configs": configs}).to_arrow_table()
-
     def load_cube(self, grid: str) -> Cube:
         """The grid as a dense cube: models sorted by name, items in grid order, configs in
         canonical order restricted to those with at least one cell. Read from the packed
         copy kept in the store (store/cube_cache.py) when there is one, else built from the
-        cells and packed for next time, in one transaction (so the copy matches the cells)."""
-        with self.connect(write=True) as con:
+        cells and packed for next time, in one transaction (so the copy matches the cells);
+        a store that cannot be written (a read-only mount) builds it and keeps nothing."""
+        try:
+            return self._load_cube(grid, write=not self.read_only)
+        except StoreReadOnly:  # found read-only on this very open
+            return self._load_cube(grid, write=False)
+
+    def _load_cube(self, grid: str, write: bool) -> Cube:
+        with self.connect(write=write) as con:
             if con.execute("SELECT 1 FROM grids WHERE name = ?", [grid]).fetchall() == []:
                 raise InputError(f"no grid named {grid!r} in {self.path}" + self._known_grids_hint())
             item_rows = con.execute("SELECT item_uid, benchmark, subject FROM items WHERE grid = ? "
                                     "ORDER BY position", [grid]).fetchall()
-            cached = cube_cache.read(con, grid) or self.cache_cube(grid, con)
+            cached = cube_cache.read(con, grid) or (self.cache_cube(grid, con) if write
+                                                    else self.cube_from_cells(con, grid))
             axes = stated_axes(con, grid)
         models, configs, bits, present = cached
         return Cube(

@@ -39,3 +39,24 @@ def test_a_read_only_store_is_read_and_a_write_says_why(tmp_path, monkeypatch, r
 def test_a_missing_store_on_a_read_only_mount_is_an_error(tmp_path, read_only_mount):
     with pytest.raises(duckdb.IOException, match="Read-only file system"):
         Store(tmp_path / "new.duckdb")
+
+
+def test_every_read_path_works_on_a_read_only_store(tmp_path, monkeypatch, request):
+    """Issue 57 item 3: report, compare (replay), calibrate and export --what report opened
+    a write transaction to cache the grid's cube, and failed with "cannot write"."""
+    import json
+
+    from fragility_tui.cli import main
+
+    db = tmp_path / "s.duckdb"
+    main(["--db", str(db), "simulate", "--models", "3", "--items", "40", "--grid", "g"])
+    with Store(db).connect(write=True) as con:  # no packed cube: the read must build it
+        con.execute("DELETE FROM cube_cache")
+    request.getfixturevalue("read_only_mount")
+    out = tmp_path / "report.json"
+    for argv in (["report", "--grid", "g", "--boot", "50", "--random-draws", "5", "--json"],
+                 ["compare", "synthetic-model-01", "synthetic-model-02", "--grid", "g"],
+                 ["export", "--grid", "g", "--what", "report", "--format", "json",
+                  "--out", str(out)]):
+        assert main(["--db", str(db), *argv]) == 0, argv
+    assert json.loads(out.read_text())["grid"]["name"] == "g"
