@@ -69,4 +69,12 @@ def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
         rows = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchall()
     except duckdb.CatalogException:  # a new store: no meta table yet
         return None
-    return int(rows[0][0]) if rows else None
+    if not rows:
+        return None
+    try:
+        return int(rows[0][0])
+    except (TypeError, ValueError):
+        from fragility_tui.errors import InputError
+
+        raise InputError(f"the store's schema_version is {str(rows[0][0])[:40]!r}, not a "
+                         "number: not a fragility-tui store, or a damaged one") from None

@@ -142,7 +142,12 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             if self.schema_version() != SCHEMA_VERSION:  # one read, not the DDL (~5 ms an open)
                 self._create_or_migrate()
         except StoreReadOnly:
-            if self.schema_version() != SCHEMA_VERSION:  # readable only as it is
+            version = self.schema_version()
+            if version is not None and version > SCHEMA_VERSION:  # not "cannot write"
+                raise InputError(f"store schema version {version} is newer than this "
+                                 f"fragility-tui ({SCHEMA_VERSION}); upgrade fragility-tui",
+                                 path=str(self.path)) from None
+            if version != SCHEMA_VERSION:  # readable only as it is
                 raise
 
     def _create_or_migrate(self) -> None:

@@ -60,3 +60,19 @@ def test_every_read_path_works_on_a_read_only_store(tmp_path, monkeypatch, reque
                   "--out", str(out)]):
         assert main(["--db", str(db), *argv]) == 0, argv
     assert json.loads(out.read_text())["grid"]["name"] == "g"
+
+
+def test_a_newer_or_damaged_schema_on_a_read_only_mount_says_so(tmp_path, request):
+    from fragility_tui.errors import InputError
+
+    newer, damaged = tmp_path / "newer.duckdb", tmp_path / "damaged.duckdb"
+    for path, value in ((newer, "999"), (damaged, "seven")):
+        Store(path)
+        con = duckdb.connect(str(path))
+        con.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", [value])
+        con.close()
+    request.getfixturevalue("read_only_mount")
+    with pytest.raises(InputError, match="schema version 999 is newer"):
+        Store(newer)
+    with pytest.raises(InputError, match="schema_version is 'seven', not a number"):
+        Store(damaged)
