@@ -12,7 +12,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import DataTable, Static, Tabs
 
-from fragility_tui.text import cut_middle, md_cell
+from fragility_tui.text import cut_middle, md_cell, visible_text
 from fragility_tui.tui.sanitize import cell, clean
 
 DEFAULT_MAX_WIDTH = 40  # cells wider than this are cut with "…" (copy/export keep them whole)
@@ -261,7 +261,8 @@ def export_table(header: list[str], rows: list[list], path: Path) -> Path:
         lines = ["| " + " | ".join(md_cell(h) for h in header) + " |",
                  "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(md_cell(v) for v in row) + " |" for row in rows]
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        # a document a terminal may print: every control character a visible stand-in
+        path.write_text(visible_text("\n".join(lines)) + "\n", encoding="utf-8")
     else:
         raise ValueError(f"{path}: unknown export format {suffix or '(none)'}; "
                          "use .csv, .parquet or .md")

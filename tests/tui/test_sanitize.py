@@ -51,3 +51,17 @@ def test_cell_is_cut_to_width():
 def test_none_and_numbers():
     assert clean(None) == ""
     assert clean(3.5) == "3.5"
+
+
+def test_a_markdown_table_export_carries_no_control_character(tmp_path):
+    """Issue 57 item 1: a model name from the store, exported as Markdown and printed with
+    cat, must not retitle or clear the terminal."""
+    import re
+
+    from fragility_tui.tui.widgets import export_table
+
+    path = export_table(["model", "acc"], [["m\x1b]0;owned\x07\x1b[2J\u202eevil", 0.5]],
+                        tmp_path / "t.md")
+    text = path.read_text()
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e]", text), repr(text)
+    assert "evil" in text and "0.5" in text
