@@ -76,3 +76,19 @@ def pause_outside_the_store(pid: int, db: Path) -> None:
             os.kill(pid, signal.SIGCONT)
             time.sleep(0.01)
     raise AssertionError(f"process {pid} never paused outside a store transaction")
+
+
+STARTER_ITEMS = REPO / "sample_grids" / "starter_items.jsonl"
+
+
+def import_logs(db: Path, *paths, check: bool = True, extra=()):
+    """`import-log PATH… --grid g --items <starter items> --json`: the runs' summaries, or
+    (check=False) the finished process."""
+    import json
+
+    proc = run_cli("import-log", *map(str, paths), "--grid", "g", "--items",
+                   str(STARTER_ITEMS), "--json", *extra, db=db)
+    if check:
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)["runs"]
+    return proc

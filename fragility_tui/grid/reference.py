@@ -42,9 +42,9 @@ def choose_reference(cube, reference: str | None = None):
             raise InputError("the grid has no cells", field="--grid")
         return cube.with_reference(reference)
     if reference not in cube.configs:
-        from fragility_tui.harness.config_axes import is_runner_config
+        from fragility_tui.harness.config_axes import derived_axes
 
-        if not is_runner_config(reference) and ":" not in reference:
+        if not derived_axes(reference):  # neither ours nor an imported id
             raise InputError(f"unknown config {reference!r}; the grid has "
                              f"{', '.join(cube.configs)}", field="--reference")
         raise InputError(f"the grid has no cells for {reference}; it has "

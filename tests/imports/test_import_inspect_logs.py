@@ -10,19 +10,10 @@ import zipfile
 
 import pytest
 
-from helpers import REPO, run_cli
+from helpers import REPO, import_logs as _import, run_cli
 
 LOGS = REPO / "tests" / "fixtures" / "logs" / "inspect"
 ITEMS = REPO / "sample_grids" / "starter_items.jsonl"
-
-
-def _import(db, *paths, check=True, extra=()):
-    proc = run_cli("import-log", *map(str, paths), "--grid", "g", "--items", str(ITEMS),
-                   "--json", *extra, db=db)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)["runs"]
-    return proc
 
 
 def _cells(db, grid="g"):

@@ -11,22 +11,13 @@ import shutil
 
 import pytest
 
-from helpers import REPO, run_cli
+from helpers import REPO, import_logs as _import, run_cli
 
 LOGS = REPO / "tests" / "fixtures" / "logs" / "lighteval"
 LMEVAL = REPO / "tests" / "fixtures" / "logs" / "lmeval"
 ITEMS = REPO / "sample_grids" / "starter_items.jsonl"
 REPORTED = {"nochat": {"acc": 0.45, "acc_norm": 0.475},
             "chat": {"acc": 0.425, "acc_norm": 0.375}}
-
-
-def _import(db, *paths, check=True, extra=()):
-    proc = run_cli("import-log", *map(str, paths), "--grid", "g", "--items", str(ITEMS),
-                   "--json", *extra, db=db)
-    if check:
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout)["runs"]
-    return proc
 
 
 def _details(run: str):
