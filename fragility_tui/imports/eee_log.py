@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.imports.records import LogRun, LogSample, json_loads
+from fragility_tui.imports.records import LogRun, LogSample, jsonl_objects
 
 NAME = "every-eval-ever"
 LIBRARIES = {"lm_eval": "lm-eval", "lm-eval": "lm-eval", "lm-evaluation-harness": "lm-eval",
@@ -59,27 +59,18 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
     reported = {r.get("evaluation_result_id"): (r.get("score_details") or {}).get("score")
                 for r in agg.get("evaluation_results") or [] if isinstance(r, dict)}
     runs: dict[str, LogRun] = {}
-    loads, source = json_loads(), str(path)
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                row = loads(raw)
-            except ValueError as exc:
-                raise InputError(f"invalid JSON ({exc})", path=source, line=lineno) from None
-            if not isinstance(row, dict) or "evaluation_result_id" not in row:
-                raise InputError("not an Every Eval Ever sample row (no evaluation_result_id)",
-                                 path=source, line=lineno)
-            result_id = str(row["evaluation_result_id"])
-            name = _metric(result_id, harness)
-            if metric is not None and name != metric:
-                continue
-            run = runs.get(result_id)
-            if run is None:
-                run = runs[result_id] = _run(row, agg, harness, name, result_id, reported,
-                                             model, source)
-            run.samples.append(_sample(row, source, lineno, harness, name))
+    source = str(path)
+    for lineno, row in jsonl_objects(path, "evaluation_result_id",
+                                     "an Every Eval Ever sample"):
+        result_id = str(row["evaluation_result_id"])
+        name = _metric(result_id, harness)
+        if metric is not None and name != metric:
+            continue
+        run = runs.get(result_id)
+        if run is None:
+            run = runs[result_id] = _run(row, agg, harness, name, result_id, reported,
+                                         model, source)
+        run.samples.append(_sample(row, source, lineno, harness, name))
     if not runs:
         raise InputError(f"no rows of metric {metric!r}" if metric else "no rows",
                          path=source)

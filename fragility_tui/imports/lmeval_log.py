@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from fragility_tui.errors import InputError
-from fragility_tui.imports.records import LogRun, LogSample, json_loads, short_hash
+from fragility_tui.imports.records import LogRun, LogSample, jsonl_objects, short_hash
 
 NAME = "lm-eval"
 MC_METRICS = ("acc", "acc_norm")
@@ -142,31 +142,20 @@ def _run(results, results_path, path, task, task_cfg, key, name, filt, shots, ou
 
 
 def _samples(path: Path, output_type: str):
-    """(sample, {metric: correct}, filter) per line; the sample's correctness is set per
-    metric by `_under`."""
-    loads = json_loads()
+    """(sample, {metric: correct}, filter) per line; `read_chunks` gives each metric's run
+    its correctness and pick."""
     reader = _mc_sample if output_type == "multiple_choice" else _gen_sample
     source = str(path)
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = loads(raw)
-            except (UnicodeDecodeError, ValueError) as exc:
-                raise InputError(f"invalid JSON ({exc})", path=source, line=lineno) from None
-            if not isinstance(record, dict) or "doc" not in record:
-                raise InputError("not an lm-eval --log_samples line (no 'doc')",
-                                 path=source, line=lineno)
-            names = [m for m in (record.get("metrics") or MC_METRICS) if m in record]
-            if not names:
-                raise InputError("the sample has no metric value", path=source, line=lineno)
-            try:
-                metrics = {m: float(record[m]) > 0 for m in names}
-            except (TypeError, ValueError):
-                raise InputError("a metric value is not a number", path=source,
-                                 line=lineno) from None
-            yield reader(record, source, lineno), metrics, record.get("filter")
+    for lineno, record in jsonl_objects(path, "doc", "an lm-eval --log_samples"):
+        names = [m for m in (record.get("metrics") or MC_METRICS) if m in record]
+        if not names:
+            raise InputError("the sample has no metric value", path=source, line=lineno)
+        try:
+            metrics = {m: float(record[m]) > 0 for m in names}
+        except (TypeError, ValueError):
+            raise InputError("a metric value is not a number", path=source,
+                             line=lineno) from None
+        yield reader(record, source, lineno), metrics, record.get("filter")
 
 
 def _pairs(record, path, line):

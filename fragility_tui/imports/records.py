@@ -73,6 +73,27 @@ def short_hash(*parts) -> str:
     return digest.hexdigest()[:12]
 
 
+def jsonl_objects(path, key: str, kind: str):
+    """(line number, object) of each non-empty line of a JSON-lines log; a line that is not
+    JSON, not an object or without `key` is an error naming the file, the line and `kind`
+    (what the file should be). Deeply nested lines are refused too, not a crash."""
+    from fragility_tui.errors import InputError
+
+    loads, source = json_loads(), str(path)
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = loads(raw)
+            except (ValueError, RecursionError) as exc:
+                raise InputError(f"invalid JSON ({type(exc).__name__}: {str(exc)[:200]})",
+                                 path=source, line=lineno) from None
+            if not isinstance(record, dict) or key not in record:
+                raise InputError(f"not {kind} line (no {key!r})", path=source, line=lineno)
+            yield lineno, record
+
+
 def json_loads():
     """orjson's loads where installed (3-5x faster on big logs), else json's; both raise
     ValueError on bad JSON. orjson refuses NaN and integers past 64 bits, which Python's
