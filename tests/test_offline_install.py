@@ -183,3 +183,39 @@ def test_a_venv_made_from_a_venvs_python_sees_that_venvs_packages(tmp_path):
                            "import sys, duckdb; print(sys.path)"],
                           capture_output=True, text=True, check=True).stdout
     assert site.getsitepackages()[0] in seen
+
+
+def _failing_install(tmp_path, *where: str):
+    """install_offline with torch and transformers in range (stub records) and a wheelhouse
+    whose one wheel is broken: the install starts, then fails."""
+    site, wheels = tmp_path / "site", tmp_path / "wheels"
+    if not site.exists():
+        wheelhouse.stub_site(site, {"torch": "2.13.0", "transformers": "5.24.0"})
+        wheels.mkdir()
+        (wheels / "broken-0.1-py3-none-any.whl").write_bytes(b"not a zip")
+    return subprocess.run([sys.executable, str(REPO / "tools" / "install_offline.py"),
+                           "--wheels", str(wheels), *where], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(site)}, timeout=300)
+
+
+def test_a_failed_install_leaves_no_venv(tmp_path):
+    """Issue 57 item 4: a failed install left a venv without the project or its stamp."""
+    proc = _failing_install(tmp_path, "--venv", str(tmp_path / "v"))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert not (tmp_path / "v").exists() and "removed again" in proc.stderr
+
+
+def test_a_target_install_is_all_or_nothing(tmp_path):
+    """--target: a used folder is refused unless an earlier install of ours filled it, and
+    a failure leaves it as it was (pip only warned and kept the old code)."""
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "mine.txt").write_text("keep")
+    proc = _failing_install(tmp_path, "--target", str(target))
+    assert proc.returncode == 2 and "not empty and no install of ours" in proc.stderr
+    (target / ".fragility-offline-install").write_text("")
+    proc = _failing_install(tmp_path, "--target", str(target))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert sorted(p.name for p in target.iterdir()) == [".fragility-offline-install",
+                                                        "mine.txt"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".t-")] == []

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
+import tempfile
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -27,6 +29,9 @@ CHECK = ("import torch, transformers, duckdb, textual, platformdirs, gguf, optim
          "fragility_tui.cli, runners; "
          "print('torch', torch.__version__, 'from', torch.__file__); "
          "print('transformers', transformers.__version__, 'from', transformers.__file__)")
+
+
+MARK = ".fragility-offline-install"  # in a --target folder this tool filled
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,6 +104,8 @@ def project(extras: str) -> str:
 
 
 def into_venv(args) -> int:
+    """Install into the venv; a venv this call created is removed again when any step
+    fails (a half-made venv without the project or its stamp would pass for installed)."""
     venv = args.venv if args.venv.is_absolute() else deps.REPO / args.venv
     python = venv / "bin" / "python"
     cfg = venv / "pyvenv.cfg"
@@ -106,16 +113,24 @@ def into_venv(args) -> int:
         print(f"error: {venv} exists without --system-site-packages, so it cannot see this "
               f"Python's torch: remove it or pass --venv NEW", file=sys.stderr)
         return 2
-    if not python.exists():
-        print(f"+ {sys.executable} -m venv --system-site-packages {venv}", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
-                       check=True)
-        link_parent_venv(venv)
-    pip(str(python), "install", "--no-index", "--find-links", str(args.wheels.resolve()),
-        "-e", project(args.extras))
-    subprocess.run([str(python), "-c", CHECK], check=True, cwd=deps.REPO)
-    subprocess.run([str(venv / "bin" / "fragility-tui"), "--help"], check=True,
-                   stdout=subprocess.DEVNULL)
+    created = not python.exists()
+    try:
+        if created:
+            print(f"+ {sys.executable} -m venv --system-site-packages {venv}", flush=True)
+            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)],
+                           check=True)
+            link_parent_venv(venv)
+        (venv / ".installed").unlink(missing_ok=True)  # stamped again only when all passes
+        pip(str(python), "install", "--no-index", "--find-links", str(args.wheels.resolve()),
+            "-e", project(args.extras))
+        subprocess.run([str(python), "-c", CHECK], check=True, cwd=deps.REPO)
+        subprocess.run([str(venv / "bin" / "fragility-tui"), "--help"], check=True,
+                       stdout=subprocess.DEVNULL)
+    except BaseException:
+        if created:
+            shutil.rmtree(venv, ignore_errors=True)
+            print(f"the install failed: {venv} removed again", file=sys.stderr)
+        raise
     # `make install`'s stamp: make run, test and gpu-check then use this venv as it is
     (venv / ".installed").touch()
     print(f"installed into {venv} (torch and transformers from {sys.prefix})")
@@ -139,16 +154,35 @@ def link_parent_venv(venv: Path) -> Path | None:
 
 
 def into_target(args) -> int:
+    """Install into a new folder beside the target and swap it in when everything passed:
+    a failure leaves the target as it was, and a second install replaces the first whole
+    (pip --target into a used folder keeps the old code and only warns)."""
     target = args.target.resolve()
+    if target.exists() and any(target.iterdir()) and not (target / MARK).exists():
+        print(f"error: {target} is not empty and no install of ours: choose an empty or "
+              "new folder", file=sys.stderr)
+        return 2
+    target.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     wheels = sorted(str(w) for w in args.wheels.resolve().glob("*.whl"))
-    # --target ignores what is installed, so nothing may be resolved there: the wheelhouse
-    # is already exactly what this Python lacks (make wheelhouse planned it against it)
-    # (one call: a second into the same folder would leave its bin/ as the first left it)
-    pip(sys.executable, "install", "--no-index", "--no-deps", "--find-links",
-        str(args.wheels.resolve()), "--target", str(target), *wheels, ".")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (str(target), os.environ.get("PYTHONPATH", "")) if p)}
-    subprocess.run([sys.executable, "-c", CHECK], check=True, cwd="/", env=env)
+    try:
+        # --target ignores what is installed, so nothing may be resolved there: the
+        # wheelhouse is already exactly what this Python lacks (make wheelhouse planned it)
+        pip(sys.executable, "install", "--no-index", "--no-deps", "--find-links",
+            str(args.wheels.resolve()), "--target", str(building), *wheels, ".")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(building), os.environ.get("PYTHONPATH", "")) if p)}
+        subprocess.run([sys.executable, "-c", CHECK], check=True, cwd="/", env=env)
+        (building / MARK).write_text("installed by tools/install_offline.py --target\n")
+        if target.exists():
+            old = target.with_name(f".{target.name}-old-{os.getpid()}")
+            target.rename(old)
+            building.rename(target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            building.rename(target)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
     print(f"installed into {target}: run with PYTHONPATH={target} "
           f"({target}/bin/fragility-tui, or python -m fragility_tui.cli)")
     return 0
