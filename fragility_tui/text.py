@@ -149,3 +149,15 @@ def finite(value):
     if isinstance(value, (list, tuple)):
         return [finite(v) for v in value]
     return value
+
+
+CELL_TEXT_CAP = 4096  # characters of a raw output or a log's prompt a cell keeps
+
+
+def capped(text: str | None) -> str | None:
+    """What a cell keeps of a long text (a served answer, an imported log's prompt or
+    answer): at most CELL_TEXT_CAP characters, then how long it was (megabytes from a server
+    or a log must not grow the store by megabytes a cell)."""
+    if text is None or len(text) <= CELL_TEXT_CAP:
+        return text
+    return f"{text[:CELL_TEXT_CAP]} … [{len(text):,} characters in all; the rest not kept]"

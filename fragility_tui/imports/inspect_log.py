@@ -87,8 +87,6 @@ def read(path: Path, *, model: str | None = None, metric: str | None = None) -> 
     if not runs:
         raise InputError(f"no samples scored by {metric!r}" if metric else "no samples",
                          path=str(path))
-    for run in runs.values():
-        run.epochs = len({s.epoch for s in run.samples})
     return list(runs.values())
 
 

@@ -38,17 +38,6 @@ class MatchReport:
     ambiguous: list[tuple[LogSample, list[str]]] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)  # sample index of each match
 
-    def summary(self) -> str:
-        text = (f"{len(self.matched)} matched, {len(self.unmatched)} unmatched, "
-                f"{len(self.ambiguous)} ambiguous")
-        if self.unmatched:
-            text += "; first unmatched: " + ", ".join(
-                f"{s.where} (id {s.sample_id!r})" for s in self.unmatched[:3])
-        if self.ambiguous:
-            text += "; first ambiguous: " + ", ".join(
-                f"{s.where} ({' or '.join(uids[:3])})" for s, uids in self.ambiguous[:3])
-        return text
-
 
 class ItemIndex:
     """The grid's items looked up by uid and source id, and (built on the first sample

@@ -14,8 +14,8 @@ from fragility_tui.imports import reader, readers
 from fragility_tui.imports.matching import ItemIndex, MatchReport, match_samples
 from fragility_tui.imports.records import LogRun, LogSample
 from fragility_tui.items.item import Item
+from fragility_tui.text import capped
 
-RAW_OUTPUT_CAP = 4096  # characters of a log's answer (and prompt) kept per cell
 CELL_FIELDS = ("item_uid", "correct", "pred", "permutation", "raw_output", "scores", "prompt")
 
 
@@ -239,16 +239,12 @@ class Planner:
             cols["correct"].append(bool(correct))
             cols["pred"].append(m.native(pred))
             cols["permutation"].append(m.permutation)
-            cols["raw_output"].append(_capped(m.sample.raw_output))
+            cols["raw_output"].append(capped(m.sample.raw_output))
             cols["scores"].append(m.scores)
-            cols["prompt"].append(_capped(m.sample.prompt))
+            cols["prompt"].append(capped(m.sample.prompt))
         config.n_cells += out.n_cells
         return out
 
 
 def _where(source: str, line) -> str:
     return f"{source}{':' if isinstance(line, int) else '#'}{line}"
-
-
-def _capped(text: str | None) -> str | None:
-    return text[:RAW_OUTPUT_CAP] if text is not None and len(text) > RAW_OUTPUT_CAP else text

@@ -53,7 +53,6 @@ class LogRun:
     samples: list[LogSample] = field(default_factory=list)
     reported_accuracy: float | None = None
     provenance: dict = field(default_factory=dict)
-    epochs: int = 1
     chat: bool = False  # the harness applied the model's chat template
     # correct and pred (in the order shown) per sample when several runs share one samples
     # list (a log line scored under acc and acc_norm): the samples are matched once

@@ -36,7 +36,7 @@ def short_config(config_id: str, rank: int = 0) -> str:
         label = CONFIG_SHORT[axes["format"]]
         return label.lower() if axes["scoring"] == "letter_lik" else label
     if "stem" in axes:
-        return CONFIG_SHORT[config_id.split("+")[0]]
+        return CONFIG_SHORT["cloze_" + axes["stem"]]
     return NUMBERS[rank] if rank < len(NUMBERS) else "…"
 
 

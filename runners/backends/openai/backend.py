@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from fragility_tui.errors import InputError
 from fragility_tui.harness.parser import PARSER_VERSION
+from fragility_tui.text import CELL_TEXT_CAP as RAW_OUTPUT_CAP, capped  # noqa: F401
 from fragility_tui.harness.render import PROMPT_VERSION
 from runners.plan.budget import SchedulesOwnMemory
 from runners.backends.openai.client import DEFAULT_TIMEOUT_S, OpenAIClient, ServerError, read_api_key
@@ -85,18 +86,6 @@ class ServedModel:
         """The one line that names the refused configs and says why."""
         return (f"{self.name}: configs {', '.join(sorted(self.refused))} refused (not run): "
                 + "; ".join(sorted(set(self.refused.values()))) + "; the other configs run")
-
-
-RAW_OUTPUT_CAP = 4096  # characters of a served answer a cell keeps
-
-
-def stored_answer(text: str) -> str:
-    """What a cell keeps of a served answer: at most RAW_OUTPUT_CAP characters, then how
-    long it was (a server answering megabytes to a 16-token generation must not grow the
-    store by megabytes a cell)."""
-    if len(text) <= RAW_OUTPUT_CAP:
-        return text
-    return f"{text[:RAW_OUTPUT_CAP]} … [{len(text):,} characters in all; the rest not kept]"
 
 
 def prepare_served(spec) -> ServedModel:
@@ -303,7 +292,7 @@ class OpenAIScorer(SchedulesOwnMemory):
             text, finish = generated_text(answer, self.endpoint)
             text, stop = cut(request, text, finish, self.tokenizer)
             usage = answer.get("usage") or {}
-            stored = stored_answer(self.client.redact(text))  # parsed as given
+            stored = capped(self.client.redact(text))  # parsed as given
             value = GenResult(text, int(usage.get("completion_tokens") or 0), stop,
                               stored_text=stored if stored != text else None)
         else:
