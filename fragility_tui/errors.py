@@ -22,6 +22,18 @@ class InputError(Exception):
         self.path, self.line, self.field = path, line, field
         super().__init__((", ".join(where) + ": " if where else "") + message)
 
+    def __reduce__(self):
+        # picklable with its message as shown (a log read in a second process raises it
+        # in this one: imports/worker.py)
+        return (_restored, (type(self), self.args, self.path, self.line, self.field))
+
+
+def _restored(cls, args, path, line, field):
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.path, error.line, error.field = path, line, field
+    return error
+
 
 class StoreBusyError(Exception):
     """The store stayed locked by another process for longer than the retry budget."""

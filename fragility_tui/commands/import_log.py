@@ -36,14 +36,15 @@ def cmd_import_log(args) -> int:
     in one transaction (docs/imports.md, "Speed")."""
     from fragility_tui.bootstrap import open_store
     from fragility_tui.imports.matching import ItemIndex
-    from fragility_tui.imports.pipeline import Planner, items_from_logs, stream_runs
+    from fragility_tui.imports.pipeline import (Planner, collector_paused, items_from_logs,
+                                                stream_runs)
     from fragility_tui.store.log_import import LogWriter
 
     store = open_store(args.db, load_samples=False)
     items = _items(store, args)
     planner = Planner(items, args.model)
     by_uid = {it.item_uid: it for it in items}
-    with LogWriter(store, args.grid, replace=args.replace) as writer:
+    with collector_paused(), LogWriter(store, args.grid, replace=args.replace) as writer:
         for runs in stream_runs(args.paths, args.format, model=args.model, metric=args.metric):
             if not by_uid:  # the logs carry their items
                 new = items_from_logs(runs)

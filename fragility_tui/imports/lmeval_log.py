@@ -81,15 +81,18 @@ def read_chunks(path: Path, *, model: str | None = None, metric: str | None = No
     keys: dict[str, str] | None = None  # run key -> metric, from the first line
     runs: dict[str, LogRun] = {}
     samples: list[LogSample] = []
+    first = None  # the first line's (metric names, filter): most lines repeat it
     for sample, line_metrics, filt in _samples(path, output_type):
-        chosen = {(name if filt in (None, "none") else f"{name}-{filt}"): (name, correct)
-                  for name, correct in line_metrics.items() if metric in (None, name)}
-        if keys is None:
-            keys = {key: name for key, (name, _) in chosen.items()}
-        elif chosen.keys() != keys.keys():
-            missing = sorted(keys.keys() - chosen.keys()) or sorted(chosen.keys() - keys.keys())
-            raise InputError(f"the sample's metrics differ from the first line's "
-                             f"({', '.join(missing)})", path=str(path), line=sample.line)
+        signature = (line_metrics.keys(), filt)
+        if signature != first:  # the first line, or one whose metrics differ
+            chosen = {(name if filt in (None, "none") else f"{name}-{filt}"): name
+                      for name in line_metrics if metric in (None, name)}
+            if keys is None:
+                keys, first = chosen, signature
+            elif chosen.keys() != keys.keys():
+                missing = sorted(keys.keys() - chosen.keys()) or sorted(chosen.keys() - keys.keys())
+                raise InputError(f"the sample's metrics differ from the first line's "
+                                 f"({', '.join(missing)})", path=str(path), line=sample.line)
         if not runs:
             runs = {key: _run(results, results_path, path, task, task_cfg, key, name, filt,
                               shots, output_type, model) for key, name in keys.items()}
@@ -97,9 +100,10 @@ def read_chunks(path: Path, *, model: str | None = None, metric: str | None = No
             for run in runs.values():
                 run.samples, run.correct, run.pred = samples, [], []
         samples.append(sample)
-        for key, (name, correct) in chosen.items():
-            runs[key].correct.append(correct)
-            runs[key].pred.append(_pred(sample, name, output_type))
+        for key, name in keys.items():
+            run = runs[key]
+            run.correct.append(line_metrics[name])
+            run.pred.append(_pred(sample, name, output_type))
         if size and len(samples) >= size:
             yield list(runs.values())
             runs = {}
@@ -259,7 +263,7 @@ def _pred(sample: LogSample, metric: str, output_type: str) -> int | None:
         return sample.pred
     if metric == "acc_norm":
         scores = [v / (len(c) or 1) for v, c in zip(scores, sample.choices)]
-    return max(range(len(scores)), key=scores.__getitem__)  # max keeps the first maximum
+    return scores.index(max(scores))  # the first maximum
 
 
 def _target_index(target, choices) -> int | None:

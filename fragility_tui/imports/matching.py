@@ -15,7 +15,7 @@ def normalise(text) -> str:
     return " ".join(str(text).split()).casefold()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen init costs a setattr per field, per sample
 class Match:
     sample: LogSample
     item: Item

@@ -4,7 +4,9 @@ writes the chunks in one transaction (store/log_import.py, LogWriter)."""
 
 from __future__ import annotations
 
+import gc
 import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -13,7 +15,8 @@ from fragility_tui.harness.config_axes import imported_config_id
 from fragility_tui.imports import reader, readers
 from fragility_tui.imports.matching import ItemIndex, MatchReport, match_samples
 from fragility_tui.imports.records import LogRun, LogSample
-from fragility_tui.items.item import Item
+from fragility_tui.imports.worker import read_chunks_in_process, worth_a_process
+from fragility_tui.items.item import Item, RawItem, assemble
 from fragility_tui.text import capped
 
 CELL_FIELDS = ("item_uid", "correct", "pred", "permutation", "raw_output", "scores", "prompt")
@@ -104,7 +107,8 @@ def detect(path: Path):
 def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
                 metric: str | None = None, size: int | None = None):
     """The runs of every log under the paths, a chunk at a time (a reader with
-    `read_chunks` streams a big file; the others give a file's runs whole)."""
+    `read_chunks` streams a big file, parsed in a second process where that pays:
+    imports/worker.py; the others give a file's runs whole)."""
     for raw in paths:
         path = Path(raw)
         try:
@@ -117,8 +121,10 @@ def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
         for file in files:
             try:
                 if hasattr(module, "read_chunks"):
-                    yield from module.read_chunks(file, model=model, metric=metric,
-                                                  **({} if size is None else {"size": size}))
+                    kwargs = {"model": model, "metric": metric,
+                              "size": module.CHUNK if size is None else size}
+                    yield from (read_chunks_in_process(module.__name__, file, **kwargs)
+                                if worth_a_process(file) else module.read_chunks(file, **kwargs))
                 else:
                     yield module.read(file, model=model, metric=metric)
             except zipfile.BadZipFile as exc:
@@ -126,11 +132,23 @@ def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
                                  "log", path=str(file)) from None
 
 
+@contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off while a log goes in: a million samples, items
+    and matches are live at once, none in a cycle, and the collector's repeated passes over
+    them cost a quarter of a big import (measured: benchmarks/bench_import_log.py)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def items_from_logs(runs: list[LogRun]) -> list[Item]:
     """Items the logs carry whole (question, choices, gold): a doc in our item schema, else
     the sample's own question, options and target. A sample without them adds none."""
-    from fragility_tui.items.item import assemble
-
     items: dict[str, Item] = {}
     lists = {id(run.samples): (run, run.samples) for run in runs}  # runs share a line's
     seen: set = set()
@@ -148,11 +166,9 @@ def items_from_logs(runs: list[LogRun]) -> list[Item]:
 
 
 def _raw_item(run: LogRun, s: LogSample):
-    from fragility_tui.items.item import RawItem
-
     if s.doc_item is not None and s.question is not None and s.choices:
         source_id, benchmark, subject, gold = s.doc_item
-        if isinstance(gold, int) and not isinstance(gold, bool):
+        if isinstance(gold, int) and not isinstance(gold, bool) and 0 <= gold < len(s.choices):
             return RawItem(source_id, benchmark or run.task, subject, s.question,
                            s.choices, gold)
     if s.question is None or not s.choices or s.target is None or s.epoch != 1:
@@ -221,29 +237,41 @@ class Planner:
         return known
 
     def _chunk(self, run: LogRun, report: MatchReport, keep, epoch) -> PlannedChunk:
+        """The matched samples' cells, a column at a time (a million cells a log)."""
         config = self._config(run, epoch)
         config.add(report)
-        out = PlannedChunk(config)
-        cols, seen = out.columns, config.seen
-        for m, k in zip(report.matched, report.positions):
-            uid = m.item.item_uid
+        matched = report.matched
+        uids = [m.item.item_uid for m in matched]
+        self._check_once(config, run, matched, uids)
+        at = report.positions if keep is None else [keep[k] for k in report.positions]
+        outcomes = [run.outcome(k) for k in at]
+        correct = [bool(c) for c, _ in outcomes]
+        config.wider += sum(m.options > len(m.item.choices) for m in matched)
+        config.n_correct += sum(correct)
+        out = PlannedChunk(config, {
+            "item_uid": uids, "correct": correct,
+            "pred": [m.native(p) for m, (_, p) in zip(matched, outcomes)],
+            "permutation": [m.permutation for m in matched],
+            "raw_output": [capped(m.sample.raw_output) for m in matched],
+            "scores": [m.scores for m in matched],
+            "prompt": [capped(m.sample.prompt) for m in matched]})
+        config.n_cells += out.n_cells
+        return out
+
+    @staticmethod
+    def _check_once(config: ConfigImport, run: LogRun, matched, uids) -> None:
+        """An item scored twice under one config (in this chunk or an earlier one) is an
+        error naming both lines."""
+        seen = config.seen
+        if len(set(uids)) == len(uids) and seen.keys().isdisjoint(uids):
+            seen.update(zip(uids, (m.sample.line for m in matched)))
+            return
+        for uid, m in zip(uids, matched):
             if uid in seen:
                 raise InputError(f"item {uid!r} is scored twice under {config.config_id}: "
                                  f"{_where(run.source, seen[uid])} and {m.sample.where} "
                                  "(duplicate sample ids?)", path=run.source)
             seen[uid] = m.sample.line
-            correct, pred = run.outcome(k if keep is None else keep[k])
-            config.wider += m.options > len(m.item.choices)
-            config.n_correct += bool(correct)
-            cols["item_uid"].append(uid)
-            cols["correct"].append(bool(correct))
-            cols["pred"].append(m.native(pred))
-            cols["permutation"].append(m.permutation)
-            cols["raw_output"].append(capped(m.sample.raw_output))
-            cols["scores"].append(m.scores)
-            cols["prompt"].append(capped(m.sample.prompt))
-        config.n_cells += out.n_cells
-        return out
 
 
 def _where(source: str, line) -> str:

@@ -101,8 +101,11 @@ def assemble(raw: RawItem) -> Item | None:
     first three distractors, in native order (TruthfulQA mc1 keeps its gold first)."""
     if len(raw.choices) < N_OPTIONS:
         return None
-    if len(raw.choices) == N_OPTIONS:
-        keep = list(range(N_OPTIONS))
+    if not 0 <= raw.gold < len(raw.choices):
+        raise ValueError(f"gold {raw.gold} is not an index of the {len(raw.choices)} choices")
+    if len(raw.choices) == N_OPTIONS:  # the common case, kept cheap (a million-item log)
+        return Item(f"{raw.benchmark}/{raw.source_id}", raw.benchmark, raw.subject,
+                    raw.question, tuple(raw.choices), raw.gold)
     else:
         distractors = [i for i in range(len(raw.choices)) if i != raw.gold][: N_OPTIONS - 1]
         keep = sorted(distractors + [raw.gold])

@@ -46,7 +46,7 @@ class LogWriter:
     def add_items(self, items) -> None:
         new = [it for it in items if it.item_uid not in self.items]
         if new:
-            self.store.add_items(self.grid, new, con=self.con)
+            self.store.add_items(self.grid, new, con=self.con, existing=self.items)
             self.items.update(it.item_uid for it in new)
 
     def write(self, chunk) -> None:

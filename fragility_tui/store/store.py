@@ -254,17 +254,18 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
 
     def add_items(self, grid: str, items: list[Item],
                   con: duckdb.DuckDBPyConnection | None = None,
-                  positions: list[int] | None = None) -> int:
+                  positions: list[int] | None = None, existing: set[str] | None = None) -> int:
         """Insert items not yet in the grid (by item_uid), after the existing ones, in the
         order given. (`positions`, each item's place in a whole sampled set, is what parts
         record for a later merge, store/parts.py; the store keeps its own order.)"""
         if con is None:
             return self._in_transaction(None, lambda c: self.add_items(grid, items, con=c))
-        existing = {r[0] for r in con.execute("SELECT item_uid FROM items WHERE grid = ?",
-                                              [grid]).fetchall()}
+        if existing is None:  # a streamed import keeps its own (no re-read per chunk)
+            existing = {r[0] for r in con.execute("SELECT item_uid FROM items WHERE grid = ?",
+                                                  [grid]).fetchall()}
         start = con.execute("SELECT coalesce(max(position) + 1, 0) FROM items WHERE grid = ?",
                             [grid]).fetchall()[0][0]
-        new = [it for it in dict((it.item_uid, it) for it in items).values()
+        new = [it for it in {it.item_uid: it for it in items}.values()
                if it.item_uid not in existing]
         if not new:
             return 0
