@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fragility_tui.schemas.events import Progress, read_event
+from fragility_tui.schemas.events import Progress, RequestRecovered, RequestRetry, read_event
 from fragility_tui.store.runs import RunRecord, RunStatus
 
 EVENTS_TAIL_BYTES = 64_000  # read of a run's events file to find its latest progress
@@ -100,8 +100,16 @@ def effective_status(run: RunRecord) -> str:
 def tail_progress(events_path: str | None) -> Progress | None:
     """The latest progress event (started, batch, finished, cancelled) of a run's JSON-lines
     events file; None when there is none yet."""
+    return tail_state(events_path)[0]
+
+
+def tail_state(events_path: str | None) -> tuple[Progress | None, RequestRetry | None]:
+    """(the latest progress event, the retry a served run's request waits on): a
+    `request_retry` written after that progress event whose request was not answered since
+    (`request_recovered`); None for either when there is none. A line that does not read
+    (torn, nested past the parser's depth, a NaN or a missing field) is passed over."""
     if not events_path:
-        return None
+        return None, None
     try:
         with open(events_path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
@@ -111,15 +119,22 @@ def tail_progress(events_path: str | None) -> Progress | None:
             # read without end.
             lines = fh.read(EVENTS_TAIL_BYTES).decode("utf-8", "replace").splitlines()
     except OSError:
-        return None
+        return None, None
+    answered: set[str] = set()
+    retrying = None
     for line in reversed(lines):
         try:
             event = read_event(json.loads(line))
         except (ValueError, RecursionError):  # a partly written last line, a field of the
             continue                              # wrong type, nesting past the parser's depth
-        if isinstance(event, Progress):
-            return event
-    return None
+        if isinstance(event, RequestRecovered):
+            answered.add(event.request)
+        elif isinstance(event, RequestRetry):
+            if retrying is None and event.request not in answered:
+                retrying = event  # the latest still waiting
+        elif isinstance(event, Progress):  # a batch: every request before it was answered
+            return event, retrying
+    return None, retrying
 
 
 @dataclass(frozen=True)
@@ -133,11 +148,15 @@ class RunProgress:
     total: int
     tok_s: float | None
     eta: float | None
+    retrying: str | None = None  # a running served run's request waiting to be retried
 
 
 def run_progress(run: RunRecord) -> RunProgress:
-    """The run's record + its latest event: done, total, tokens/s and ETA."""
-    event = tail_progress(run.events_path) or Progress()
+    """The run's record + its latest event: done, total, tokens/s and ETA, and while it
+    runs, the request it waits to retry ("retrying item q3, config o0.letter in 2.0 s:
+    server said HTTP 503: busy (attempt 2 of 6)")."""
+    progress, retry = tail_state(run.events_path)
+    event = progress or Progress()
     done = max(event.cells_done or 0, run.cells_done or 0)
     total = event.cells_total or run.cells_total or 0
     status = effective_status(run)
@@ -145,7 +164,8 @@ def run_progress(run: RunRecord) -> RunProgress:
     if rate is None and run.seconds:
         rate = (run.tokens or 0) / run.seconds
     eta = event.eta_s if status == RunStatus.RUNNING else None
-    return RunProgress(run, status, done, total, rate, eta)
+    retrying = retry.line if retry is not None and status == RunStatus.RUNNING else None
+    return RunProgress(run, status, done, total, rate, eta, retrying)
 
 
 def db_args(db_path: str | None) -> list[str]:

@@ -7,7 +7,9 @@ version of this layout, 1 (lines written before the field existed carry none and
 1). Reading follows fields.py's rules: a missing field is None, an unknown one is kept in
 `extra`, an unknown kind reads as a plain RunEvent (as Progress when it has `cells_done`),
 and a list field holding another JSON type, or a count, rate or duration that is not a
-number, is a SchemaError naming it.
+finite number, is a SchemaError naming it. A retry event (`request_retry`,
+`request_recovered`) without the fields its line is made of is a SchemaError too: a reader
+skips the line.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fragility_tui.schemas.fields import as_list, as_number, as_version, read_record
+from fragility_tui.schemas.fields import (as_list, as_number, as_text, as_version, read_record,
+                                          required)
 
 EVENT_SCHEMA = 1
 
@@ -109,6 +112,40 @@ class OomRetry(RunEvent):
 
 
 @dataclass(frozen=True)
+class RequestRetry(RunEvent):
+    """A served model's request failed and waits `delay_s` to be tried again (a time-out,
+    a 429 or 5xx, a dropped connection): the progress line says so until the request is
+    answered (`request_recovered`) or the next batch is committed."""
+
+    model: Any = None
+    request: Any = None  # what was asked: "item mmlu/0042, config o0.letter"
+    attempt: Any = None  # the attempt about to be made: 2 for the first retry
+    attempts: Any = None  # the most this request gets
+    delay_s: Any = None  # the wait before it
+    reason: Any = None  # why, the server's text redacted: "server said HTTP 503: busy"
+
+    @property
+    def line(self) -> str:
+        """"retrying item mmlu/0042, config o0.letter in 2.0 s: server said HTTP 503:
+        busy (attempt 2 of 6)" (untrusted text: shown through the sanitiser)."""
+        return (f"retrying {self.request} in {self.delay_s:.1f} s: {self.reason} "
+                f"(attempt {self.attempt:.0f} of {self.attempts:.0f})")
+
+
+@dataclass(frozen=True)
+class RequestRecovered(RunEvent):
+    """A retried request was answered (on `attempt`)."""
+
+    model: Any = None
+    request: Any = None
+    attempt: Any = None
+
+    @property
+    def line(self) -> str:
+        return f"{self.request} answered on attempt {self.attempt:.0f}"
+
+
+@dataclass(frozen=True)
 class Failed(RunEvent):
     reason: Any = None
 
@@ -117,14 +154,22 @@ EVENT_TYPES: dict[str, type[RunEvent]] = {
     "started": Started, "batch": Batch, "finished": Ended, "cancelled": Ended,
     "queued": Queued, "configs_refused": ConfigsRefused, "model_loaded": ModelLoaded,
     "probe_failed": ProbeFailed, "oom_retry": OomRetry, "failed": Failed,
+    "request_retry": RequestRetry, "request_recovered": RequestRecovered,
 }
 
 # Counts, rates and durations are computed with (progress bars, ETAs, formatted figures).
 NUMBERS = ("cells_done", "cells_total", "tokens_per_s", "eta_s", "items", "batch_cells",
            "tokens", "elapsed_s", "seconds", "load_s", "tolerance", "largest_difference",
-           "batch_size", "batch_tokens")
+           "batch_size", "batch_tokens", "attempt", "attempts", "delay_s")
 _READERS = {"schema": as_version, "models": as_list, "configs": as_list,
             **{name: as_number for name in NUMBERS}}
+# The fields a kind's line is made of: a line without one is skipped, not half shown.
+_KIND_READERS = {
+    RequestRetry: {"request": required(as_text), "reason": required(as_text),
+                   **{name: required(as_number) for name in ("attempt", "attempts",
+                                                             "delay_s")}},
+    RequestRecovered: {"request": required(as_text), "attempt": required(as_number)},
+}
 
 
 def read_event(line: Any, where: str = "event") -> RunEvent:
@@ -134,4 +179,4 @@ def read_event(line: Any, where: str = "event") -> RunEvent:
     cls = EVENT_TYPES.get(str(kind)) if isinstance(kind, str) else None
     if cls is None:  # a newer kind: still progress when it says how far the run is
         cls = Progress if isinstance(line, dict) and "cells_done" in line else RunEvent
-    return read_record(cls, line, where, _READERS)
+    return read_record(cls, line, where, {**_READERS, **_KIND_READERS.get(cls, {})})

@@ -9,6 +9,9 @@ package follows.
   path (`provenance.models.m.gguf`), and so does a field a reader computes with (an event's
   counts and rates) that is not a number; other scalars are kept as recorded (the card
   prints them).
+- A field declared required (`required(read)`: what the record is shown by, e.g. a retry
+  event's attempt and reason) that is missing or null is a SchemaError too: a reader skips
+  such a record rather than show half of it.
 - `schema`: the document's version; absent means 1 (documents written before it existed),
   a version above the reader's is read as far as it is known, anything but a whole number
   is a SchemaError.
@@ -61,6 +64,22 @@ def as_number(value: Any, where: str) -> int | float | None:
                               or not math.isfinite(value)):
         raise SchemaError(where, "a finite number", value)  # NaN once crashed the Runs pane
     return value
+
+
+def as_text(value: Any, where: str) -> str | None:
+    """A JSON string field (None when absent): text a reader shows or matches on."""
+    if value is not None and not isinstance(value, str):
+        raise SchemaError(where, "a string", value)
+    return value
+
+
+def required(read: Callable[[Any, str], Any]) -> Callable[[Any, str], Any]:
+    """`read`, refusing a missing or null value (SchemaError naming the field)."""
+    def read_required(value: Any, where: str) -> Any:
+        if value is None:
+            raise SchemaError(where, "a value (the field is required)", value)
+        return read(value, where)
+    return read_required
 
 
 def as_version(value: Any, where: str) -> int:

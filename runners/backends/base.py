@@ -54,6 +54,12 @@ class Backend(Protocol):
         """Let the scorer ask the run's stop check while a batch is in flight (a served
         model shuts its requests); a local model stops between batches."""
 
+    def watch_retries(self, scorer, on_event: Callable[..., None]) -> None:
+        """Let the scorer tell the run, `on_event(kind, **fields)`, that a request waits to
+        be retried (`request_retry`) and that a retried one was answered
+        (`request_recovered`): a served model's progress line says so while it lasts. A
+        local model has no requests to retry."""
+
 
 _REGISTRY: dict[str, Callable[[], Backend]] = {}
 
@@ -124,3 +130,6 @@ class LocalBackend:
 
     def watch_stop(self, scorer, should_stop) -> None:
         """A local model's batch is not interrupted: the loop stops between batches."""
+
+    def watch_retries(self, scorer, on_event) -> None:
+        """A local model sends no requests: nothing is retried."""

@@ -9,6 +9,9 @@ app read them through:
 - `batch`: model, cells_done, cells_total, batch_cells, tokens, tokens_per_s, elapsed_s, eta_s
 - `finished` / `cancelled`: cells_done, cells_total, tokens, seconds
 - `failed`: reason (the same one-line message the CLI prints)
+- `request_retry`: model, request, attempt, attempts, delay_s, reason (a served model's
+  request waits to be retried); `request_recovered`: model, request, attempt (it was
+  answered). Written from the requests' worker threads: a lock keeps lines whole.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +27,8 @@ from pathlib import Path
 from fragility_tui import settings
 from fragility_tui.text import clean
 from fragility_tui.schemas.events import (EVENT_SCHEMA, Batch, ConfigsRefused, Ended, Failed,
-                                          ModelLoaded, ProbeFailed, Started, read_event)
+                                          ModelLoaded, ProbeFailed, RequestRecovered,
+                                          RequestRetry, Started, read_event)
 
 
 def default_events_path(run_id: str) -> Path:
@@ -38,14 +43,17 @@ class EventLog:
         self.run_id = run_id
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = open(self.path, "a", encoding="utf-8")
+        self._lock = threading.Lock()  # a served model's retries are told from its workers
 
     def emit(self, event: str, **fields) -> dict:
         record = {"event": event, "run_id": self.run_id,
                   "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                   "schema": EVENT_SCHEMA, **fields}
         read_event(record)  # a field of the wrong type fails here, not in a reader
-        self._fh.write(json.dumps(record, default=str) + "\n")
-        self._fh.flush()
+        line = json.dumps(record, default=str) + "\n"
+        with self._lock:
+            self._fh.write(line)
+            self._fh.flush()
         return record
 
     def close(self) -> None:
@@ -74,32 +82,71 @@ def choose_display(requested: str | None, stream=None) -> str:
 class Display:
     """`full`: one live status line (redrawn at most once a second); `plain`: a line per
     event; `none`: silent. Model and grid names are printed literally (no markup), through
-    fragility_tui.text.clean: an escape sequence in a name shows, it does not act."""
+    fragility_tui.text.clean: an escape sequence in a name shows, it does not act.
+
+    While a served model's request waits to be retried, the live line says so ("retrying
+    item q3, config o0.letter in 2.0 s: server said HTTP 503: busy (attempt 2 of 6)"); once
+    it is answered (or the batch is committed) the progress line returns. `plain` prints a
+    line for each retry and each answer after one."""
 
     def __init__(self, mode: str, stream=None):
         self.mode = mode
         self.stream = stream or sys.stdout
         self._last_draw = 0.0
+        self._lock = threading.Lock()  # retries are told from the requests' threads
+        self._progress = ""  # the live line's progress, as last drawn
+        self._retrying: dict[str, str] = {}  # request -> its retry line, while it waits
 
     def show(self, record: dict) -> None:
         """Show one event as emitted (a line of the log)."""
         if self.mode == "none":
             return
         event = read_event(record)
-        if isinstance(event, Batch):
-            line = _batch_line(event)
-            if self.mode == "full":
-                now = time.monotonic()
-                if now - self._last_draw >= 1.0 or event.cells_done == event.cells_total:
-                    self._last_draw = now
-                    self.stream.write("\r\x1b[2K" + clean(line, one_line=True))
-                    self.stream.flush()
-                return
+        with self._lock:
+            if isinstance(event, (RequestRetry, RequestRecovered)):
+                self._show_retry(event)
+            elif isinstance(event, Batch):
+                self._show_batch(event)
+            else:
+                self._retrying.clear()  # a run that moves on waits on no request
+                if self.mode == "full":
+                    self.stream.write("\r\x1b[2K")
+                self._print(_other_line(record))
+
+    def _show_batch(self, event: Batch) -> None:
+        line = _batch_line(event)
+        retried = bool(self._retrying)
+        self._retrying.clear()  # the batch's requests were all answered
+        if self.mode != "full":
             self._print(line)
             return
+        self._progress = line
+        now = time.monotonic()
+        if retried or now - self._last_draw >= 1.0 or event.cells_done == event.cells_total:
+            self._last_draw = now
+            self._draw(line)
+
+    def _show_retry(self, event) -> None:
+        if isinstance(event, RequestRetry):
+            self._retrying[event.request] = event.line
+            shown = event.line
+        else:
+            was = self._retrying.pop(event.request, None)
+            if self.mode != "full":
+                self._print(event.line)
+                return
+            if was is None:
+                return  # the line did not say it was retrying
+            # another request still waiting, or the progress line back
+            shown = next(reversed(self._retrying.values()), self._progress)
         if self.mode == "full":
-            self.stream.write("\r\x1b[2K")
-        self._print(_other_line(record))
+            self._draw(shown)
+        else:
+            self._print(shown)
+
+    def _draw(self, line: str) -> None:
+        self.stream.write("\r\x1b[2K" + clean(line, one_line=True))
+        self.stream.flush()
 
     def _print(self, line: str) -> None:
         # Names, reasons and notes are untrusted (a grid named with escape sequences).

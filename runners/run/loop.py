@@ -332,6 +332,9 @@ class Run:
             return RunStatus.FINISHED
         loaded, scorer = self._load(prepared)
         self.backend.watch_stop(scorer, stopper.should_stop)  # a served model's requests
+        # a served model's request waiting to be retried: the progress line says so
+        self.backend.watch_retries(scorer, lambda kind, **fields: self.emit(
+            kind, model=prepared.name, **fields))
         # A seeded random order (spec.order_seed): any prefix of the run is a uniform sample
         # of its items, so a half-written grid gives unbiased provisional figures.
         todo = seeded_order(todo, spec.order_seed if spec.order_seed is not None else spec.seed)

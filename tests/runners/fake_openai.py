@@ -10,8 +10,11 @@ Behaviours a test switches on:
 - `echo="none"`: an echo request is refused (HTTP 400), as chat-first hosted APIs do;
 - `completions=False`: no /v1/completions at all (404; a chat-only server);
 - `fail_first=N` with `fail_status`: the first N POSTs answer that status (429 with
-  Retry-After: 0, or a 5xx); `fail_every=K`: so does every K-th POST; `stall_first=N`: the first N POSTs sleep `stall_s` first
-  (a client timeout);
+  Retry-After: 0, or a 5xx); `fail_every=K`: so does every K-th POST; `fail_at={N, ...}`:
+  so do the POSTs of those numbers (a run's request answered 503 once, mid-run);
+  `retry_after`: the Retry-After header of those answers (default: "0" for a 429, none
+  otherwise), `fail_says` their message (default "busy"); `stall_first=N`: the first N
+  POSTs sleep `stall_s` first (a client timeout);
 - `key`: every request must carry `Authorization: Bearer KEY` (else 401);
 - `stall_after=N`: every POST after the N-th sleeps `stall_s` first (a server that hangs
   mid-run); `trickle_s`: each answer's bytes are sent one at a time, `trickle_s` apart (a
@@ -44,7 +47,8 @@ class FakeOpenAI:
                  lifetime_s: float = 600.0, error_says: str | None = None,
                  stall_after: int | None = None, trickle_s: float = 0.0,
                  answer_text: str | None = None, html_says: str | None = None,
-                 fail_after: int | None = None):
+                 fail_after: int | None = None, fail_at=(), retry_after: str | None = None,
+                 fail_says: str = "busy"):
         self.model, self.tokenizer, self.model_id = model, tokenizer, model_id
         self.echo, self.completions, self.key = echo, completions, key
         self.fail_first, self.fail_status, self.fail_every = fail_first, fail_status, fail_every
@@ -54,6 +58,8 @@ class FakeOpenAI:
         self.stall_after, self.trickle_s = stall_after, trickle_s
         self.answer_text, self.html_says = answer_text, html_says
         self.fail_after = fail_after  # every POST after the N-th answers fail_status
+        self.fail_at, self.retry_after = frozenset(fail_at), retry_after
+        self.fail_says = fail_says
         self.requests: list = []
         self.in_flight = self.max_in_flight = self.posts = 0
         self._lock = threading.Lock()
@@ -217,10 +223,12 @@ def _handler(server: FakeOpenAI):
                     n > server.stall_after:
                 time.sleep(server.stall_s)
             if n <= server.fail_first or server.fail_every and n % server.fail_every == 0 \
-                    or server.fail_after is not None and n > server.fail_after:
+                    or server.fail_after is not None and n > server.fail_after \
+                    or n in server.fail_at:
                 server.failed += 1
-                return (server.fail_status, {"error": {"message": "busy"}},
-                        {"Retry-After": "0"} if server.fail_status == 429 else None)
+                retry_after = server.retry_after or ("0" if server.fail_status == 429 else None)
+                return (server.fail_status, {"error": {"message": server.fail_says}},
+                        {"Retry-After": retry_after} if retry_after else None)
             path = self.path.rstrip("/")
             if path == "/v1/chat/completions":
                 return 200, server.chat(body)

@@ -28,6 +28,10 @@ EMITTED = [
     ("oom_retry", dict(model="a", batch_size=4, batch_tokens=1024)),
     ("cancelled", dict(cells_done=3, cells_total=6, tokens=30, seconds=2.0)),
     ("failed", dict(reason="out of memory")),
+    ("request_retry", dict(model="a", request="item toy/q1, config o0.letter", attempt=2,
+                           attempts=6, delay_s=0.5, reason="server said HTTP 503: busy")),
+    ("request_recovered", dict(model="a", request="item toy/q1, config o0.letter",
+                               attempt=2)),
 ]
 
 
@@ -40,7 +44,7 @@ def test_every_event_the_runner_writes_reads_back_typed_with_nothing_unknown(tmp
     events = [read_event(line) for line in lines]
     assert [type(e).__name__ for e in events] == [
         "Started", "Queued", "ConfigsRefused", "ModelLoaded", "ProbeFailed", "Batch",
-        "OomRetry", "Ended", "Failed"]
+        "OomRetry", "Ended", "Failed", "RequestRetry", "RequestRecovered"]
     for e in events:
         assert e.schema == EVENT_SCHEMA and e.run_id == "r1" and e.time and e.extra == {}
     started, batch, ended = events[0], events[5], events[7]
@@ -118,3 +122,20 @@ def test_the_progress_tail_takes_the_latest_progress_event(tmp_path):
                                       cells_total=6))
     assert (progress.done, progress.total, progress.tok_s, progress.eta) == (6, 6, None, None)
     assert tail_progress(None) is None and tail_progress(str(tmp_path / "none")) is None
+
+
+def test_a_retry_event_without_its_fields_is_refused_when_written_and_skipped_when_read(
+        tmp_path):
+    retry = dict(model="a", request="item toy/q1, config o0.letter", attempt=2, attempts=6,
+                 delay_s=0.5, reason="server said HTTP 503: busy")
+    log = EventLog(tmp_path / "e.jsonl", "r1")
+    for bad in (dict(retry, delay_s=float("nan")), dict(retry, attempt=None),
+                {k: v for k, v in retry.items() if k != "reason"}, dict(retry, request=[1])):
+        with pytest.raises(SchemaError):
+            log.emit("request_retry", **bad)
+    log.close()
+    assert read_events(tmp_path / "e.jsonl") == []  # nothing half-written
+    out = io.StringIO()
+    Display("plain", stream=out).show({"event": "request_retry", "run_id": "r", **retry})
+    assert out.getvalue() == ("retrying item toy/q1, config o0.letter in 0.5 s: server said "
+                              "HTTP 503: busy (attempt 2 of 6)\n")

@@ -160,3 +160,42 @@ async def test_a_run_refused_at_its_start_says_why_in_the_pane(tmp_path, tiny_mo
                            timeout=60)
         assert "exit 2" in note and "--no-such-flag" in note
     assert Store(db).runs() == []
+
+
+async def test_a_served_run_s_retry_shows_in_its_status_while_it_lasts(tmp_path):
+    """Issue 57 item 5: a running run whose events say a request waits to be retried shows
+    why in its status; once the request is answered the status is `running` again."""
+    from fragility_tui.processes import process_start
+
+    db, events = tmp_path / "runs.duckdb", tmp_path / "events.jsonl"
+    line = lambda **fields: json.dumps({"run_id": "r1", **fields}) + "\n"  # noqa: E731
+    request = "item toy/q3, config o0.letter"
+    events.write_text(
+        line(event="batch", model="m", cells_done=1, cells_total=4, tokens_per_s=2.0,
+             eta_s=3.0)
+        + line(event="request_retry", model="m", request=request, attempt=2, attempts=6,
+               delay_s=2.0, reason="server said HTTP 503: busy")
+        + line(event="request_retry", model="m", request="item toy/q4, config o0.letter",
+               attempt=2, attempts=6, delay_s=float("nan"), reason="a NaN: skipped"))
+    store = Store(db)
+    store.create_run({"run_id": "r1", "grid": "g", "model": "m", "status": "running",
+                      "pid": os.getpid(), "pid_started": process_start(os.getpid()),
+                      "events_path": str(events), "cells_total": 4})
+    app = FragilityApp(str(db))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.workers.wait_for_complete()
+        await show_pane(app, pilot, "7")
+        pane = app.pane("runs")
+
+        def status() -> str:
+            values = pane.main_table().current_values()
+            return values and dict(zip((c.label for c in COLUMNS), values))["status"].plain
+
+        shown = await until(pilot, lambda: "retrying" in (status() or "") and status(),
+                            "the retry in the status", timeout=20)
+        assert shown == (f"running: retrying {request} in 2.0 s: server said HTTP 503: busy "
+                         "(attempt 2 of 6)")
+        with events.open("a") as fh:
+            fh.write(line(event="request_recovered", model="m", request=request, attempt=2))
+        assert await until(pilot, lambda: status() == "running", "the plain status",
+                           timeout=20)

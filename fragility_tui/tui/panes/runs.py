@@ -233,7 +233,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             bar = hbar(p.done / p.total if p.total else None, 12)
             rows.append((str(run.run_id),
                          [run.run_id, bar, fmt_eta(p.eta),
-                          status_text(p.status, run.error, run.note), run.model, run.grid,
+                          status_text(p.status, run.error, run.note, p.retrying),
+                          run.model, run.grid,
                           run.device or "", p.done, p.total, p.tok_s, run.started_at]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
@@ -345,9 +346,12 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             self.post_message(ShowRun(run))
 
 
-def status_text(status, error: str | None = None, note: str | None = None) -> Text:
+def status_text(status, error: str | None = None, note: str | None = None,
+                retrying: str | None = None) -> Text:
     """The status, and for a failed run its reason (the whole reason: Enter on the row),
-    for a queued one what it waits for."""
+    for a queued one what it waits for, for a running one the request it waits to retry
+    (a served model's: "retrying item q3, config o0.letter in 2.0 s: server said HTTP
+    503: busy (attempt 2 of 6)"), gone once the request is answered."""
     styles = {RunStatus.RUNNING: "bold cyan", RunStatus.FINISHED: "green",
               RunStatus.QUEUED: "yellow",
               RunStatus.CANCELLING: "yellow", RunStatus.CANCELLED: "yellow",
@@ -357,4 +361,6 @@ def status_text(status, error: str | None = None, note: str | None = None) -> Te
         text.append(": " + clean(error, one_line=True, limit=300), style="red")
     if note and status == RunStatus.QUEUED:
         text.append(": " + clean(note, one_line=True, limit=300), style="yellow")
+    if retrying and status == RunStatus.RUNNING:
+        text.append(": " + clean(retrying, one_line=True, limit=300), style="yellow")
     return text

@@ -55,3 +55,6 @@ class OpenAIBackend:
 
     def watch_stop(self, scorer, should_stop) -> None:
         scorer.stop_when(should_stop)  # a stop shuts the requests in flight
+
+    def watch_retries(self, scorer, on_event) -> None:
+        scorer.tell_retries(on_event)  # the progress line says a request waits to be retried

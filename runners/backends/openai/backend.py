@@ -257,6 +257,13 @@ class OpenAIScorer(SchedulesOwnMemory):
         in flight: a stop shuts them instead of waiting for a slow server."""
         self.client.should_stop = should_stop
 
+    def tell_retries(self, on_event) -> None:
+        """The run's event callback, `on_event(kind, **fields)`, told of each request that
+        waits to be retried (`request_retry`: what was asked, why it failed, the attempt
+        about to be made of the most it gets, the wait) and of each retried request
+        answered (`request_recovered`): the progress line says so while it lasts."""
+        self.client.on_retry = lambda notice: on_event(notice.event, **notice.fields())
+
     @property
     def layout(self) -> str:
         return (f"one HTTP request per prompt to {self.client.host}, at most "
@@ -288,7 +295,7 @@ class OpenAIScorer(SchedulesOwnMemory):
         if is_generation:
             path, body = generation_body(self.model, self.endpoint, sent.payload,
                                          self.max_new_tokens)
-            answer = self.client.post(path, body)
+            answer = self.client.post(path, body, label=request_label(request.key))
             text, finish = generated_text(answer, self.endpoint)
             text, stop = cut(request, text, finish, self.tokenizer)
             usage = answer.get("usage") or {}
@@ -296,7 +303,17 @@ class OpenAIScorer(SchedulesOwnMemory):
             value = GenResult(text, int(usage.get("completion_tokens") or 0), stop,
                               stored_text=stored if stored != text else None)
         else:
-            answer = self.client.post("completions", echo_body(self.model, sent.text))
+            answer = self.client.post("completions", echo_body(self.model, sent.text),
+                                      label=request_label(request.key))
             value = continuation_loglikelihood(answer, sent.text, sent.boundary)
             usage = answer.get("usage") or {}
         return value, usage, time.perf_counter() - t0
+
+
+def request_label(key) -> str:
+    """A request named for the progress line: "item mmlu/0042, config o0.letter" (and the
+    option a likelihood request scores)."""
+    if not isinstance(key, tuple) or len(key) < 2:
+        return f"request {key}"
+    label = f"item {key[0]}, config {key[1]}"
+    return label + (f", option {key[2]}" if len(key) > 2 else "")

@@ -9,6 +9,12 @@
   every byte of the answer; a socket timeout alone is per read, and a server trickling a
   byte every few seconds never trips it) and a cap on an answer's size. A watchdog thread
   shuts the socket of a request past its deadline;
+- telling: `on_retry` (None: nothing is told), a callable the run sets, is given a
+  RetryNotice before each retry's wait (what was asked, why it failed, the attempt about
+  to be made and the most this request gets, the wait) and once a retried request is
+  answered, so the run's progress line can say that a request is being retried and why.
+  It is called on the worker's thread; what it raises is ignored (a progress line never
+  fails a request). Its reason is server text: redacted like every error text;
 - stopping: `cancel()` (or `should_stop` turning true while `map` waits) shuts every
   socket in flight and ends the workers' retries, so the process exits within seconds of
   a SIGTERM or `runs cancel` (`RequestsCancelled`, which the run loop records as cancelled);
@@ -35,6 +41,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass
 
 from fragility_tui.errors import InputError
 from fragility_tui.text import redact_secret
@@ -47,6 +54,7 @@ MAX_BACKOFF_S = 30.0
 RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_ANSWER_BYTES = 16 << 20  # an answer larger than this is refused, not read on
 MAX_ERROR_BYTES = 64 << 10  # of an error answer's body, read for its message
+MAX_REASON_CHARS = 160  # of the server's message, in a retry's reason
 WATCH_S = 0.2  # how often the watchdog looks at the deadlines
 POLL_S = 1.0  # how often `map` asks should_stop while it waits
 
@@ -62,6 +70,31 @@ class ServerError(RuntimeError):
 class RequestsCancelled(KeyboardInterrupt):
     """The run was stopped (SIGTERM, ctrl+c, `runs cancel`) while requests were in flight;
     a KeyboardInterrupt so the run loop records the run as cancelled (resumable)."""
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """What `OpenAIClient.on_retry` is told: a request waits `delay_s` to be tried again
+    (`recovered` False), or a retried request was answered (`recovered` True; `attempt` is
+    the one that succeeded, `delay_s` 0 and `reason` empty)."""
+
+    request: str  # what the caller named it (`label`), else "POST host/v1/path"
+    attempt: int  # the attempt about to be made: 2 for the first retry
+    attempts: int  # the most this request gets (a time-out is retried once)
+    delay_s: float  # the wait before it (a Retry-After, else the back-off)
+    reason: str  # why, redacted: "server said HTTP 503: busy", "timed out: ..."
+    recovered: bool = False
+
+    @property
+    def event(self) -> str:
+        """The run's event kind (fragility_tui/schemas/events.py)."""
+        return "request_recovered" if self.recovered else "request_retry"
+
+    def fields(self) -> dict:
+        """The event's fields."""
+        if self.recovered:
+            return {"request": self.request, "attempt": self.attempt}
+        return {k: v for k, v in asdict(self).items() if k != "recovered"}
 
 
 class _Expired(Exception):
@@ -212,6 +245,7 @@ class OpenAIClient:
         self.max_answer_bytes = max_answer_bytes
         self.retried = 0  # transient failures retried (recorded in provenance)
         self.should_stop = None  # a callable map polls while it waits (the run's stopper)
+        self.on_retry = None  # a callable given a RetryNotice (the run's progress line)
         self._watch = _Watch()
         self._deadline = threading.local()
         self._opener = urllib.request.build_opener(
@@ -228,11 +262,21 @@ class OpenAIClient:
         self._watch.cancelled.set()
         self._watch.shut_all()
 
-    def get(self, path: str) -> dict:
-        return self._request("GET", path, None)
+    def get(self, path: str, *, label: str | None = None) -> dict:
+        return self._request("GET", path, None, label)
 
-    def post(self, path: str, body: dict) -> dict:
-        return self._request("POST", path, body)
+    def post(self, path: str, body: dict, *, label: str | None = None) -> dict:
+        """The answer to `body` at `path`; `label` names the request in what `on_retry` is
+        told (the item and config it is for)."""
+        return self._request("POST", path, body, label)
+
+    def _tell(self, notice: RetryNotice) -> None:
+        if self.on_retry is None:
+            return
+        try:
+            self.on_retry(notice)
+        except Exception:  # what the run is told never fails the request
+            pass
 
     def map(self, function, arguments: list) -> list:
         """function(argument) for each, at most `concurrency` at once, results in order.
@@ -257,7 +301,8 @@ class OpenAIClient:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def _request(self, method: str, path: str, body: dict | None) -> dict:
+    def _request(self, method: str, path: str, body: dict | None,
+                 label: str | None = None) -> dict:
         url = f"{self.root}/{path.lstrip('/')}"
         data = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -265,18 +310,26 @@ class OpenAIClient:
             headers["Authorization"] = f"Bearer {self.__key}"
         where = f"{method} {self.host}/v1/{path}"
         timeouts = 0
+        most = self.retries + 1  # attempts this request may get
         for attempt in range(self.retries + 1):
             if self._watch.cancelled.is_set():
                 raise RequestsCancelled(f"{where}: cancelled")
             wait_s = None
             try:
-                return self._once(url, method, data, headers, where)
+                answer = self._once(url, method, data, headers, where)
+                if attempt:
+                    self._tell(RetryNotice(label or where, attempt + 1, most, 0.0, "",
+                                           recovered=True))
+                return answer
             except _Failed as exc:
                 if exc.code not in RETRY_STATUS or attempt == self.retries:
                     raise ServerError(f"{where} answered HTTP {exc.code}: {exc.detail}",
                                       exc.code) from None
                 wait_s = _retry_after(exc.retry_after)
                 failure = f"HTTP {exc.code}"
+                said = exc.detail[:MAX_REASON_CHARS]  # redacted when read (_excerpt)
+                reason = f"server said HTTP {exc.code}" + (f": {said}" if said else "")
+                attempts = most
             except _Expired:
                 timeouts += 1
                 failure = f"timed out: no whole answer within {self.timeout:g} s " \
@@ -285,6 +338,9 @@ class OpenAIClient:
                 # it is slow, not unlucky (six tries of 120 s took 738 s to fail a run)
                 if attempt == self.retries or timeouts > MAX_TIMEOUT_RETRIES:
                     raise ServerError(f"{where} {failure}, {attempt + 1} attempts") from None
+                reason = failure
+                # the next attempt is the last should it time out too
+                attempts = min(most, attempt + 2 + MAX_TIMEOUT_RETRIES - timeouts)
             except (OSError, http.client.HTTPException, urllib.error.URLError) as exc:
                 if self._watch.cancelled.is_set():
                     raise RequestsCancelled(f"{where}: cancelled") from None
@@ -293,9 +349,12 @@ class OpenAIClient:
                 if attempt == self.retries:
                     raise ServerError(f"{where} failed after {self.retries + 1} attempts: "
                                       f"{failure}") from None
+                reason, attempts = f"connection failed: {failure[:MAX_REASON_CHARS]}", most
             self.retried += 1
             delay = wait_s if wait_s is not None else \
                 min(MAX_BACKOFF_S, self.backoff * (2 ** attempt))
+            self._tell(RetryNotice(label or where, attempt + 2, attempts, float(delay),
+                                   self.redact(reason)))
             if self._watch.cancelled.wait(delay):  # a cancel ends the back-off at once
                 raise RequestsCancelled(f"{where}: cancelled")
         raise AssertionError("unreachable")  # the loop returns or raises
