@@ -3,11 +3,18 @@
 (`configs.<task>`: output type, prompt template, delimiters), `n-shot`, the chat template's
 hash, the model args (`add_bos_token`). Multiple-choice tasks give one config per metric
 (`acc`, `acc_norm`), generation tasks one per metric and filter (`exact_match`).
-Correctness is the sample's own metric value, so the import reproduces lm-eval's number."""
+Correctness is the sample's own metric value, so the import reproduces lm-eval's number.
+
+The Open LLM Leaderboard's published details are this shape too (lm-eval 0.4.x on its
+`leaderboard_*` tasks): samples files named `.json` before lm-eval's June 2024 rename, lines
+without `metrics` / `filter` (added in 0.4.7), and multiple-choice tasks that score the
+options' letters (`A`..`J` for MMLU-Pro, `(A)`..`(D)` for GPQA) rather than their text: the
+option texts are then read from the doc (`options`, `choices` or `choice1`..`choiceN`)."""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -16,31 +23,51 @@ from fragility_tui.imports.records import LogRun, LogSample, jsonl_objects, shor
 
 NAME = "lm-eval"
 MC_METRICS = ("acc", "acc_norm")
-LETTERS = "ABCDEFGHIJ"
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+# lm-eval named samples files `.json` (JSON lines all the same) until June 2024 (its PR
+# #1930); the Open LLM Leaderboard's details of that time keep the old name
+SUFFIXES = (".jsonl", ".json")
+# how a task that scores letters shows them: MMLU-Pro `A`, GPQA `(A)`, others `A.` / `A)`
+LABEL_FORMS = ("{}", "({})", "{}.", "{})")
+FIRST_LABELS = frozenset(form.format("A") for form in LABEL_FORMS)
+# a run's timestamp in its file names: datetime.now().isoformat() with ':' made '-'
+RUN_STAMP = re.compile(r"_(\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:\.\d+)?)\.jsonl?$")
 
 
 def sniff(path: Path) -> bool:
-    return path.is_file() and path.name.startswith("samples_") and path.suffix == ".jsonl"
+    return path.is_file() and path.name.startswith("samples_") and path.suffix in SUFFIXES
 
 
 def expand(path: Path) -> list[Path]:
     """The samples files of a path (a samples file, or a folder of lm-eval's output)."""
     if path.is_dir():
-        return sorted(p for p in path.rglob("samples_*.jsonl"))
+        return sorted(p for suffix in SUFFIXES for p in path.rglob(f"samples_*{suffix}"))
     return [path]
 
 
 def results_beside(samples: Path) -> Path:
+    """The run's results file: the one with the samples file's timestamp (lm-eval names both
+    with it; a model's folder of the leaderboard's details holds every run); without
+    timestamps in the names, the last by name. Stamped files of other runs only: an error."""
     found = sorted(samples.parent.glob("results*.json"))
     if not found:
         raise InputError("no results_*.json beside this samples file: lm-eval writes both "
                          "and the config (task, shots, template, chat template) is read from "
                          "it; or use import-lmeval with --config", path=str(samples))
-    return found[-1]
+    stamp = RUN_STAMP.search(samples.name)
+    stamped = {m.group(1): p for p in found if (m := RUN_STAMP.search(p.name))}
+    if stamp is None or not stamped:
+        return found[-1]
+    if stamp.group(1) not in stamped:  # another run's config is not this one's
+        raise InputError(f"no results file of this run ({stamp.group(1)}) beside it: "
+                         f"{', '.join(p.name for p in stamped.values())} "
+                         f"{'is' if len(stamped) == 1 else 'are'} another run's; download "
+                         f"results_{stamp.group(1)}.json with the samples", path=str(samples))
+    return stamped[stamp.group(1)]
 
 
 def _task_of(samples: Path, results: dict, results_path: Path) -> str:
-    stem = samples.name[len("samples_"):-len(".jsonl")]
+    stem = samples.name[len("samples_"):-len(samples.suffix)]
     tasks = sorted((t for t in results.get("configs", {})
                     if stem == t or stem.startswith(t + "_")),
                    key=len, reverse=True)
@@ -82,7 +109,9 @@ def read_chunks(path: Path, *, model: str | None = None, metric: str | None = No
     runs: dict[str, LogRun] = {}
     samples: list[LogSample] = []
     first = None  # the first line's (metric names, filter): most lines repeat it
-    for sample, line_metrics, filt in _samples(path, output_type):
+    names = [m.get("metric") for m in task_cfg.get("metric_list") or ()
+             if isinstance(m, dict) and isinstance(m.get("metric"), str)]
+    for sample, line_metrics, filt in _samples(path, output_type, tuple(names) or MC_METRICS):
         signature = (line_metrics.keys(), filt)
         if signature != first:  # the first line, or one whose metrics differ
             chosen = {(name if filt in (None, "none") else f"{name}-{filt}"): name
@@ -145,13 +174,14 @@ def _run(results, results_path, path, task, task_cfg, key, name, filt, shots, ou
                     "chat_template_sha": chat_sha, "n_shot": shots})
 
 
-def _samples(path: Path, output_type: str):
+def _samples(path: Path, output_type: str, metrics: tuple[str, ...] = MC_METRICS):
     """(sample, {metric: correct}, filter) per line; `read_chunks` gives each metric's run
-    its correctness and pick."""
+    its correctness and pick. A line names its metrics (`metrics`, lm-eval 0.4.7 on); an
+    older one's are the task config's `metric_list` found in it."""
     reader = _mc_sample if output_type == "multiple_choice" else _gen_sample
     source = str(path)
     for lineno, record in jsonl_objects(path, "doc", "an lm-eval --log_samples"):
-        names = [m for m in (record.get("metrics") or MC_METRICS) if m in record]
+        names = [m for m in (record.get("metrics") or metrics) if m in record]
         if not names:
             raise InputError("the sample has no metric value", path=source, line=lineno)
         try:
@@ -228,10 +258,38 @@ def _mc_sample(record, path, line) -> LogSample:
                          line=line, field="filtered_resps")
     doc = _doc(record)
     question = doc.get("question")
+    if not isinstance(question, str):
+        question = doc.get("Question")  # GPQA's column
+    target = _target_index(record.get("target"), choices)
+    pred = None
+    if choices[0].strip() in FIRST_LABELS and _labels(choices):
+        options = _doc_options(doc, len(choices))
+        if options is not None:  # else the letters stay: matched by a doc id, if any
+            # the letters are one length: acc_norm's pick (log-likelihood / length) is acc's
+            choices, pred = options, lls.index(max(lls))
     return LogSample(path, line, _str(record.get("doc_id")), False,
                      question if isinstance(question, str) else context, choices,
-                     _target_index(record.get("target"), choices), None, None, lls,
-                     _doc_item(doc), prompt=context)
+                     target, pred, None, lls, _doc_item(doc), prompt=context)
+
+
+def _labels(shown: tuple[str, ...]) -> bool:
+    """The continuations are letters in order (`A`, `B`, … or `(A)`, `(B)`, …), one form."""
+    if len(shown) > len(LETTERS):
+        return False
+    return any(all(s.strip() == form.format(LETTERS[k]) for k, s in enumerate(shown))
+               for form in LABEL_FORMS)
+
+
+def _doc_options(doc: dict, n: int) -> tuple[str, ...] | None:
+    """The option texts a doc holds, as many as the letters scored: MMLU-Pro's `options`, a
+    `choices` list (MMLU, our schema), the leaderboard's GPQA `choice1`..`choice4`."""
+    for key in ("options", "choices"):
+        found = doc.get(key)
+        if isinstance(found, list) and len(found) == n and all(isinstance(o, str)
+                                                               for o in found):
+            return tuple(found)
+    numbered = tuple(doc.get(f"choice{k}") for k in range(1, n + 1))
+    return numbered if all(isinstance(o, str) for o in numbered) else None
 
 
 def _gen_sample(record, path, line) -> LogSample:
@@ -259,8 +317,8 @@ def _pred(sample: LogSample, metric: str, output_type: str) -> int | None:
     """The option a metric's argmax picks (multiple choice; first maximum on ties,
     lm-eval's rule), in the order shown; a generation sample's parsed letter."""
     scores = sample.scores
-    if output_type != "multiple_choice" or not scores:
-        return sample.pred
+    if output_type != "multiple_choice" or not scores or sample.pred is not None:
+        return sample.pred  # a generation's letter; the pick over letters (_mc_sample)
     if metric == "acc_norm":
         scores = [v / (len(c) or 1) for v, c in zip(scores, sample.choices)]
     return scores.index(max(scores))  # the first maximum
