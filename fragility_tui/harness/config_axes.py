@@ -47,7 +47,7 @@ _TEMPLATE_RANK = {None: 0, "+raw": 1, "+chat": 2}
 MAX_ID_LENGTH = 200
 
 
-def _runner_parts(config_id: str):
+def runner_parts(config_id: str):
     """(base, bos, template, shots) of a runner id, or None when it is not one."""
     match = _MODIFIER.match(config_id)
     if match is None or match["base"] not in _BASE_POSITION:
@@ -56,9 +56,23 @@ def _runner_parts(config_id: str):
     return match["base"], match["bos"], match["tpl"], shots
 
 
+def modifier_problem(config_id: str) -> str | None:
+    """Why a runner id's modifiers do not apply to its base (None when they do): a cloze
+    prompt is never templated, and a .lik config scores the raw prompt (SPEC v5 §2)."""
+    parts = runner_parts(config_id)
+    if parts is None:
+        return None
+    base, _, template, _ = parts
+    if template and base in CLOZE_FORMATS:
+        return f"{config_id}: {template} does not apply to a cloze config (never templated)"
+    if template == "+chat" and base.endswith(".lik"):
+        return f"{config_id}: +chat does not apply to a .lik config (it scores the raw prompt)"
+    return None
+
+
 def is_runner_config(config_id: str) -> bool:
     """Whether our runner can render this id (paper set, `.lik`, with modifiers)."""
-    return _runner_parts(config_id) is not None
+    return runner_parts(config_id) is not None
 
 
 def is_paper_config(config_id: str) -> bool:
@@ -67,7 +81,7 @@ def is_paper_config(config_id: str) -> bool:
 
 @lru_cache(maxsize=4096)
 def _derived_axes(config_id: str) -> tuple[tuple[str, str], ...]:
-    parts = _runner_parts(config_id)
+    parts = runner_parts(config_id)
     if parts is not None:
         base, bos, template, shots = parts
         if base in CLOZE_FORMATS:
@@ -124,7 +138,7 @@ def imported_config_id(harness: str, task: str, metric: str, shots: int | None,
 def config_sort_key(config_id: str) -> tuple:
     """§2b's canonical order: the paper set, then runner extensions by base and modifiers,
     then imported configs by (harness, task, metric, shots), then free-form ids."""
-    parts = _runner_parts(config_id)
+    parts = runner_parts(config_id)
     if parts is not None:
         base, bos, template, shots = parts
         if bos is None and template is None and shots is None and is_paper_config(base):

@@ -11,8 +11,9 @@ import itertools
 from dataclasses import dataclass
 from functools import lru_cache
 
-from fragility_tui.harness.config_axes import (CLOZE_FORMATS, GENERATION_FORMATS, ORDERS,
-                                               canonical_order)
+from fragility_tui.harness.config_axes import (CLOZE_FORMATS, GENERATION_FORMATS, LIK_IDS,
+                                               ORDERS, canonical_order, modifier_problem,
+                                               runner_parts)
 from fragility_tui.items.item import N_OPTIONS  # re-exported: the harness shuffles four options
 
 REFERENCE = "o0.letter"
@@ -23,13 +24,27 @@ class Config:
     config_id: str
     order: str | None  # "o0".."o5"; None for the order-invariant cloze configs
     format: str  # letter | paren | digit | instruct | cloze_qa | cloze_bare
-    scoring: str  # generate | likelihood
+    scoring: str  # generate | likelihood (cloze) | letter_lik (SPEC v5 §2 extensions)
     is_reference: bool
+    # the extension modifiers (SPEC v5 §2): None = the model's own setting
+    bos: str | None = None  # "on" (+bos) | "off" (+nobos)
+    template: str | None = None  # "raw" (+raw) | "chat" (+chat)
+    shots: int = 0  # +kN: solved examples before the question
 
     @property
     def shuffle_index(self) -> int:
         """k of the order (0 = native); cloze configs score options in native order."""
         return int(self.order[1:]) if self.order else 0
+
+    @property
+    def base_id(self) -> str:
+        """The id without its modifiers (o2.digit.lik of o2.digit.lik+raw+k5)."""
+        return self.config_id.split("+", 1)[0]
+
+    @property
+    def scores_options(self) -> bool:
+        """Scored by log-likelihoods (cloze and letter likelihood), not by generation."""
+        return self.scoring != "generate"
 
 
 def _build() -> tuple[Config, ...]:
@@ -49,10 +64,29 @@ CONFIG_POSITION: dict[str, int] = {cid: i for i, cid in enumerate(CONFIG_IDS)}
 
 
 def get_config(config_id: str) -> Config:
-    try:
-        return CONFIG_BY_ID[config_id]
-    except KeyError:
-        raise KeyError(f"unknown config id {config_id!r}; known: {', '.join(CONFIG_IDS)}") from None
+    """The config of any id our runner renders: the paper's 26, the letter-likelihood
+    configs and either with modifiers (KeyError names what is known otherwise)."""
+    config = CONFIG_BY_ID.get(config_id)
+    return config if config is not None else _extension(config_id)
+
+
+@lru_cache(maxsize=4096)
+def _extension(config_id: str) -> Config:
+    parts = runner_parts(config_id)
+    problem = None if parts is None else modifier_problem(config_id)
+    if parts is None or problem:
+        raise KeyError(problem or f"unknown config id {config_id!r}; known: the paper set "
+                       f"({', '.join(CONFIG_IDS)}), {{order}}.{{letter|paren|digit}}.lik, "
+                       "each with modifiers +bos|+nobos, +raw|+chat, +kN in that order")
+    base, bos, template, shots = parts
+    if base in CLOZE_FORMATS:
+        order, fmt, scoring = None, base, "likelihood"
+    else:
+        order, fmt, *lik = base.split(".")
+        scoring = "letter_lik" if lik else "generate"
+    return Config(config_id, order, fmt, scoring, False,
+                  {None: None, "+bos": "on", "+nobos": "off"}[bos],
+                  {None: None, "+raw": "raw", "+chat": "chat"}[template], shots or 0)
 
 
 def default_reference(config_ids) -> str | None:
@@ -65,13 +99,31 @@ def default_reference(config_ids) -> str | None:
     return present[0] if present else None
 
 
-def parse_config_list(text: str | None, *, any_id: bool = False) -> list[str]:
-    """Parse a comma-separated --configs value into canonical order (None/'' = all 26).
+GROUPS_HELP = ("ids like o0.letter, cloze_qa, o2.digit.lik, o0.letter+nobos, or a group: "
+               "paper (the 26), lik (the 18 letter-likelihood), generate, likelihood, o0..o5, "
+               "letter, paren, digit, instruct; a group takes modifiers too: paper+nobos, "
+               "lik+k5")
 
-    Accepts the paper set's ids plus the shorthands 'generate', 'likelihood', an order
-    ('o3') or a format ('paren'); with `any_id` (a grid's configs in view, not a run's) also
-    any other well-formed id (imported, free-form: whether the grid has it is the caller's
-    check). Raises ValueError naming the unknown entry.
+
+def _group(token: str) -> list[str] | None:
+    """The ids a group name stands for (None: not a group)."""
+    if token == "paper":
+        return list(CONFIG_IDS)
+    if token == "lik":
+        return list(LIK_IDS)
+    matched = [c.config_id for c in CONFIGS if token in (c.scoring, c.order, c.format)]
+    return matched or None
+
+
+def parse_config_list(text: str | None, *, any_id: bool = False) -> list[str]:
+    """Parse a comma-separated --configs value into canonical order (None/'' = the 26).
+
+    Accepts any id our runner renders (the paper set, `.lik`, with modifiers), the groups
+    `paper` and `lik`, the paper set's shorthands 'generate', 'likelihood', an order ('o3')
+    or a format ('paren'), and a group or id followed by modifiers (`paper+nobos`,
+    `lik+k5`); with `any_id` (a grid's configs in view, not a run's) also any other
+    well-formed id (imported, free-form: whether the grid has it is the caller's check).
+    Raises ValueError naming the unknown entry.
     """
     from fragility_tui.harness.config_axes import config_id_problem
 
@@ -82,17 +134,21 @@ def parse_config_list(text: str | None, *, any_id: bool = False) -> list[str]:
         token = raw.strip()
         if not token:
             continue
-        if token in CONFIG_BY_ID:
-            chosen.add(token)
-            continue
-        matched = [c.config_id for c in CONFIGS
-                   if token in (c.scoring, c.order, c.format)]
-        if not matched and any_id and config_id_problem(token) is None:
-            matched = [token]
-        if not matched:
-            raise ValueError(f"unknown config {token!r}; use ids like o0.letter, cloze_qa, "
-                             "or a group: generate, likelihood, o0..o5, letter, paren, digit, instruct")
-        chosen.update(matched)
+        head, plus, modifiers = token.partition("+")
+        group = None if token in CONFIG_BY_ID else _group(head)
+        ids = [token] if group is None else [f"{c}{plus}{modifiers}" for c in group]
+        for config_id in ids:
+            chosen.add(config_id)
+            try:
+                get_config(config_id)
+                continue
+            except KeyError as exc:
+                problem = exc.args[0] if runner_parts(config_id) else None
+            if problem is None and any_id and config_id_problem(config_id) is None:
+                continue  # an imported or free-form id of a grid
+            order = " (modifiers go in this order: +bos|+nobos, +raw|+chat, +kN)" if plus else ""
+            raise ValueError(f"unknown config {token!r}: {problem}" if problem else
+                             f"unknown config {token!r}{order}; use {GROUPS_HELP}")
     return canonical_order(chosen)
 
 

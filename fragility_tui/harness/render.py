@@ -18,6 +18,11 @@ sentence. No system message (several chat templates reject one).
 Cloze configs: context "Question: {q}\\nAnswer:" (cloze_qa) or "{q}" (cloze_bare), and the
 continuations " {option}" in native order.
 
+Letter-likelihood configs (`o2.digit.lik`, SPEC v5 §2): the generation config's raw `text`
+as the context and the labels as the format writes them (" A", " (A)", " 1") as the
+continuations, in display order. Modifiers (+bos/+nobos, +raw/+chat) change how a prompt is
+tokenised, not its text (runners/plan/item_requests.py, Encoder).
+
 Whitespace: in the generation configs the question and each option are stripped of
 leading/trailing whitespace (963 MMLU test questions carry a leading space or a trailing
 newline that would leave a stray space or a blank line); inner whitespace and newlines are
@@ -81,7 +86,31 @@ class ClozePrompt:
         return tuple(self.context + c for c in self.continuations)
 
 
-Prompt = Union[GenerationPrompt, ClozePrompt]
+@dataclass(frozen=True)
+class LabelPrompt:
+    """A letter-likelihood config (`{order}.{format}.lik`, SPEC v5 §2): the generation
+    config's raw prompt, ending in the answer cue, scored by the log-likelihood of each
+    label as the format writes it (" A", " (A)", " 1"), in display order."""
+
+    config_id: str
+    permutation: tuple[int, ...]  # display position j shows choices[permutation[j]]
+    labels: tuple[str, ...]
+    options: tuple[str, ...]
+    gold_position: int
+    context: str  # the generation config's `text`
+    continuations: tuple[str, ...]  # the labels' continuations, display order
+
+    def native_index(self, position: int) -> int:
+        return -1 if position == -1 else self.permutation[position]
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        return tuple(self.context + c for c in self.continuations)
+
+
+Prompt = Union[GenerationPrompt, ClozePrompt, LabelPrompt]
+# how a letter-likelihood config writes its label after the answer cue
+_LABEL_CONTINUATION = {"letter": " {label}", "paren": " ({label})", "digit": " {label}"}
 
 
 def _clean(text: str) -> str:
@@ -122,10 +151,10 @@ def _generation(item: Item, config_id: str, fmt: str, permutation: tuple[int, ..
     )
 
 
-def _cloze(item: Item, config_id: str) -> ClozePrompt:
+def _cloze(item: Item, config_id: str, fmt: str) -> ClozePrompt:
     """lm-eval's cloze request: the item text as it is (no stripping), target delimiter " "."""
     question = item.question
-    context = f"{QUESTION_PREFIX}{question}\n{ANSWER_CUE}" if config_id == "cloze_qa" else question
+    context = f"{QUESTION_PREFIX}{question}\n{ANSWER_CUE}" if fmt == "cloze_qa" else question
     return ClozePrompt(config_id, context, tuple(" " + c for c in item.choices), item.gold)
 
 
@@ -139,10 +168,22 @@ def render(item: Item, config_id: str, seed: int,
     _check_item(item)
     config = get_config(config_id)
     if config.scoring == "likelihood":
-        return _cloze(item, config_id)
+        return _cloze(item, config_id, config.format)
     if permutation is None:
         permutation = item_shuffles(seed, item.item_uid)[config.shuffle_index]
-    return _generation(item, config_id, config.format, _check_permutation(permutation, item.item_uid))
+    prompt = _generation(item, config_id, config.format,
+                         _check_permutation(permutation, item.item_uid))
+    if config.scoring == "letter_lik":
+        return _label(prompt)
+    return prompt
+
+
+def _label(prompt: GenerationPrompt) -> LabelPrompt:
+    fmt = get_config(prompt.config_id).format
+    return LabelPrompt(prompt.config_id, prompt.permutation, prompt.labels, prompt.options,
+                       prompt.gold_position, prompt.text,
+                       tuple(_LABEL_CONTINUATION[fmt].format(label=label)
+                             for label in prompt.labels))
 
 
 def render_all(item: Item, seed: int) -> dict[str, Prompt]:
@@ -154,7 +195,7 @@ def prompt_text(prompt: Prompt | str) -> str:
     """The raw text a base model reads first: the whole prompt, or the cloze context."""
     if isinstance(prompt, GenerationPrompt):
         return prompt.text
-    if isinstance(prompt, ClozePrompt):
+    if isinstance(prompt, (ClozePrompt, LabelPrompt)):
         return prompt.context
     return prompt
 

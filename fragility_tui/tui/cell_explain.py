@@ -99,11 +99,17 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
         text.append(f"permutation {clean(cell['permutation'], one_line=True, limit=20)} "
                     "(display position j shows native choice p[j])\n")
     if prompt is not None:
-        _append_prompt(text, prompt, chat)
+        _append_modifiers(text, config_id)
+        _append_prompt(text, prompt, _template_of(config_id, chat))
     _append_output(text, cell, prompt)
     scores = cell.get("scores")
     if scores:
-        _append_scores(text, scores, item)
+        from fragility_tui.harness.render import LabelPrompt
+
+        if isinstance(prompt, LabelPrompt):
+            _append_label_scores(text, scores, cell.get("pred"))
+        else:
+            _append_scores(text, scores, item)
     if cell.get("near_tie"):
         text.append(f"near-tie: margin {cell['margin']:.3g} is inside the run's rounding "
                     "tolerance; a flip here is rounding, not the harness\n", style="bold yellow")
@@ -117,9 +123,43 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
     return text
 
 
-def _append_prompt(text: Text, prompt, chat=None) -> None:
-    from fragility_tui.harness.render import ClozePrompt
+def _append_modifiers(text: Text, config_id: str) -> None:
+    """What the config's modifiers (SPEC v5 §2) did to the prompt's tokens."""
+    from fragility_tui.harness.configs import get_config
 
+    config = get_config(config_id)
+    notes = {"on": "a BOS token forced on (+bos)", "off": "the BOS token forced off (+nobos)",
+             None: None}[config.bos]
+    template = {"raw": "no chat template (+raw)", "chat": "the chat template (+chat)",
+                None: None}[config.template]
+    shown = [n for n in (notes, template) if n]
+    if shown:
+        text.append("modifiers: " + "; ".join(shown) + "\n", style="dim")
+
+
+def _template_of(config_id: str, chat):
+    """The model's recorded chat template as this config used it: +raw reads the raw text
+    whatever the model's mode, +chat the template's rendering."""
+    from dataclasses import replace
+
+    from fragility_tui.harness.configs import get_config
+
+    wanted = get_config(config_id).template
+    if wanted is None or chat is None:
+        return chat
+    return replace(chat, mode=wanted)
+
+
+def _append_prompt(text: Text, prompt, chat=None) -> None:
+    from fragility_tui.harness.render import ClozePrompt, LabelPrompt
+
+    if isinstance(prompt, LabelPrompt):
+        text.append("context (letter likelihood: the raw generation prompt)\n", style="bold")
+        text.append_text(block(prompt.context, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
+        text.append("\nlabels scored after it (display order)\n", style="bold")
+        for j, cont in enumerate(prompt.continuations):
+            text.append(f"  {j}: {cont!r} → native choice {prompt.permutation[j]}\n")
+        return
     if isinstance(prompt, ClozePrompt):
         text.append("context (likelihood scoring)\n", style="bold")
         text.append_text(block(prompt.context, limit=ITEM_TEXT_LIMIT, style="on grey11"))
@@ -191,6 +231,15 @@ def _append_scores(text: Text, scores: list, item) -> None:
     for j, (s, v) in enumerate(zip(scores, norm)):
         mark = "→" if j == best else " "
         text.append(f" {mark} {j}: {s:10.4f} · {v:8.4f}\n")
+
+
+def _append_label_scores(text: Text, scores: list, pred) -> None:
+    """A letter-likelihood cell's label log-likelihoods, native order; the highest (the
+    first shown on ties) is the prediction, with no length normalisation."""
+    text.append("label scores (raw log-likelihood, native order; → the prediction, the "
+                "highest)\n", style="bold")
+    for j, s in enumerate(scores):
+        text.append(f" {'→' if j == pred else ' '} {j}: {s:10.4f}\n")
 
 
 def _perm(value) -> tuple[int, ...] | None:

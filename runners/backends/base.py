@@ -119,11 +119,15 @@ class LocalBackend:
     def prepare(self, spec, device: str) -> list:
         from runners.models.prepare import prepare_model
 
-        return [prepare_model(m, name=spec.name, dtype=spec.dtype, device=device,
-                              quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
-                              mode=spec.prompt_mode, trust_remote_code=spec.trust_remote_code,
-                              backend=self.name, engine_attention=self.engine_attention)
-                for m in spec.models]
+        prepared = [prepare_model(m, name=spec.name, dtype=spec.dtype, device=device,
+                                  quantize=spec.quantize, max_new_tokens=spec.max_new_tokens,
+                                  mode=spec.prompt_mode,
+                                  trust_remote_code=spec.trust_remote_code,
+                                  backend=self.name, engine_attention=self.engine_attention)
+                    for m in spec.models]
+        for p in prepared:
+            p.refuse_modifiers(spec.configs)
+        return prepared
 
     def text_encoder(self, scorer):
         return None

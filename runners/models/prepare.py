@@ -34,7 +34,26 @@ class PreparedModel:
     weights_sha256: str
     gguf_quant: str | None
     fingerprint: dict
-    refused: dict = field(default_factory=dict)  # config id -> why it is not run (none here)
+    refused: dict = field(default_factory=dict)  # config id -> why it is not run
+
+    @property
+    def refusal(self) -> str:
+        """The one line that names the refused configs and says why."""
+        return (f"{self.name}: configs {', '.join(sorted(self.refused))} refused (not run): "
+                + "; ".join(sorted(set(self.refused.values()))) + "; the other configs run")
+
+    def refuse_modifiers(self, configs) -> None:
+        """The configs whose modifier this model cannot honour: +chat without a chat
+        template, +bos with a tokenizer that defines no BOS token."""
+        from fragility_tui.harness.configs import get_config
+
+        tokenizer = self.tokenizer
+        for config_id in configs:
+            config = get_config(config_id)
+            if config.template == "chat" and not isinstance(tokenizer.chat_template, str):
+                self.refused[config_id] = "+chat needs a chat template and the model has none"
+            elif config.bos == "on" and tokenizer.bos_token_id is None:
+                self.refused[config_id] = "+bos needs a BOS token and the tokenizer defines none"
 
 
 def converted_folder(gguf_sha: str) -> Path | None:

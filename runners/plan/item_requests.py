@@ -23,15 +23,15 @@ import hashlib
 from dataclasses import dataclass, field
 from functools import partial
 
-from fragility_tui.harness.configs import perm_to_str
+from fragility_tui.harness.configs import get_config, perm_to_str
 from fragility_tui.items.item import Item
 from fragility_tui.harness.parser import is_decided, parse_answer
-from fragility_tui.harness.render import ClozePrompt, GenerationPrompt, render
+from fragility_tui.harness.render import ClozePrompt, GenerationPrompt, LabelPrompt, render
 # The schema module, not store.store: that one imports duckdb, which the air-gapped GPU box
 # lacks (benchmarks/gpu_check.py plans and parses items there).
 from fragility_tui.store.schema import CellRow
 from runners.plan import numerics
-from runners.models.fingerprint import pinned_date, prompt_sha
+from runners.models.fingerprint import pinned_date, prompt_sha, template_args
 from runners.plan.prefix_tree import build_tree, count_tokens
 from runners.plan.score_types import BatchResult, GenRequest, LikelihoodRequest
 
@@ -42,23 +42,43 @@ class Encoder:
     is_instruct: bool  # prompt mode chat
     template_args: dict = field(default_factory=dict)
 
-    def generation(self, prompt: GenerationPrompt) -> list[int]:
-        if self.is_instruct:
+    def generation(self, prompt: GenerationPrompt, *, chat: bool | None = None,
+                   bos: str | None = None) -> list[int]:
+        """`chat`: through the chat template (None: the run's prompt mode; +chat / +raw
+        force it); `bos`: "on" / "off" forces a BOS token (+bos / +nobos)."""
+        if self.is_instruct if chat is None else chat:
+            # +chat on a run in raw mode: the arguments the template would be pinned with
+            args = self.template_args if self.is_instruct else \
+                template_args(self.tokenizer.chat_template)
             with pinned_date():
                 text = self.tokenizer.apply_chat_template(
-                    list(prompt.messages), tokenize=False, add_generation_prompt=True,
-                    **self.template_args)
-            return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        return self.tokenizer(prompt.text)["input_ids"]
+                    list(prompt.messages), tokenize=False, add_generation_prompt=True, **args)
+            return self.with_bos(self.tokenizer(text, add_special_tokens=False)["input_ids"],
+                                 bos)
+        return self.with_bos(self.tokenizer(prompt.text)["input_ids"], bos)
 
-    def cloze(self, context: str, continuation: str) -> tuple[list[int], int]:
+    def with_bos(self, ids: list[int], bos: str | None) -> list[int]:
+        """The ids with a BOS token forced on or off (None: as encoded). Exactly one BOS
+        token is added or removed, so +nobos differs from +bos by that token alone."""
+        if bos is None:
+            return ids
+        bos_id = self.tokenizer.bos_token_id
+        has = bool(ids) and bos_id is not None and ids[0] == bos_id
+        if bos == "off":
+            return ids[1:] if has else ids
+        if bos_id is None:
+            raise ValueError("+bos: the tokenizer defines no BOS token")
+        return ids if has else [bos_id] + ids
+
+    def cloze(self, context: str, continuation: str, *,
+              bos: str | None = None) -> tuple[list[int], int]:
         """(context_enc + continuation_enc as lm-eval feeds them, index of the first scored
-        token = len(context_enc))."""
+        token = len(context_enc)); `bos` as in `generation`, on both encodings."""
         spaces = len(context) - len(context.rstrip())
         if spaces:
             context, continuation = context[:-spaces], context[-spaces:] + continuation
-        context_enc = self.tokenizer(context)["input_ids"]
-        whole = self.tokenizer(context + continuation)["input_ids"]
+        context_enc = self.with_bos(self.tokenizer(context)["input_ids"], bos)
+        whole = self.with_bos(self.tokenizer(context + continuation)["input_ids"], bos)
         if not context_enc:  # empty context: condition on a start token, as lm-eval does
             start = self.tokenizer.bos_token_id
             start = self.tokenizer.eos_token_id if start is None else start
@@ -83,8 +103,12 @@ def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
     for config_id in config_ids:
         prompt = render(item, config_id, seed)
         plan.prompts[config_id] = prompt
+        config = get_config(config_id)
+        modifiers = {"bos": config.bos} if config.bos else {}
         if isinstance(prompt, GenerationPrompt):
-            tokens = encoder.generation(prompt)
+            if config.template:
+                modifiers["chat"] = config.template == "chat"
+            tokens = encoder.generation(prompt, **modifiers)
             decided = partial(is_decided, labels=prompt.labels, options=prompt.options)
             gen.append(GenRequest((item.item_uid, config_id), tokens, decided))
             plan.prompt_tokens[config_id] = len(tokens)
@@ -92,7 +116,7 @@ def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
         else:
             total, sequences = 0, []
             for option, continuation in enumerate(prompt.continuations):
-                tokens, scored_from = encoder.cloze(prompt.context, continuation)
+                tokens, scored_from = encoder.cloze(prompt.context, continuation, **modifiers)
                 lik.append(LikelihoodRequest((item.item_uid, config_id, option), tokens,
                                              scored_from))
                 total += len(tokens)
@@ -137,6 +161,9 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
                                 None, tokens,
                                 ms, run_id, plan.prompt_shas.get(config_id), out.margin,
                                 numerics.near_tie(out.margin, tolerance["generate"])))
+        elif isinstance(prompt, LabelPrompt):
+            rows.append(_label_cell(plan, prompt, result, model, run_id, ms_per_token,
+                                    tolerance))
         else:
             keys = [(uid, config_id, i) for i in range(4)]
             scores = [result.loglikelihoods[key][0] for key in keys]
@@ -148,6 +175,27 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
                                 plan.prompt_shas.get(config_id), margin,
                                 numerics.near_tie(margin, tolerance["likelihood"])))
     return rows
+
+
+def _label_cell(plan: ItemPlan, prompt: LabelPrompt, result: BatchResult, model: str,
+                run_id: str | None, ms_per_token: float, tolerance: dict) -> CellRow:
+    """A letter-likelihood cell: the label with the highest log-likelihood (first maximum;
+    no length normalisation), its scores stored in native option order like a cloze
+    cell's (the cell's permutation says where each was shown)."""
+    uid, config_id = plan.item.item_uid, prompt.config_id
+    keys = [(uid, config_id, i) for i in range(len(prompt.continuations))]
+    shown = [result.loglikelihoods[key][0] for key in keys]
+    position = shown.index(max(shown))
+    native = [0.0] * len(shown)
+    for j, k in enumerate(prompt.permutation):
+        native[k] = shown[j]
+    pred = prompt.native_index(position)
+    margin = numerics.likelihood_margin(shown)
+    tokens, ms = _cost(result, keys, plan.prompt_tokens[config_id], ms_per_token)
+    return CellRow(model, uid, config_id, pred == plan.item.gold, pred,
+                   perm_to_str(prompt.permutation), None, native, tokens, ms, run_id,
+                   plan.prompt_shas.get(config_id), margin,
+                   numerics.near_tie(margin, tolerance["likelihood"]))
 
 
 def _cost(result: BatchResult, keys: list, prompt_tokens: int, ms_per_token: float,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -84,3 +85,45 @@ def test_axis_levels_may_look_like_our_ids():
     assert axis_levels_problem("mine", {"order": "o0", "stem": "cloze_x", "shots": 5}) is None
     assert "has level" in axis_levels_problem("mine", {"order": "o0\x1b[2J"})
     assert "must be lower-case" in axis_levels_problem("mine", {"Order": "o0"})
+
+
+# -- choosing runner configs (issue 56: `run --configs`) ---------------------------------
+
+
+def test_config_groups_and_modifiers_expand_in_canonical_order():
+    from fragility_tui.harness.configs import CONFIG_IDS, parse_config_list
+
+    assert parse_config_list("paper") == parse_config_list(None) == list(CONFIG_IDS)
+    assert parse_config_list("lik") == list(LIK_IDS)
+    both = parse_config_list("lik,paper")
+    assert both[:26] == list(CONFIG_IDS) and both[26:] == list(LIK_IDS)
+    assert parse_config_list("o0.letter+nobos,o0.letter") == ["o0.letter", "o0.letter+nobos"]
+    assert parse_config_list("paper+nobos") == [f"{c}+nobos" for c in CONFIG_IDS]
+    assert parse_config_list("o3+bos") == [f"o3.{f}+bos" for f in
+                                           ("letter", "paren", "digit", "instruct")]
+    assert parse_config_list("o2.digit.lik+raw+k5") == ["o2.digit.lik+raw+k5"]
+
+
+@pytest.mark.parametrize("text, says", [
+    ("paper+k5+nobos", "modifiers go in this order: +bos|+nobos, +raw|+chat, +kN"),
+    ("cloze_qa+chat", "does not apply to a cloze config"),
+    ("o1.letter.lik+chat", "scores the raw prompt"),
+    ("o0.instruct.lik", "unknown config"),  # no .lik of the instruct format
+    ("o6.letter", "unknown config"),
+])
+def test_a_config_that_cannot_run_is_named(text, says):
+    from fragility_tui.harness.configs import parse_config_list
+
+    with pytest.raises(ValueError, match=re.escape(says)):
+        parse_config_list(text)
+
+
+def test_an_extension_config_states_its_parts():
+    from fragility_tui.harness.configs import get_config
+
+    config = get_config("o2.digit.lik+raw+k5")
+    assert (config.order, config.format, config.scoring, config.bos, config.template,
+            config.shots, config.base_id) == ("o2", "digit", "letter_lik", None, "raw", 5,
+                                              "o2.digit.lik")
+    assert get_config("cloze_bare+nobos").scores_options
+    assert get_config("o0.letter").bos is None and not get_config("o0.letter").scores_options

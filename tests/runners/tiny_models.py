@@ -26,12 +26,14 @@ CORPUS = [
 ] * 20
 
 
-def make_tokenizer(chat: bool = True, merge_across_spaces: bool = False):
+def make_tokenizer(chat: bool = True, merge_across_spaces: bool = False,
+                   adds_bos: bool = False):
     """merge_across_spaces: no whitespace pre-split, so BPE merges span spaces (":Ġ",
     "?Ġ", "HeĠ"): the tokens of context + continuation then differ from the context's own
     tokens at the boundary, the case where lm-eval's conditioning matters (docs/runner.md,
-    "Scoring")."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    "Scoring"). adds_bos: the tokenizer puts its BOS token first, as Llama's and Gemma's
+    do (without it, none, as Qwen's)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -42,6 +44,10 @@ def make_tokenizer(chat: bool = True, merge_across_spaces: bool = False):
                                                                    "<|im_end|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(CORPUS, trainer)
+    if adds_bos:
+        tok.post_processor = processors.TemplateProcessing(
+            single="<|endoftext|> $A", pair="<|endoftext|> $A $B",
+            special_tokens=[("<|endoftext|>", tok.token_to_id("<|endoftext|>"))])
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>",
                                    bos_token="<|endoftext|>", pad_token="<|endoftext|>")
     if chat:

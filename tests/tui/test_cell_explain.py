@@ -71,3 +71,32 @@ def test_a_model_with_no_prompt_mode_recorded_claims_nothing():
     text = cell_detail(item, "m", "o0.letter", cell, 0, None).plain
     assert "prompt as the model saw it" not in text
     assert "records no prompt mode for the model" in text and "Answer:" in text
+
+
+def test_a_letter_likelihood_cell_shows_its_context_labels_and_scores():
+    """Issue 56 (5): the raw prompt, the labels scored after it with the native choice each
+    stood for, the label log-likelihoods in native order with the prediction marked."""
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"correct": False, "pred": 2, "permutation": "3021", "raw_output": None,
+            "scores": [-3.0, -2.5, -0.5, -4.0]}
+    text = cell_detail(item, "m", "o1.paren.lik+nobos", cell, 0, _smollm2_chat()).plain
+    assert "context (letter likelihood: the raw generation prompt)" in text
+    assert "(A) d\n(B) a\n(C) c\n(D) b\nAnswer:" in text  # raw, whatever the model's mode
+    assert "0: ' (A)' → native choice 3" in text and "2: ' (C)' → native choice 2" in text
+    assert "modifiers: the BOS token forced off (+nobos)" in text
+    assert " → 2:    -0.5000" in text and "acc_norm" not in text
+
+
+def test_raw_and_chat_modifiers_show_the_prompt_as_that_config_saw_it():
+    from fragility_tui.harness.chat import ChatTemplate
+
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"correct": True, "pred": 0, "permutation": "0123", "raw_output": "A"}
+    chat = _smollm2_chat()
+    raw = cell_detail(item, "m", "o0.letter+raw", cell, 0, chat).plain
+    assert "modifiers: no chat template (+raw)" in raw
+    assert "(raw prompt" in raw and "Answer:" in raw and "<|im_start|>" not in raw
+    forced = cell_detail(item, "m", "o0.letter+chat", cell, 0,
+                         ChatTemplate("raw", chat.template, chat.sha256, chat.args,
+                                      chat.tokens)).plain
+    assert "<|im_start|>assistant" in forced and "(the chat template's rendering" in forced

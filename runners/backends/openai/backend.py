@@ -17,12 +17,13 @@ import time
 from dataclasses import dataclass, field
 
 from fragility_tui.errors import InputError
+from fragility_tui.harness.configs import get_config
 from fragility_tui.harness.parser import PARSER_VERSION
 from fragility_tui.text import CELL_TEXT_CAP as RAW_OUTPUT_CAP, capped  # noqa: F401
 from fragility_tui.harness.render import PROMPT_VERSION
 from runners.plan.budget import SchedulesOwnMemory
 from runners.backends.openai.client import DEFAULT_TIMEOUT_S, OpenAIClient, ServerError, read_api_key
-from runners.backends.openai.protocol import (CLOZE_CONFIGS, ProbeUnanswered, check_echo,
+from runners.backends.openai.protocol import (ProbeUnanswered, check_echo,
                                               continuation_loglikelihood, cut, echo_body,
                                               generated_text, generation_body)
 from runners.plan.score_types import BatchResult, GenResult, ScoreStats
@@ -151,14 +152,21 @@ def prepare_served(spec) -> ServedModel:
     served = ServedModel(spec.name or (local.name if local else served_id), fingerprint,
                          server, client, served_id, mode, template, local,
                          spec=spec.models[0] if spec.models else None)
-    if any(c in CLOZE_CONFIGS for c in spec.configs):
+    scored = [c for c in spec.configs if get_config(c).scores_options]  # cloze and .lik
+    if scored:
         try:
             reason, served.probe = check_echo(client, served_id)
         except ProbeUnanswered as exc:  # before the run row: a resumed record stays as it is
             raise InputError(f"{client.host}: {exc}", field="--base-url") from None
         if reason:
-            served.refused = {c: reason for c in CLOZE_CONFIGS if c in spec.configs}
+            served.refused = {c: reason for c in scored}
+    served.refused.update({c: SERVER_PROMPT for c in spec.configs
+                           if get_config(c).bos or get_config(c).template})
     return served
+
+
+SERVER_PROMPT = ("a server tokenizes and templates the prompt itself, so +bos, +nobos, +raw "
+                 "and +chat run with --backend transformers")
 
 
 
@@ -180,7 +188,8 @@ class ServedEncoder:
     tokenizer: object | None = None  # the local tokenizer, when our chat template applies
     template_args: dict = field(default_factory=dict)
 
-    def generation(self, prompt) -> Sent:
+    def generation(self, prompt, *, chat=None, bos=None) -> Sent:
+        # chat and bos: a served run refuses the configs that set them (SERVER_PROMPT)
         if self.endpoint == "chat":
             messages = [dict(m) for m in prompt.messages]
             return Sent(json.dumps(messages, sort_keys=True), messages)
@@ -194,7 +203,7 @@ class ServedEncoder:
             return Sent(text, text)
         return Sent(prompt.text, prompt.text)
 
-    def cloze(self, context: str, continuation: str) -> tuple[Sent, int]:
+    def cloze(self, context: str, continuation: str, *, bos=None) -> tuple[Sent, int]:
         spaces = len(context) - len(context.rstrip())  # lm-eval: the space goes with the option
         if spaces:
             context, continuation = context[:-spaces], context[-spaces:] + continuation

@@ -22,7 +22,6 @@ from functools import partial
 
 from runners.backends.openai.client import ServerError
 
-CLOZE_CONFIGS = ("cloze_qa", "cloze_bare")
 # nats: a server whose echo is right agrees with itself far closer; llama-cpp-python's
 # shifted echo is off by ~11 nats on the first probe text (docs/runner.md, served models)
 ECHO_TOLERANCE = 0.05

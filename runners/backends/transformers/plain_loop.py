@@ -14,14 +14,15 @@ import torch
 
 from fragility_tui.items.item import Item
 from fragility_tui.harness.parser import parse_answer
-from fragility_tui.harness.render import GenerationPrompt, render
+from fragility_tui.harness.configs import get_config
+from fragility_tui.harness.render import GenerationPrompt, LabelPrompt, render
 
 
 @dataclass
 class ReferenceCell:
     pred: int  # native option index, -1 = unparsed
     output: str | None = None  # generated text (generation configs)
-    scores: list[float] | None = None  # raw log-likelihoods (cloze configs)
+    scores: list[float] | None = None  # raw log-likelihoods, native order (cloze, .lik)
     margin: float = float("inf")  # closeness to a tie: min top-2 logit gap over the greedy
     # steps (generation) or the top-2 gap of the normalised scores (cloze)
     tokens: int = 0  # tokens forwarded to produce this cell
@@ -32,23 +33,45 @@ def reference_cell(model, tokenizer, item: Item, config_id: str, seed: int,
                    max_new_tokens: int = 16, *, chat: bool | None = None,
                    template_args: dict | None = None) -> ReferenceCell:
     """`chat`: prompt through the chat template (the run's prompt mode); None: whenever the
-    tokenizer has one. `template_args`: the run's pinned template arguments."""
+    tokenizer has one; a config's +raw / +chat overrides it, and its +bos / +nobos forces a
+    BOS token on or off. `template_args`: the run's pinned template arguments."""
+    config = get_config(config_id)
     prompt = render(item, config_id, seed)
     if isinstance(prompt, GenerationPrompt):
         chat = bool(tokenizer.chat_template) if chat is None else chat
-        return _generate(model, tokenizer, prompt, max_new_tokens, chat, template_args or {})
-    return _cloze(model, tokenizer, prompt)
+        if config.template is not None:
+            chat = config.template == "chat"
+        return _generate(model, tokenizer, prompt, max_new_tokens, chat, template_args or {},
+                         config.bos)
+    if isinstance(prompt, LabelPrompt):
+        return _labels(model, tokenizer, prompt, config.bos)
+    return _cloze(model, tokenizer, prompt, config.bos)
+
+
+def _ids(tokenizer, text: str, bos: str | None, **kwargs) -> list[int]:
+    """The text's ids, a BOS token forced on ("on") or off ("off") at the start."""
+    ids = list(tokenizer(text, **kwargs)["input_ids"])
+    first_is_bos = bool(ids) and ids[0] == tokenizer.bos_token_id
+    if bos == "off" and first_is_bos:
+        return ids[1:]
+    if bos == "on" and not first_is_bos:
+        return [tokenizer.bos_token_id] + ids
+    return ids
 
 
 def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int, chat: bool,
-              template_args: dict) -> ReferenceCell:
+              template_args: dict, bos: str | None = None) -> ReferenceCell:
     if chat:
+        if not template_args and tokenizer.chat_template:
+            from runners.models.fingerprint import template_args as pinned
+
+            template_args = pinned(tokenizer.chat_template)
         text = tokenizer.apply_chat_template(list(prompt.messages), tokenize=False,
                                              add_generation_prompt=True, **template_args)
-        ids = tokenizer(text, add_special_tokens=False, return_tensors="pt")["input_ids"]
+        ids = _ids(tokenizer, text, bos, add_special_tokens=False)
     else:
-        ids = tokenizer(prompt.text, return_tensors="pt")["input_ids"]
-    ids = ids.to(model.device)
+        ids = _ids(tokenizer, prompt.text, bos)
+    ids = torch.tensor([ids], device=model.device)
     out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
                          max_new_tokens=max_new_tokens, output_scores=True,
                          return_dict_in_generate=True,
@@ -64,23 +87,47 @@ def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int, c
                          tokens)
 
 
-def _cloze(model, tokenizer, prompt) -> ReferenceCell:
-    """lm-eval's request per option: trailing whitespace of the context joins the
+def _loglikelihoods(model, tokenizer, context: str, continuations,
+                    bos: str | None) -> tuple[list[float], int]:
+    """lm-eval's request per continuation: trailing whitespace of the context joins the
     continuation; the model reads the context's own tokens, then the tokens the whole
     string has past them (docs/runner.md, "Scoring")."""
     scores, tokens = [], 0
-    context = prompt.context.rstrip()
-    moved = prompt.context[len(context):]
-    context_ids = tokenizer(context)["input_ids"]
-    for continuation in prompt.continuations:
-        whole = tokenizer(context + moved + continuation)["input_ids"]
+    stripped = context.rstrip()
+    moved = context[len(stripped):]
+    context_ids = _ids(tokenizer, stripped, bos)
+    for continuation in continuations:
+        whole = _ids(tokenizer, stripped + moved + continuation, bos)
         fed = context_ids + whole[len(context_ids):]
         logits = model(torch.tensor([fed], device=model.device)).logits[0].float()
         logprobs = torch.log_softmax(logits, dim=-1)
         scores.append(sum(float(logprobs[t - 1, fed[t]])
                           for t in range(len(context_ids), len(fed))))
         tokens += len(fed)
+    return scores, tokens
+
+
+def _first_max(values: list[float]) -> tuple[int, float]:
+    """(index of the first maximum, best minus second best)."""
+    best = max(range(len(values)), key=lambda i: (values[i], -i))
+    ranked = sorted(values, reverse=True)
+    return best, ranked[0] - ranked[1]
+
+
+def _cloze(model, tokenizer, prompt, bos: str | None = None) -> ReferenceCell:
+    """acc_norm: the log-likelihood over the option's length in characters."""
+    scores, tokens = _loglikelihoods(model, tokenizer, prompt.context, prompt.continuations,
+                                     bos)
     normalised = [s / max(len(c) - 1, 1) for s, c in zip(scores, prompt.continuations)]
-    pred = max(range(len(normalised)), key=lambda i: (normalised[i], -i))  # first maximum
-    ranked = sorted(normalised, reverse=True)
-    return ReferenceCell(pred, None, scores, ranked[0] - ranked[1], tokens)
+    pred, margin = _first_max(normalised)
+    return ReferenceCell(pred, None, scores, margin, tokens)
+
+
+def _labels(model, tokenizer, prompt: LabelPrompt, bos: str | None = None) -> ReferenceCell:
+    """Letter likelihood: the label with the highest log-likelihood, unnormalised; scores
+    returned in native option order."""
+    shown, tokens = _loglikelihoods(model, tokenizer, prompt.context, prompt.continuations,
+                                    bos)
+    position, margin = _first_max(shown)
+    native = [shown[prompt.permutation.index(k)] for k in range(len(shown))]
+    return ReferenceCell(prompt.native_index(position), None, native, margin, tokens)
