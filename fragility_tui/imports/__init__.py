@@ -15,10 +15,11 @@ FORMATS = {
     "inspect": "fragility_tui.imports.inspect_log",
     "lighteval": "fragility_tui.imports.lighteval_log",
     "every-eval-ever": "fragility_tui.imports.eee_log",
+    "helm": "fragility_tui.imports.helm_log",
 }
 ALIASES = {"lmeval": "lm-eval", "lm_eval": "lm-eval", "lm-evaluation-harness": "lm-eval",
            "inspect-ai": "inspect", "inspect_ai": "inspect", "eee": "every-eval-ever",
-           "every_eval_ever": "every-eval-ever"}
+           "every_eval_ever": "every-eval-ever", "crfm-helm": "helm"}
 
 
 def reader(name: str):

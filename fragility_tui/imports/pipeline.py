@@ -101,7 +101,8 @@ def detect(path: Path):
             return module
     raise InputError("not a log this version reads (lm-eval samples_*.jsonl, an Inspect "
                      ".eval or its JSON, a lighteval details parquet, Every Eval Ever "
-                     "JSONL); name the format with --format", path=str(path))
+                     "JSONL, a HELM run directory with per_instance_stats.json); name the "
+                     "format with --format", path=str(path))
 
 
 def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
