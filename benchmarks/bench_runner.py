@@ -24,7 +24,9 @@ the machine (two torch threads slow down ~10x while another process uses a core)
     with --no-overlap and then with overlap, back to back: host milliseconds per item and
     the share of wall time with no model call in flight (goal with overlap: <= 10%).
 
-usage: python benchmarks/bench_runner.py [--parts lmeval,grid,overlap,memory] [--threads 2]
+(e) the extension configs' cost: `paper` against `paper,lik` on the (b) items (bench_configs).
+
+usage: python benchmarks/bench_runner.py [--parts lmeval,grid,overlap,configs,memory] [--threads 2]
        [--device cpu|cuda] [--dtype fp32|bf16|fp16] [--baseline-rev c6c171a]
        [--baseline-items 16] [--grid-repeats 3] [--json PATH]
 """
@@ -374,6 +376,52 @@ def bench_overlap(work: Path, threads: int, per_benchmark: int) -> dict:
 
 # -- (c) peak memory --------------------------------------------------------------------------
 
+CONFIG_CASES = (  # (label, --configs, --prompt-mode) of (e), each against its mode's paper
+    ("paper", "paper", "auto"), ("paper,lik", "paper,lik", "auto"),
+    ("paper,lik+chat", "paper,lik+chat", "auto"),
+    ("paper raw", "paper", "raw"), ("paper,lik raw", "paper,lik", "raw"))
+
+
+def bench_configs(work: Path, threads: int, per_benchmark: int) -> dict:
+    """(e) what the extension configs cost (issue 56): the paper's 26 against `paper,lik`
+    (the 18 letter-likelihood configs beside them) on the (b) items, as whole runs: in the
+    model's own prompt mode (SmolLM2-Instruct: chat, so the .lik configs' raw prompts share
+    only the question stem with the templated generation prompts), with `lik+chat` (the
+    labels after the template's assistant turn: the generation prompts' leaves), and in
+    raw mode (`--prompt-mode raw`: the .lik prompts are the generation prompts). Each case
+    once, then again in reverse order (the machine's drift cancels to first order); the
+    runs' recorded seconds, command wall times and prompt tokens forwarded. Goal:
+    `paper,lik` <= 1.15x `paper`."""
+    files = [str(SHARED / f"{name}.jsonl") for name in GRID_FILES]
+    measured: dict[str, list] = {label: [] for label, _, _ in CONFIG_CASES}
+    for k, (label, configs, mode) in enumerate(CONFIG_CASES + CONFIG_CASES[::-1]):
+        db = work / f"configs{k}.duckdb"
+        wall, _ = fragility_run(db, "g", files, configs, threads, per_benchmark,
+                                extra=["--prompt-mode", mode])
+        run = last_run(db)
+        tokens = run["provenance"]["batching"][MODEL]["tokens"]
+        measured[label].append({"run_seconds": run["seconds"], "command_s": wall,
+                                "cells": run["cells_done"],
+                                "prompt_forwarded": tokens["prompt_forwarded"],
+                                "decode_tokens": tokens["decode_forwarded"]})
+        print(f"    {label:>15}: {run['seconds']:.1f} s run, {wall:.1f} s command, "
+              f"{tokens['prompt_forwarded']:,} prompt tokens forwarded", flush=True)
+
+    def total(label, key):
+        return sum(r[key] for r in measured[label])
+
+    ratios = {}
+    for label, base in (("paper,lik", "paper"), ("paper,lik+chat", "paper"),
+                        ("paper,lik raw", "paper raw")):
+        ratios[label] = {key: round(total(label, key) / total(base, key), 3)
+                         for key in ("run_seconds", "command_s", "prompt_forwarded")}
+        print(f"(e) {label} / {base} on {per_benchmark * len(files)} items: run seconds "
+              f"{ratios[label]['run_seconds']:.2f}x, command {ratios[label]['command_s']:.2f}x, "
+              f"prompt tokens forwarded {ratios[label]['prompt_forwarded']:.2f}x "
+              "(goal <= 1.15x)")
+    return {"runs": measured, "items": per_benchmark * len(files), "ratios": ratios}
+
+
 def longest_starter_items(path: Path, count: int) -> Path:
     from fragility_tui.items.loaders import load_items
 
@@ -423,7 +471,7 @@ def bench_memory(work: Path, threads: int, baseline_rev: str, baseline_items: in
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="lmeval,grid,overlap,memory")
+    parser.add_argument("--parts", default="lmeval,grid,overlap,configs,memory")
     parser.add_argument("--overlap-items", type=int, default=3,
                         help="items per benchmark in (d)")
     parser.add_argument("--threads", type=int, default=2)
@@ -461,6 +509,9 @@ def main(argv=None) -> int:
         if "overlap" in parts:
             (work / "d").mkdir()
             figures["overlap"] = bench_overlap(work / "d", args.threads, args.overlap_items)
+        if "configs" in parts:
+            (work / "e").mkdir()
+            figures["configs"] = bench_configs(work / "e", args.threads, args.per_benchmark)
         if "memory" in parts:
             (work / "c").mkdir()
             figures["memory"] = bench_memory(work / "c", args.threads, args.baseline_rev,

@@ -58,15 +58,14 @@ def runner_parts(config_id: str):
 
 def modifier_problem(config_id: str) -> str | None:
     """Why a runner id's modifiers do not apply to its base (None when they do): a cloze
-    prompt is never templated, and a .lik config scores the raw prompt (SPEC v5 §2)."""
+    prompt is never templated (SPEC v5 §2 names +raw/+chat for the configs whose prompt is
+    a generation prompt: the generation configs, and so the .lik configs)."""
     parts = runner_parts(config_id)
     if parts is None:
         return None
     base, _, template, _ = parts
     if template and base in CLOZE_FORMATS:
         return f"{config_id}: {template} does not apply to a cloze config (never templated)"
-    if template == "+chat" and base.endswith(".lik"):
-        return f"{config_id}: +chat does not apply to a .lik config (it scores the raw prompt)"
     return None
 
 

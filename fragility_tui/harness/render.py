@@ -20,8 +20,10 @@ continuations " {option}" in native order.
 
 Letter-likelihood configs (`o2.digit.lik`, SPEC v5 §2): the generation config's raw `text`
 as the context and the labels as the format writes them (" A", " (A)", " 1") as the
-continuations, in display order. Modifiers (+bos/+nobos, +raw/+chat) change how a prompt is
-tokenised, not its text (runners/plan/item_requests.py, Encoder).
+continuations, in display order; with +chat the labels (no leading space) follow the chat
+template's rendering of the generation config's messages instead, lm-eval's
+--apply_chat_template convention. Otherwise modifiers (+bos/+nobos, +raw/+chat) change how
+a prompt is tokenised, not its text (runners/plan/item_requests.py, Encoder).
 
 Whitespace: in the generation configs the question and each option are stripped of
 leading/trailing whitespace (963 MMLU test questions carry a leading space or a trailing
@@ -97,15 +99,17 @@ class LabelPrompt:
     labels: tuple[str, ...]
     options: tuple[str, ...]
     gold_position: int
-    context: str  # the generation config's `text`
+    context: str  # the generation config's `text` (+chat: scored after `messages` instead)
     continuations: tuple[str, ...]  # the labels' continuations, display order
+    messages: tuple[dict, ...] = ()  # +chat: the generation config's chat messages
 
     def native_index(self, position: int) -> int:
         return -1 if position == -1 else self.permutation[position]
 
     @property
-    def texts(self) -> tuple[str, ...]:
-        return tuple(self.context + c for c in self.continuations)
+    def text(self) -> str:
+        """The raw prompt (as a generation prompt's `text`)."""
+        return self.context
 
 
 Prompt = Union[GenerationPrompt, ClozePrompt, LabelPrompt]
@@ -179,11 +183,16 @@ def render(item: Item, config_id: str, seed: int,
 
 
 def _label(prompt: GenerationPrompt) -> LabelPrompt:
-    fmt = get_config(prompt.config_id).format
+    """+chat: the label follows the template's assistant turn as lm-eval's
+    --apply_chat_template writes it, without the target delimiter (" A" becomes "A")."""
+    config = get_config(prompt.config_id)
+    continuations = tuple(_LABEL_CONTINUATION[config.format].format(label=label)
+                          for label in prompt.labels)
+    chat = config.template == "chat"
     return LabelPrompt(prompt.config_id, prompt.permutation, prompt.labels, prompt.options,
                        prompt.gold_position, prompt.text,
-                       tuple(_LABEL_CONTINUATION[fmt].format(label=label)
-                             for label in prompt.labels))
+                       tuple(c.lstrip() for c in continuations) if chat else continuations,
+                       prompt.messages if chat else ())
 
 
 def render_all(item: Item, seed: int) -> dict[str, Prompt]:

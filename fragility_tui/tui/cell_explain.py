@@ -154,8 +154,12 @@ def _append_prompt(text: Text, prompt, chat=None) -> None:
     from fragility_tui.harness.render import ClozePrompt, LabelPrompt
 
     if isinstance(prompt, LabelPrompt):
-        text.append("context (letter likelihood: the raw generation prompt)\n", style="bold")
-        text.append_text(block(prompt.context, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
+        shown, note = _as_seen(prompt, chat) if prompt.messages else (prompt.context, "")
+        text.append("context (letter likelihood: " + (
+            f"the chat template's assistant turn; {note})\n" if prompt.messages else
+            "the raw generation prompt)\n"), style="bold")
+        body = shown if shown is not None else prompt.messages[0]["content"]
+        text.append_text(block(body, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
         text.append("\nlabels scored after it (display order)\n", style="bold")
         for j, cont in enumerate(prompt.continuations):
             text.append(f"  {j}: {cont!r} → native choice {prompt.permutation[j]}\n")

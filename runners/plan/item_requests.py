@@ -47,15 +47,19 @@ class Encoder:
         """`chat`: through the chat template (None: the run's prompt mode; +chat / +raw
         force it); `bos`: "on" / "off" forces a BOS token (+bos / +nobos)."""
         if self.is_instruct if chat is None else chat:
-            # +chat on a run in raw mode: the arguments the template would be pinned with
-            args = self.template_args if self.is_instruct else \
-                template_args(self.tokenizer.chat_template)
-            with pinned_date():
-                text = self.tokenizer.apply_chat_template(
-                    list(prompt.messages), tokenize=False, add_generation_prompt=True, **args)
+            text = self.chat_text(prompt.messages)
             return self.with_bos(self.tokenizer(text, add_special_tokens=False)["input_ids"],
                                  bos)
         return self.with_bos(self.tokenizer(prompt.text)["input_ids"], bos)
+
+    def chat_text(self, messages) -> str:
+        """The chat template's text of the messages, generation prompt appended (+chat on a
+        run in raw mode: with the arguments the template would be pinned with)."""
+        args = self.template_args if self.is_instruct else \
+            template_args(self.tokenizer.chat_template)
+        with pinned_date():
+            return self.tokenizer.apply_chat_template(
+                list(messages), tokenize=False, add_generation_prompt=True, **args)
 
     def with_bos(self, ids: list[int], bos: str | None) -> list[int]:
         """The ids with a BOS token forced on or off (None: as encoded). Exactly one BOS
@@ -70,15 +74,18 @@ class Encoder:
             raise ValueError("+bos: the tokenizer defines no BOS token")
         return ids if has else [bos_id] + ids
 
-    def cloze(self, context: str, continuation: str, *,
-              bos: str | None = None) -> tuple[list[int], int]:
+    def cloze(self, context: str, continuation: str, *, bos: str | None = None,
+              templated: bool = False) -> tuple[list[int], int]:
         """(context_enc + continuation_enc as lm-eval feeds them, index of the first scored
-        token = len(context_enc)); `bos` as in `generation`, on both encodings."""
+        token = len(context_enc)); `bos` as in `generation`, on both encodings; `templated`:
+        the context is a chat template's text (encoded without special tokens)."""
         spaces = len(context) - len(context.rstrip())
         if spaces:
             context, continuation = context[:-spaces], context[-spaces:] + continuation
-        context_enc = self.with_bos(self.tokenizer(context)["input_ids"], bos)
-        whole = self.with_bos(self.tokenizer(context + continuation)["input_ids"], bos)
+        special = {"add_special_tokens": False} if templated else {}
+        context_enc = self.with_bos(self.tokenizer(context, **special)["input_ids"], bos)
+        whole = self.with_bos(self.tokenizer(context + continuation, **special)["input_ids"],
+                              bos)
         if not context_enc:  # empty context: condition on a start token, as lm-eval does
             start = self.tokenizer.bos_token_id
             start = self.tokenizer.eos_token_id if start is None else start
@@ -115,8 +122,11 @@ def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
             plan.prompt_shas[config_id] = prompt_sha([tokens])
         else:
             total, sequences = 0, []
+            context = prompt.context
+            if getattr(prompt, "messages", ()):  # a .lik+chat config
+                context, modifiers["templated"] = encoder.chat_text(prompt.messages), True
             for option, continuation in enumerate(prompt.continuations):
-                tokens, scored_from = encoder.cloze(prompt.context, continuation, **modifiers)
+                tokens, scored_from = encoder.cloze(context, continuation, **modifiers)
                 lik.append(LikelihoodRequest((item.item_uid, config_id, option), tokens,
                                              scored_from))
                 total += len(tokens)

@@ -107,7 +107,6 @@ def test_config_groups_and_modifiers_expand_in_canonical_order():
 @pytest.mark.parametrize("text, says", [
     ("paper+k5+nobos", "modifiers go in this order: +bos|+nobos, +raw|+chat, +kN"),
     ("cloze_qa+chat", "does not apply to a cloze config"),
-    ("o1.letter.lik+chat", "scores the raw prompt"),
     ("o0.instruct.lik", "unknown config"),  # no .lik of the instruct format
     ("o6.letter", "unknown config"),
 ])

@@ -19,7 +19,8 @@ from fragility_tui.harness.config_axes import LIK_IDS, PAPER_IDS  # noqa: E402
 
 MODIFIED = ["o0.letter+bos", "o0.letter+nobos", "cloze_qa+bos", "cloze_qa+nobos",
             "o1.paren.lik+bos", "o1.paren.lik+nobos", "o2.digit+raw", "o2.digit+chat",
-            "o3.letter+nobos+raw", "o4.instruct+bos+chat"]
+            "o3.letter+nobos+raw", "o4.instruct+bos+chat", "o5.digit.lik+chat",
+            "o0.paren.lik+nobos+chat"]
 
 
 @pytest.fixture(scope="module", params=[True, False], ids=["adds-bos", "no-bos"])
@@ -184,3 +185,18 @@ def test_a_model_refuses_the_modifiers_it_cannot_honour():
     assert set(model.refused) == {"o0.letter+chat", "cloze_qa+bos"}
     line = PreparedModel.refusal.fget(model)
     assert "+chat needs a chat template" in line and "+bos needs a BOS token" in line
+
+
+def test_letter_likelihood_with_chat_adds_only_the_labels_to_the_chat_prompt():
+    """.lik+chat: the labels (no leading space, lm-eval's --apply_chat_template way) after
+    the chat template's assistant turn, so a chat model's .lik+chat requests extend the
+    prompt its generation config already forwards."""
+    tokenizer = make_tokenizer()
+    for order in ("o0", "o4"):
+        prompt, = _requests(tokenizer, f"{order}.letter", instruct=True)
+        labels = _requests(tokenizer, f"{order}.letter.lik+chat", instruct=True)
+        assert len(labels) == 4 and all(t[:len(prompt)] == prompt for t in labels)
+    from fragility_tui.harness.render import render
+
+    assert render(ITEMS[0], "o1.paren.lik+chat", SEED).continuations == ("(A)", "(B)",
+                                                                          "(C)", "(D)")

@@ -100,3 +100,12 @@ def test_raw_and_chat_modifiers_show_the_prompt_as_that_config_saw_it():
                          ChatTemplate("raw", chat.template, chat.sha256, chat.args,
                                       chat.tokens)).plain
     assert "<|im_start|>assistant" in forced and "(the chat template's rendering" in forced
+
+
+def test_a_letter_likelihood_cell_with_chat_shows_the_template_s_turn():
+    item = Item("toy/1", "toy", None, "What?", ("a", "b", "c", "d"), 0)
+    cell = {"correct": True, "pred": 0, "permutation": "0123", "raw_output": None,
+            "scores": [-0.1, -2.0, -3.0, -4.0]}
+    text = cell_detail(item, "m", "o0.letter.lik+chat", cell, 0, _smollm2_chat()).plain
+    assert "context (letter likelihood: the chat template's assistant turn" in text
+    assert "<|im_start|>assistant" in text and "0: 'A' → native choice 0" in text

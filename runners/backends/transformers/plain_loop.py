@@ -88,16 +88,16 @@ def _generate(model, tokenizer, prompt: GenerationPrompt, max_new_tokens: int, c
 
 
 def _loglikelihoods(model, tokenizer, context: str, continuations,
-                    bos: str | None) -> tuple[list[float], int]:
+                    bos: str | None, **encode) -> tuple[list[float], int]:
     """lm-eval's request per continuation: trailing whitespace of the context joins the
     continuation; the model reads the context's own tokens, then the tokens the whole
     string has past them (docs/runner.md, "Scoring")."""
     scores, tokens = [], 0
     stripped = context.rstrip()
     moved = context[len(stripped):]
-    context_ids = _ids(tokenizer, stripped, bos)
+    context_ids = _ids(tokenizer, stripped, bos, **encode)
     for continuation in continuations:
-        whole = _ids(tokenizer, stripped + moved + continuation, bos)
+        whole = _ids(tokenizer, stripped + moved + continuation, bos, **encode)
         fed = context_ids + whole[len(context_ids):]
         logits = model(torch.tensor([fed], device=model.device)).logits[0].float()
         logprobs = torch.log_softmax(logits, dim=-1)
@@ -126,8 +126,16 @@ def _cloze(model, tokenizer, prompt, bos: str | None = None) -> ReferenceCell:
 def _labels(model, tokenizer, prompt: LabelPrompt, bos: str | None = None) -> ReferenceCell:
     """Letter likelihood: the label with the highest log-likelihood, unnormalised; scores
     returned in native option order."""
-    shown, tokens = _loglikelihoods(model, tokenizer, prompt.context, prompt.continuations,
-                                    bos)
+    context, encode = prompt.context, {}
+    if prompt.messages:  # +chat: the labels follow the template's assistant turn
+        from runners.models.fingerprint import template_args
+
+        context = tokenizer.apply_chat_template(
+            list(prompt.messages), tokenize=False, add_generation_prompt=True,
+            **template_args(tokenizer.chat_template))
+        encode = {"add_special_tokens": False}
+    shown, tokens = _loglikelihoods(model, tokenizer, context, prompt.continuations, bos,
+                                    **encode)
     position, margin = _first_max(shown)
     native = [shown[prompt.permutation.index(k)] for k in range(len(shown))]
     return ReferenceCell(prompt.native_index(position), None, native, margin, tokens)
