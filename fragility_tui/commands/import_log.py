@@ -11,10 +11,12 @@ from fragility_tui.errors import InputError
 def register(sub) -> None:
     from fragility_tui.imports import ALIASES, FORMATS
 
-    p = sub.add_parser("import-log", help="import lm-eval, Inspect, lighteval or Every Eval "
-                                          "Ever logs into a grid (the config read from the log)")
+    p = sub.add_parser("import-log", help="import lm-eval, Inspect, lighteval, Every Eval "
+                                          "Ever or HELM logs into a grid (the config read "
+                                          "from the log)")
     p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log files or folders (lm-eval output, .eval, details parquet, JSONL)")
+                   help="log files or folders (lm-eval output, .eval, details parquet, "
+                        "Every Eval Ever JSONL, a HELM run directory)")
     p.add_argument("--grid", required=True, metavar="NAME",
                    help="grid to add the cells to (created when absent)")
     p.add_argument("--model", metavar="NAME",
