@@ -123,3 +123,13 @@ def test_every_field_the_runner_writes_is_declared():
     assert p.extra == {} and p.load_report.extra == {} and p.batching["m"].extra == {}
     assert p.sessions[0].extra == {} and p.fragility_tui.extra == {}
     assert p.load_report.excluded == {"too few choices": 1}
+
+
+def test_the_run_card_says_which_axes_its_configs_vary():
+    """Issue 56 (5): the card lists the configs' axes, each level with its count."""
+    from fragility_tui.harness.configs import parse_config_list
+    from fragility_tui.provenance import _axes_summary
+
+    summary = _axes_summary(parse_config_list("o0.letter,o0.letter+nobos,o0.letter.lik"))
+    assert summary == "scoring: generate 2, letter_lik 1; bos: default 2, off 1"
+    assert _axes_summary(["o0.letter"]) == "one setting"
