@@ -109,7 +109,8 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
             yield Input(placeholder="up to 1000 (0: all)", id="run-sample", type="integer",
                         compact=True)  # run --per-benchmark's default (SPEC 1)
             yield Label("configs", classes="form-label")
-            yield Input(placeholder="all 26", id="run-configs", compact=True)
+            yield Input(placeholder="paper (the 26); lik, paper+nobos, o0.letter.lik+chat",
+                        id="run-configs", compact=True)
             yield Label("quantise", classes="form-label")
             yield Select(QUANTISE, value="", allow_blank=False, id="run-quantize", compact=True)
             yield Label("device", classes="form-label")
