@@ -31,7 +31,7 @@ async def test_the_run_form_is_readable(synthetic_store, size):
         text = screen_text(app)
         for label in ("model", "items", "grid", "per bench", "configs", "quantise", "flags"):
             assert f" {label} " in text
-        for placeholder in ("alias, hub id or path", "the shipped starter items", "all 26",
+        for placeholder in ("alias, hub id or path", "the shipped starter items", "paper (the 26)",
                             "e.g. --batch-size 8", "Start run"):
             assert placeholder in text, placeholder
         # The open grid is synthetic: the form leaves the target grid for the user to name.
