@@ -216,8 +216,14 @@ def oom_recovery(report, loaded, scorer, items, configs, real: int, name: str,
     with the cap still in force."""
     import torch
 
+    from runners.plan.budget import MIN_TOKENS
+
     cuda = loaded.device.startswith("cuda")
-    budget, injected = budget_of(real), []
+    # On the CPU the real budget follows the memory free at that moment: beside a busy
+    # process it can be the minimum, with nothing left to halve. The injected failure tests
+    # the halving, so it starts where one can happen.
+    start = real if cuda else max(real, 4 * MIN_TOKENS)
+    budget, injected = budget_of(start), []
 
     def inject(number):
         if not cuda and not injected:
@@ -244,6 +250,6 @@ def oom_recovery(report, loaded, scorer, items, configs, real: int, name: str,
         report.row(label, f"not recovered: {error if done is None else 'no batch ran'}", "FAIL")
         return
     where = f" under a cap of {cap / 2**30:.1f} GiB" if cap else ""
-    report.row(label, f"{budget.oom_retries} halvings from {real} tokens, then a batch ran at "
+    report.row(label, f"{budget.oom_retries} halvings from {start} tokens, then a batch ran at "
                f"{done.budgets[0]} tokens{where}",
                "ok" if budget.oom_retries else "FAIL")

@@ -172,3 +172,30 @@ def test_only_runs_the_sections_named(tmp_path):
     for section in ("versions", "families", "llama3-8b"):
         report.guarded(section, lambda r, name=section: ran.append(name))
     assert ran == ["versions", "llama3-8b"]
+
+
+def test_the_injected_out_of_memory_recovers_at_the_smallest_real_budget(tmp_path):
+    """Issue 60: beside a busy process the CPU's real budget came out at the minimum (256
+    tokens) and the injected out-of-memory had nothing to halve: the dry run failed for no
+    fault. The injection now starts where a halving can happen, whatever the moment's
+    free memory."""
+    from gpu_check_sections import oom_recovery
+    from runners.backends.transformers.scoring import Scorer
+    from runners.models.load import LoadedModel
+    from runners.plan.budget import MIN_TOKENS
+    from tiny_models import make_model, make_tokenizer
+
+    from family_cases import ITEMS
+    from fragility_tui.harness.configs import CONFIG_IDS
+
+    torch.set_num_threads(1)
+    tokenizer = make_tokenizer()
+    model = make_model(tokenizer)
+    loaded = LoadedModel("tiny", None, model, tokenizer, "cpu", "fp32", None, True, False,
+                         frozenset({tokenizer.eos_token_id}))
+    scorer = Scorer(model, tokenizer, loaded.eos_ids, max_new_tokens=4)
+    report = Report("cpu")
+    oom_recovery(report, loaded, scorer, ITEMS, list(CONFIG_IDS), MIN_TOKENS, "tiny", None)
+    row = report.rows[-1]
+    assert row["check"] == "tiny out-of-memory recovery (injected)", row
+    assert row["verdict"] == "ok", row
