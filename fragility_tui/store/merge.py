@@ -22,6 +22,7 @@ from fragility_tui.items.item import Item
 from fragility_tui.store.models import fingerprint_diff
 from fragility_tui.store.parts import (CELLS, ITEMS, RUNS, item_schema, part_schema, read_json,
                                       visible_files)
+from fragility_tui.harness.config_axes import is_runner_config
 from fragility_tui.store.runs import RunRecord
 from fragility_tui.store import cube_cache
 from fragility_tui.store.merge_cells import LATER_COLUMNS, CellMerger
@@ -157,9 +158,13 @@ def merge_parts(store, folders: list[str | Path], grid: str) -> dict:
             # The run as its worker recorded it (a later merge brings its newer state).
             store.put_run(replace(RunRecord.from_row(doc), run_id=run_id, grid=grid,
                                   events_path=_own_events(path, run_id)), con)
+        # every config a run was asked for (extension configs too), checked by the merger
+        asked = [c for _, doc in parts.runs.values()
+                 for c in (RunRecord.from_row(doc).spec.get("configs") or [])
+                 if isinstance(c, str) and is_runner_config(c)]
         merger = CellMerger(con, grid, existing, {
             run_id: sorted(doc.get("models") or {}) for run_id, (_, doc) in parts.runs.items()},
-            set(parts.items))
+            set(parts.items), asked)
         merger.merge(parts.cell_files)
         merger.pack_cube()
         total = con.execute("SELECT count(*) FROM cells WHERE grid = ?", [grid]).fetchall()[0][0]

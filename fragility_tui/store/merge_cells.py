@@ -35,9 +35,10 @@ class CellMerger:
     """Inside the merge's transaction, after the grid's items and models are written."""
 
     def __init__(self, con, grid: str, existing: tuple, run_models: dict[str, list[str]],
-                 part_items: set[str]):
+                 part_items: set[str], run_configs=()):
         """`existing`: the grid's cube before the merge (models, configs, bits, present),
-        its items the first of the grid's items now."""
+        its items the first of the grid's items now; `run_configs`: the configs the runs
+        were asked for beyond the paper set (letter likelihood, modifiers)."""
         import pyarrow as pa
 
         self.con, self.grid = con, grid
@@ -55,7 +56,7 @@ class CellMerger:
             for model in run_models[run_id]:
                 self.allowed[r, self.models.index(model)] = True
         # the grid's configs (imported ones too) and every config a run can write
-        self.configs = canonical_order([*old_configs, *CONFIG_IDS])
+        self.configs = canonical_order([*old_configs, *CONFIG_IDS, *run_configs])
         shape = (len(self.models), len(self.items), len(self.configs))
         self.bits = np.zeros(shape, dtype=bool)
         self.present = np.zeros(shape, dtype=bool)

@@ -301,3 +301,22 @@ def test_parts_merge_into_a_grid_that_holds_imported_configs(whole_and_parts, tm
     with store.connect() as con:
         models, configs, bits, present = store.cube_from_cells(con, "g")
     assert tuple(configs) == cube.configs and (cube.bits == bits).all()
+
+
+def test_extension_configs_travel_through_parts(tiny_folder, tmp_path):
+    """A worker asked for letter-likelihood and modified configs (issue 56): its parts merge
+    into the same cells as a run into a store (the merger checks each cell's config against
+    the configs its run was asked for)."""
+    items = write_items(tmp_path / "items.jsonl", 2)
+    configs = "o0.letter,o1.paren.lik,o0.letter+nobos,cloze_qa+bos"
+    common = ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
+              "--threads", "1", "--display", "none", "--grid", "g", "--configs", configs]
+    whole = tmp_path / "whole.duckdb"
+    assert run_cli("run", *common, db=whole, timeout=300).returncode == 0
+    folder = tmp_path / "parts"
+    run_cli("run", *common, "--out-parts", str(folder), db=tmp_path / "never.duckdb",
+            check=True, timeout=300)
+    merged = tmp_path / "merged.duckdb"
+    run_cli("merge", str(folder), "--grid", "g", db=merged, check=True)
+    assert_same_cells(cells_of(Store(merged), "g"), cells_of(Store(whole), "g"))
+    assert sorted(Store(merged).load_cube("g").configs) == sorted(configs.split(","))
