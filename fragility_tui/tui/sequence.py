@@ -81,7 +81,7 @@ def check_sequence_fields(form: dict) -> tuple[SequenceSettings | None, list[str
     """The form's margin, reference, seed, max_items, max_seconds, max_tokens (text; empty =
     the CLI's default), checked as `compare` checks its flags; the reference must be one of
     the form's configs when those are given."""
-    from fragility_tui.harness.configs import CONFIG_BY_ID, parse_config_list
+    from fragility_tui.harness.configs import parse_config_list
 
     problems: list[str] = []
     value = lambda key: str(form.get(key) or "").strip()  # noqa: E731
@@ -94,9 +94,9 @@ def check_sequence_fields(form: dict) -> tuple[SequenceSettings | None, list[str
                          hint="a whole number")
     reference = value("reference") or None
     if reference is not None:
-        if reference not in CONFIG_BY_ID:
+        if not _runs(reference):
             problems.append(f"reference: unknown config {reference!r} (e.g. o0.letter, "
-                            "cloze_qa)")
+                            "cloze_qa, o0.letter.lik)")
         elif value("configs"):
             try:
                 configs = parse_config_list(value("configs"))
@@ -319,3 +319,14 @@ def path_rows(state: SequenceState) -> list[list]:
     return [[st.items, None if st.delta is None else 100 * st.delta, 100 * st.lower,
              100 * st.upper, settled(st.delta, st.lower, st.upper, r.margin) or "open"]
             for st in r.path]
+
+
+def _runs(config_id: str) -> bool:
+    """Whether our runner renders this config (the paper set, .lik, with modifiers)."""
+    from fragility_tui.harness.configs import get_config
+
+    try:
+        get_config(config_id)
+    except KeyError:
+        return False
+    return True
