@@ -20,7 +20,7 @@ from fragility_tui.devices import normalise_device
 from fragility_tui.errors import InputError
 from fragility_tui.processes import pid_alive
 from fragility_tui.store.runs import RunStatus
-from fragility_tui.harness.configs import get_config, parse_config_list
+from fragility_tui.harness.configs import parse_config_list
 from fragility_tui.commands.run_options import add_run_options
 
 SPEC_FLAGS = ("model", "items", "grid")  # what --resume takes from the recorded run
@@ -73,10 +73,6 @@ def spec_from_args(args: argparse.Namespace):
         configs = parse_config_list(args.configs)
     except ValueError as exc:
         raise InputError(str(exc), field="--configs") from None
-    few_shot = [c for c in configs if get_config(c).shots]
-    if few_shot:  # SPEC v5 §2's +kN: planned, not run by this version
-        raise InputError(f"few-shot configs ({', '.join(few_shot[:3])}) are not run by this "
-                         "version yet: +kN is a planned modifier", field="--configs")
     _require_minimum(args, "--max-new-tokens", 1)
     _require_minimum(args, "--threads", 1)
     if args.name is not None and not args.name.strip():

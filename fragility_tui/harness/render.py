@@ -39,7 +39,7 @@ stem's KV cache.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Union
 
 from fragility_tui.harness.configs import CONFIG_IDS, N_OPTIONS, get_config, item_shuffles
@@ -69,6 +69,7 @@ class GenerationPrompt:
     gold_position: int  # display position of the gold option
     text: str  # the whole raw prompt (base models)
     messages: tuple[dict, ...]  # chat messages for instruct models (template applied by runner)
+    examples: tuple[str, ...] = ()  # +kN: the solved examples' item uids, in the order shown
 
     def native_index(self, position: int) -> int:
         """Native option index shown at display `position`; -1 (unparsed) stays -1."""
@@ -81,6 +82,7 @@ class ClozePrompt:
     context: str  # "Question: {q}\nAnswer:" (cloze_qa) or "{q}" (cloze_bare)
     continuations: tuple[str, ...]  # " " + option as in the file, native order, no shuffle
     gold: int
+    examples: tuple[str, ...] = ()  # +kN: the solved examples' item uids, in the order shown
 
     @property
     def texts(self) -> tuple[str, ...]:
@@ -102,6 +104,7 @@ class LabelPrompt:
     context: str  # the generation config's `text` (+chat: scored after `messages` instead)
     continuations: tuple[str, ...]  # the labels' continuations, display order
     messages: tuple[dict, ...] = ()  # +chat: the generation config's chat messages
+    examples: tuple[str, ...] = ()  # +kN: the solved examples' item uids, in the order shown
 
     def native_index(self, position: int) -> int:
         return -1 if position == -1 else self.permutation[position]
@@ -163,23 +166,66 @@ def _cloze(item: Item, config_id: str, fmt: str) -> ClozePrompt:
 
 
 def render(item: Item, config_id: str, seed: int,
-           permutation: tuple[int, ...] | None = None) -> Prompt:
+           permutation: tuple[int, ...] | None = None,
+           examples: tuple[Item, ...] | None = None) -> Prompt:
     """The prompt of `item` under `config_id`.
 
     The option order comes from (seed, item_uid, config); pass `permutation` (e.g. the one
     recorded in a cell) to re-render a cell exactly as it was run. Cloze configs ignore it.
+    A `+kN` config needs its N solved `examples` (harness/fewshot.py draws them; a cell
+    records their uids), shown before the question in the config's own format, native
+    order, each with its answer.
     """
     _check_item(item)
     config = get_config(config_id)
+    examples = tuple(examples or ())
+    if len(examples) != config.shots:
+        raise ValueError(f"{config_id} shows {config.shots} solved examples; "
+                         f"{len(examples)} given")
+    for example in examples:
+        _check_item(example)
     if config.scoring == "likelihood":
-        return _cloze(item, config_id, config.format)
+        return _solved_cloze(_cloze(item, config_id, config.format), examples, config.format)
     if permutation is None:
         permutation = item_shuffles(seed, item.item_uid)[config.shuffle_index]
     prompt = _generation(item, config_id, config.format,
                          _check_permutation(permutation, item.item_uid))
+    prompt = _solved_generation(prompt, examples, config.format)
     if config.scoring == "letter_lik":
         return _label(prompt)
     return prompt
+
+
+FEWSHOT_DELIMITER = "\n\n"  # between examples, and before the question (lm-eval's)
+
+
+def _solved_generation(prompt: GenerationPrompt, examples: tuple[Item, ...],
+                       fmt: str) -> GenerationPrompt:
+    """The examples before the prompt: in text, each example's prompt with its answer after
+    the cue ("Answer: B"); in chat, a user turn and the assistant's answer each."""
+    if not examples:
+        return prompt
+    texts, messages = [], []
+    for example in examples:
+        shown = _generation(example, prompt.config_id, fmt, tuple(range(N_OPTIONS)))
+        answer = _LABEL_CONTINUATION.get(fmt, " {label}").format(
+            label=shown.labels[example.gold]).strip()
+        texts.append(f"{shown.text} {answer}")
+        messages += [*shown.messages, {"role": "assistant", "content": answer}]
+    text = FEWSHOT_DELIMITER.join(texts) + FEWSHOT_DELIMITER + prompt.text
+    return replace(prompt, text=text, messages=(*messages, *prompt.messages),
+                   examples=tuple(e.item_uid for e in examples))
+
+
+def _solved_cloze(prompt: ClozePrompt, examples: tuple[Item, ...], fmt: str) -> ClozePrompt:
+    """lm-eval's few-shot context: each example's context, the target delimiter and its
+    gold option (as in the file), then the question's context."""
+    if not examples:
+        return prompt
+    solved = [_cloze(e, prompt.config_id, fmt).context + " " + e.choices[e.gold]
+              for e in examples]
+    return replace(prompt, context=FEWSHOT_DELIMITER.join(solved) + FEWSHOT_DELIMITER
+                   + prompt.context, examples=tuple(e.item_uid for e in examples))
 
 
 def _label(prompt: GenerationPrompt) -> LabelPrompt:
@@ -192,7 +238,7 @@ def _label(prompt: GenerationPrompt) -> LabelPrompt:
     return LabelPrompt(prompt.config_id, prompt.permutation, prompt.labels, prompt.options,
                        prompt.gold_position, prompt.text,
                        tuple(c.lstrip() for c in continuations) if chat else continuations,
-                       prompt.messages if chat else ())
+                       prompt.messages if chat else (), prompt.examples)
 
 
 def render_all(item: Item, seed: int) -> dict[str, Prompt]:

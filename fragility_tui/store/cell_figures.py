@@ -53,7 +53,7 @@ class CellFigures:
             cur = con.execute("""
                 SELECT c.model, c.config_id, c.correct, c.pred, c.permutation, c.raw_output,
                        c.scores, c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie,
-                       c.prompt
+                       c.prompt, c.examples
                 FROM cells c WHERE c.grid = ? AND c.item_uid = ?""", [grid, item_uid])
             names = [d[0] for d in cur.description]
             rows = [dict(zip(names, r)) for r in cur.fetchall()]
@@ -68,7 +68,8 @@ class CellFigures:
             return relational(con).sql(f"""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
                        c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
-                       c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie
+                       c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie,
+                       c.examples
                 FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
                 LEFT JOIN {POSITIONS_SQL} f ON f.config_id = c.config_id
                 WHERE c.grid = $g ORDER BY c.model, i.position, f.position""",

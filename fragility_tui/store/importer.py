@@ -194,12 +194,16 @@ def export_cells(store, grid_name: str, out: str | Path, fmt: str) -> int:
 
 
 def _scores_as_json(table):
-    """CSV has no list type: write the option log-likelihoods as JSON text."""
+    """CSV has no list type: write the option log-likelihoods (and a +kN cell's examples)
+    as JSON text."""
     import pyarrow as pa
 
-    k = table.column_names.index("scores")
-    text = [None if v is None else json.dumps(v) for v in table.column("scores").to_pylist()]
-    return table.set_column(k, "scores", pa.array(text, pa.string()))
+    for name in ("scores", "examples"):
+        if name in table.column_names:
+            text = [None if v is None else json.dumps(v) for v in table.column(name).to_pylist()]
+            table = table.set_column(table.column_names.index(name), name,
+                                     pa.array(text, pa.string()))
+    return table
 
 
 def import_provenance(store, grid: str, doc: dict) -> None:

@@ -89,7 +89,8 @@ def _check_part_schema(path: Path) -> None:
         schema = pq.read_schema(path)
     except Exception as exc:
         raise InputError(f"cannot read the cells part: {exc}", path=str(path)) from None
-    # margin and near_tie came later: a part written before them merges with NULLs there.
+    # margin, near_tie and examples came later: a part written before them merges with
+    # NULLs there.
     missing = [f.name for f in part_schema()
                if f.name not in schema.names and f.name not in LATER_COLUMNS]
     if missing:

@@ -21,8 +21,10 @@ from fragility_tui.harness.configs import CONFIG_IDS
 
 BATCH_ROWS = 1 << 20
 CELL_COLUMNS = ("model", "item", "config", "correct", "pred", "permutation", "raw_output",
-                "scores", "tokens", "ms", "run_id", "prompt_sha", "margin", "near_tie")
-LATER_COLUMNS = ("margin", "near_tie")  # parts written before these existed lack them
+                "scores", "tokens", "ms", "run_id", "prompt_sha", "margin", "near_tie",
+                "examples")
+# parts written before these existed lack them
+LATER_COLUMNS = ("margin", "near_tie", "examples")
 
 
 def _part_types() -> dict:
@@ -86,9 +88,9 @@ class CellMerger:
             self.con.execute("""
                 INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
                                    raw_output, scores, tokens, ms, run_id, prompt_sha,
-                                   margin, near_tie)
+                                   margin, near_tie, examples)
                 SELECT $grid, model, item, config, correct, pred, permutation, raw_output,
-                       scores, tokens, ms, run_id, prompt_sha, margin, near_tie
+                       scores, tokens, ms, run_id, prompt_sha, margin, near_tie, examples
                 FROM _part_cells""",
                              {"grid": self.grid})
         except Exception:
@@ -184,13 +186,12 @@ class CellMerger:
 
 
 def _with_later_columns(batch, schema):
-    """A batch from a part written before margin/near_tie existed, with them as nulls."""
+    """A batch from a part written before margin, near_tie or examples existed, with them
+    as nulls, its columns in the schema's order."""
     import pyarrow as pa
 
-    for name in LATER_COLUMNS:
-        if name not in batch.schema.names:
-            field = schema.field(name)
-            batch = pa.RecordBatch.from_arrays(
-                [*batch.columns, pa.nulls(batch.num_rows, field.type)],
-                names=[*batch.schema.names, name])
-    return batch
+    if all(name in batch.schema.names for name in LATER_COLUMNS):
+        return batch
+    columns = [batch.column(name) if name in batch.schema.names else
+               pa.nulls(batch.num_rows, schema.field(name).type) for name in schema.names]
+    return pa.RecordBatch.from_arrays(columns, names=list(schema.names))

@@ -47,7 +47,7 @@ def part_schema():
         ("raw_output", pa.string()), ("subject", pa.string()), ("permutation", pa.string()),
         ("scores", pa.list_(pa.float64())), ("tokens", pa.int32()), ("ms", pa.float32()),
         ("run_id", pa.string()), ("prompt_sha", pa.string()), ("margin", pa.float64()),
-        ("near_tie", pa.bool_()),
+        ("near_tie", pa.bool_()), ("examples", pa.list_(pa.string())),
     ])
 
 
@@ -268,6 +268,7 @@ class PartsStore:
             "tokens": [r.tokens for r in new], "ms": [r.ms for r in new],
             "run_id": [r.run_id for r in new], "prompt_sha": [r.prompt_sha for r in new],
             "margin": [r.margin for r in new], "near_tie": [r.near_tie for r in new],
+            "examples": [r.examples for r in new],
         }, schema=part_schema())
         run_id = new[0].run_id
         path = self._next_part(run_id)

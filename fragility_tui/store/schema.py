@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 10
 
 SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR);
@@ -55,6 +55,16 @@ GRID_CONFIGS_TABLE = """CREATE TABLE IF NOT EXISTS grid_configs (
     grid VARCHAR NOT NULL, config_id VARCHAR NOT NULL, axes VARCHAR NOT NULL,
     source VARCHAR, PRIMARY KEY (grid, config_id))"""
 
+# The first sequential comparison of each (pair, reference, target) in a grid, with its seed
+# and verdict (store/comparisons.py, issue 58): a later one with another seed or reference
+# is a replay of the same cells, not independent evidence. Not derived: kept as cells change.
+COMPARISONS_TABLE = """CREATE TABLE IF NOT EXISTS comparisons (
+    grid VARCHAR NOT NULL, model_1 VARCHAR NOT NULL, model_2 VARCHAR NOT NULL,
+    reference VARCHAR NOT NULL, target VARCHAR NOT NULL, a VARCHAR NOT NULL,
+    b VARCHAR NOT NULL, seed BIGINT NOT NULL, scope VARCHAR, margin DOUBLE, chunk INTEGER,
+    live BOOLEAN, created_at TIMESTAMP, updated_at TIMESTAMP, result VARCHAR,
+    PRIMARY KEY (grid, model_1, model_2, reference, target))"""
+
 # The tables derived from a grid's cells and items: the transaction that changes those
 # deletes the grid's rows here (forget_derived), so no reader is served a stale one.
 DERIVED_TABLES = ("cube_cache", "calibration_cache")
@@ -81,6 +91,12 @@ MIGRATIONS: list[str] = [
     # configs are all runner ids, whose axes their ids state), and the prompt another
     # harness's log shows for a cell (NULL in our runner's cells: it re-renders its own)
     GRID_CONFIGS_TABLE + "; ALTER TABLE cells ADD COLUMN IF NOT EXISTS prompt VARCHAR",
+    # 9: the first sequential comparison of each (pair, reference, target) in a grid, with
+    # its seed and verdict (store/comparisons.py): later seeds or references replay it
+    COMPARISONS_TABLE,
+    # 10: the solved examples a +kN cell was shown (their item uids, in order), so it
+    # re-renders exactly (SPEC v5 §2); NULL for every other cell
+    "ALTER TABLE cells ADD COLUMN IF NOT EXISTS examples VARCHAR[]",
 ]
 
 RUN_FIELDS = ("grid", "model", "status", "pid", "pid_started", "created_at", "started_at", "ended_at", "spec",
@@ -110,6 +126,7 @@ class CellRow:
     margin: float | None = None
     near_tie: bool | None = None  # margin within the run's rounding tolerance for its dtype
     prompt: str | None = None  # the prompt an imported log shows (capped), else None
+    examples: list[str] | None = None  # +kN: the solved examples' item uids, as shown
 
 
 @dataclass(frozen=True)
@@ -176,4 +193,7 @@ def cell_table(grid: str, rows: list[CellRow]):
     table = table.append_column("near_tie", pa.array([r.near_tie for r in rows], pa.bool_()))
     if any(r.prompt is not None for r in rows):
         table = table.append_column("prompt", pa.array([r.prompt for r in rows], pa.string()))
+    if any(r.examples for r in rows):
+        table = table.append_column("examples", pa.array([r.examples for r in rows],
+                                                         pa.list_(pa.string())))
     return table

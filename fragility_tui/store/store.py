@@ -329,11 +329,12 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
             # Keyed on (grid, model, item, config) without an index: an ART index over
             # four strings made the file ~10x larger; the anti-join is a hash join.
             optional = ", ".join(f"n.{name}" if name in table.column_names else "NULL"
-                                 for name in ("prompt_sha", "margin", "near_tie", "prompt"))
+                                 for name in ("prompt_sha", "margin", "near_tie", "prompt",
+                                              "examples"))
             con.execute(f"""
                 INSERT INTO cells (grid, model, item_uid, config_id, correct, pred, permutation,
                                    raw_output, scores, tokens, ms, run_id, prompt_sha, margin,
-                                   near_tie, prompt)
+                                   near_tie, prompt, examples)
                 SELECT DISTINCT ON (n.grid, n.model, n.item_uid, n.config_id) n.grid, n.model,
                        n.item_uid, n.config_id, n.correct, n.pred, n.permutation, n.raw_output,
                        n.scores, n.tokens, n.ms, n.run_id, {optional}

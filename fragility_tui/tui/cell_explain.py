@@ -69,9 +69,10 @@ def is_runner_config(config_id: str) -> bool:
 
 
 def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
-                chat=None) -> Text:
+                chat=None, items=None) -> Text:
     """Everything that explains one correctness bit, all untrusted text sanitised. chat: the
-    model's harness.chat.ChatTemplate (None: nothing recorded, e.g. an imported grid)."""
+    model's harness.chat.ChatTemplate (None: nothing recorded, e.g. an imported grid);
+    items: the grid's items by uid (a +kN cell's recorded examples are looked up there)."""
     text = Text()
     text.append(f"\n{clean(model, one_line=True, limit=200)} × {config_id}\n", style="bold underline")
     if cell is None:
@@ -92,7 +93,8 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
         try:
             from fragility_tui.harness.render import render
 
-            prompt = render(item, config_id, seed, permutation=perm)
+            prompt = render(item, config_id, seed, permutation=perm,
+                            examples=_examples(cell, items))
         except (ValueError, KeyError) as exc:
             text.append(f"cannot re-render the prompt: {clean(exc, limit=300)}\n", style="red")
     if cell.get("permutation"):
@@ -123,6 +125,16 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
     return text
 
 
+def _examples(cell: dict, items) -> tuple:
+    """The solved examples a +kN cell recorded, as items (KeyError names a missing one)."""
+    uids = cell.get("examples") or ()
+    found = tuple((items or {}).get(uid) for uid in uids)
+    missing = [uid for uid, it in zip(uids, found) if it is None]
+    if missing:
+        raise KeyError(f"its example {missing[0]!r} is not among the grid's items")
+    return found
+
+
 def _append_modifiers(text: Text, config_id: str) -> None:
     """What the config's modifiers (SPEC v5 §2) did to the prompt's tokens."""
     from fragility_tui.harness.configs import get_config
@@ -132,7 +144,9 @@ def _append_modifiers(text: Text, config_id: str) -> None:
              None: None}[config.bos]
     template = {"raw": "no chat template (+raw)", "chat": "the chat template (+chat)",
                 None: None}[config.template]
-    shown = [n for n in (notes, template) if n]
+    shots = f"{config.shots} solved examples of the benchmark first (+k{config.shots})" \
+        if config.shots else None
+    shown = [n for n in (notes, template, shots) if n]
     if shown:
         text.append("modifiers: " + "; ".join(shown) + "\n", style="dim")
 
@@ -158,7 +172,7 @@ def _append_prompt(text: Text, prompt, chat=None) -> None:
         text.append("context (letter likelihood: " + (
             f"the chat template's assistant turn; {note})\n" if prompt.messages else
             "the raw generation prompt)\n"), style="bold")
-        body = shown if shown is not None else prompt.messages[0]["content"]
+        body = shown if shown is not None else prompt.messages[-1]["content"]
         text.append_text(block(body, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
         text.append("\nlabels scored after it (display order)\n", style="bold")
         for j, cont in enumerate(prompt.continuations):
@@ -177,7 +191,7 @@ def _append_prompt(text: Text, prompt, chat=None) -> None:
     text.append("prompt as the model saw it" if shown is not None else "prompt", style="bold")
     text.append(f" ({note})\n", style="dim")
     body = shown if shown is not None else prompt.text if chat is None else \
-        prompt.messages[0]["content"]
+        prompt.messages[-1]["content"]
     text.append_text(block(body, limit=3 * ITEM_TEXT_LIMIT, style="on grey11"))
     text.append("\n")
 

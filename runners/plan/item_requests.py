@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from fragility_tui.harness.configs import get_config, perm_to_str
+from fragility_tui.harness.fewshot import draw_examples
 from fragility_tui.items.item import Item
 from fragility_tui.harness.parser import is_decided, parse_answer
 from fragility_tui.harness.render import ClozePrompt, GenerationPrompt, LabelPrompt, render
@@ -104,13 +105,19 @@ class ItemPlan:
 
 
 def plan_item(encoder: Encoder, item: Item, config_ids: list[str], seed: int,
-              gen: list[GenRequest], lik: list[LikelihoodRequest]) -> ItemPlan:
-    """Render the item's configs and append their requests to `gen` / `lik`."""
+              gen: list[GenRequest], lik: list[LikelihoodRequest],
+              pools: dict | None = None) -> ItemPlan:
+    """Render the item's configs and append their requests to `gen` / `lik`. A `+kN`
+    config's examples are drawn from `pools` (the run's items by benchmark) by the grid
+    seed, the same N for every config of the item (harness/fewshot.py)."""
     plan = ItemPlan(item, {}, {})
+    drawn: dict[int, tuple] = {}
     for config_id in config_ids:
-        prompt = render(item, config_id, seed)
-        plan.prompts[config_id] = prompt
         config = get_config(config_id)
+        if config.shots and config.shots not in drawn:
+            drawn[config.shots] = draw_examples(item, pools or {}, config.shots, seed)
+        prompt = render(item, config_id, seed, examples=drawn.get(config.shots))
+        plan.prompts[config_id] = prompt
         modifiers = {"bos": config.bos} if config.bos else {}
         if isinstance(prompt, GenerationPrompt):
             if config.template:
@@ -184,7 +191,9 @@ def cells_for(plan: ItemPlan, result: BatchResult, model: str, run_id: str | Non
                                 None, scores, tokens, ms, run_id,
                                 plan.prompt_shas.get(config_id), margin,
                                 numerics.near_tie(margin, tolerance["likelihood"])))
-    return rows
+    # +kN: the examples a cell was shown, so it re-renders exactly (cells.examples)
+    return [replace(r, examples=list(plan.prompts[r.config_id].examples))
+            if plan.prompts[r.config_id].examples else r for r in rows]
 
 
 def _label_cell(plan: ItemPlan, prompt: LabelPrompt, result: BatchResult, model: str,
@@ -246,8 +255,10 @@ class ItemPlanner:
     item set up front would hold every token list in memory at once)."""
 
     def __init__(self, loaded, todo: list, seed: int, encoder=None, *,
-                 own_tokenizer: bool = False):
-        self.todo, self.seed, self.next = todo, seed, 0
+                 own_tokenizer: bool = False, pools: dict | None = None):
+        """`pools`: the run's whole item set by benchmark, which +kN examples come from
+        (not only the items left to do: a resumed run draws the same examples)."""
+        self.todo, self.seed, self.next, self.pools = todo, seed, 0, pools
         # own_tokenizer: planning runs on the host worker (runners.run.host_work) while the
         # scorer decodes with the model's tokenizer on the main thread; a Rust tokenizer
         # used from two threads can fail ("Already borrowed"), so the planner gets a copy.
@@ -276,6 +287,6 @@ class ItemPlanner:
         item, configs = self.todo[self.next]
         self.next += 1
         gen, lik = [], []
-        plan = plan_item(self.encoder, item, configs, self.seed, gen, lik)
+        plan = plan_item(self.encoder, item, configs, self.seed, gen, lik, self.pools)
         unique = count_tokens(build_tree([r.tokens for r in gen] + [r.tokens for r in lik]))
         return PlannedItem(plan, gen, lik, unique)

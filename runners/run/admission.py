@@ -23,6 +23,7 @@ class RunItems:
     positions: list[int]  # each item's place in the whole sampled set
     set_hash: str  # of every shard's items: one grid, one item set
     report: object  # the loaders' load report (counts, exclusions)
+    pool: list[Item] | None = None  # the whole sampled set (every shard's): +kN's examples
 
 
 def item_path(text: str) -> str:
@@ -45,7 +46,7 @@ def load_run_items(spec) -> RunItems:
     items, report = load_many([item_path(p) for p in spec.items],
                               per_benchmark=spec.per_benchmark, seed=spec.seed)
     set_hash = item_set_hash(items)
-    positions = list(range(len(items)))
+    pool, positions = items, list(range(len(items)))
     if spec.shard:  # after sampling, so every shard samples the same items
         index, count = spec.shard
         positions = [k for k, it in enumerate(items) if shard_of(it.item_uid, count) == index]
@@ -54,7 +55,7 @@ def load_run_items(spec) -> RunItems:
         wanted = set(spec.item_uids)
         keep = [k for k, it in enumerate(items) if it.item_uid in wanted]
         positions, items = [positions[k] for k in keep], [items[k] for k in keep]
-    return RunItems(items, positions, set_hash, report)
+    return RunItems(items, positions, set_hash, report, pool)
 
 
 def check_grid(store, spec, set_hash: str) -> str | None:
@@ -102,3 +103,20 @@ def _stored_items_hash(store, grid: str) -> str | None:
     load = getattr(store, "load_items", None)  # a parts folder records the hash itself
     items = load(grid) if load is not None else []
     return item_set_hash(items) if items else None
+
+
+def check_examples(spec, inputs: RunItems) -> None:
+    """A +kN config needs N other items of each benchmark in the run's pool (its whole
+    sampled set): refused before the run row, naming the benchmarks short of them."""
+    from fragility_tui.harness.configs import get_config
+    from fragility_tui.harness.fewshot import short_benchmarks
+
+    shots = max((get_config(c).shots for c in spec.configs), default=0)
+    if not shots:
+        return
+    short = short_benchmarks(inputs.pool or inputs.items, shots)
+    if short:
+        named = ", ".join(f"{name} ({n} items)" for name, n in sorted(short.items()))
+        raise InputError(f"+k{shots} shows {shots} solved examples of the item's own "
+                         f"benchmark, never the item: {named} cannot give them; use fewer "
+                         "shots or more items (--per-benchmark)", field="--configs")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from fragility_tui.store.runs import RunStatus
 from runners.run.host_work import HostTiming, HostWorker
+from fragility_tui.harness.fewshot import pools_by_benchmark
 from runners.plan.item_requests import ItemPlanner
 from runners.plan.score_types import ScoreStats
 
@@ -44,7 +45,8 @@ class ModelBatches:
         run, spec = self.run, self.run.spec
         overlap = spec.overlap and run.backend.overlaps_host_work
         planner = ItemPlanner(self.loaded, todo, spec.seed,
-                              run.backend.text_encoder(self.scorer), own_tokenizer=overlap)
+                              run.backend.text_encoder(self.scorer), own_tokenizer=overlap,
+                              pools=pools_by_benchmark(run.inputs.pool or run.inputs.items))
         worker, timing = HostWorker(overlap), HostTiming(overlap, items=len(todo))
         clock = getattr(getattr(self.scorer, "calls", None), "clock", None)
         calls_before, started = clock.seconds if clock else 0.0, time.perf_counter()

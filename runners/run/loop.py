@@ -26,7 +26,8 @@ from fragility_tui.store.runs import RunRecord, RunStatus, new_run_id
 from fragility_tui.store.schema import utc_now
 from fragility_tui.store.sink import CellSink
 from runners.run import device_queue
-from runners.run.admission import check_grid, check_settings, load_run_items
+from runners.run.admission import (check_examples, check_grid, check_settings,
+                                   load_run_items)
 from runners.backends.base import Backend, backend_for
 from runners.run.failure import RunFailed, failure_reason
 from runners.run.stopper import Stopper
@@ -115,6 +116,7 @@ class Run:
         # items, a grid that cannot take the cells, a refused setting (or a busy device with
         # --no-wait) leave the store as it was (runners/run/admission.py).
         self.inputs = load_run_items(spec)
+        check_examples(spec, self.inputs)  # +kN: enough items of each benchmark
         for warning in self.inputs.report.warnings:  # a folder mixing splits or versions
             print(f"warning: {warning}", file=sys.stderr, flush=True)
         note = check_grid(store, spec, self.inputs.set_hash)

@@ -145,8 +145,8 @@ def test_letter_likelihood_adds_only_the_labels_to_a_raw_prompt_tree():
 def test_a_run_of_extension_configs_writes_them_and_refuses_what_cannot_run(tiny_folder,
                                                                             tmp_path):
     """`run --configs lik,o0.letter+nobos,...` through the CLI: every cell written with its
-    axes read from its id; +bos on a tokenizer without a BOS token would be refused, +kN
-    is refused as planned, before anything is written."""
+    axes read from its id; +k5 with two items of a benchmark is refused before anything
+    is written."""
     from helpers import run_cli
     from test_run_loop import write_items
 
@@ -166,7 +166,7 @@ def test_a_run_of_extension_configs_writes_them_and_refuses_what_cannot_run(tiny
     assert cube.axes("o1.paren+raw")["template"] == "raw"
     refused = run_cli("--db", str(db), "run", "--model", str(tiny_folder), "--items",
                       str(items), "--grid", "g", "--configs", "lik+k5")
-    assert refused.returncode == 2 and "+kN is a planned modifier" in refused.stderr
+    assert refused.returncode == 2 and "toy (2 items) cannot give them" in refused.stderr
     assert len(Store(db).runs()) == 1  # the refused run left no row
 
 

@@ -304,11 +304,11 @@ def test_parts_merge_into_a_grid_that_holds_imported_configs(whole_and_parts, tm
 
 
 def test_extension_configs_travel_through_parts(tiny_folder, tmp_path):
-    """A worker asked for letter-likelihood and modified configs (issue 56): its parts merge
-    into the same cells as a run into a store (the merger checks each cell's config against
-    the configs its run was asked for)."""
+    """A worker asked for letter-likelihood, modified and few-shot configs (issue 56): its
+    parts merge into the same cells as a run into a store (the merger checks each cell's
+    config against the configs its run was asked for), the examples a cell showed too."""
     items = write_items(tmp_path / "items.jsonl", 2)
-    configs = "o0.letter,o1.paren.lik,o0.letter+nobos,cloze_qa+bos"
+    configs = "o0.letter,o1.paren.lik,o0.letter+nobos,cloze_qa+bos,o2.digit+k1"
     common = ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
               "--threads", "1", "--display", "none", "--grid", "g", "--configs", configs]
     whole = tmp_path / "whole.duckdb"
@@ -320,3 +320,14 @@ def test_extension_configs_travel_through_parts(tiny_folder, tmp_path):
     run_cli("merge", str(folder), "--grid", "g", db=merged, check=True)
     assert_same_cells(cells_of(Store(merged), "g"), cells_of(Store(whole), "g"))
     assert sorted(Store(merged).load_cube("g").configs) == sorted(configs.split(","))
+    examples = {(c["item_uid"], c["config_id"]): c["examples"]
+                for db in (whole, merged) for c in _all_cells(Store(db), "g")}
+    assert all(len(v) == 1 for (uid, config), v in examples.items() if config == "o2.digit+k1")
+
+
+def _all_cells(store, grid):
+    with store.connect() as con:
+        cur = con.execute("SELECT item_uid, config_id, examples FROM cells WHERE grid = ?",
+                          [grid])
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]

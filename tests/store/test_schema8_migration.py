@@ -25,7 +25,10 @@ def test_a_schema_7_store_keeps_every_grid_run_and_cell(tmp_path):
     from fragility_tui.store.store import Store
 
     store = Store(db)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 10
+    with store.connect() as con:  # 10: a +kN cell's examples; NULL in every older cell
+        assert con.execute("SELECT count(*) FROM cells WHERE examples IS NOT NULL"
+                           ).fetchall()[0][0] == 0
     cube = store.load_cube("sim")
     assert (int(cube.bits.sum()), int(cube.present.sum())) == (1873, 3120)
     assert cube.axes("o2.paren")["format"] == "paren" and cube.stated_axes is None

@@ -130,7 +130,7 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs(tmp_path):
     con.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 10
     run = store.get_run(run_id)
     assert run.pid == 12345 and run.pid_started is None
     store.update_run(run_id, pid_started="987")
@@ -153,7 +153,7 @@ def test_a_schema_6_store_gets_margin_and_near_tie_columns_in_place(tmp_path):
     con.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 10
     store.write_cells("g", [CellRow("m", "toy/1", "o0.paren", False, 1, margin=0.03,
                                     near_tie=True)])
     cells = {c["config_id"]: c for c in store.item_cells("g", "toy/1")}
@@ -219,7 +219,7 @@ def test_a_schema_4_store_gets_the_calibration_cache(tmp_path):
     con.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
     con.close()
     store = Store(path)
-    assert store.schema_version() == SCHEMA_VERSION == 8
+    assert store.schema_version() == SCHEMA_VERSION == 10
     assert store.calibration_results("g", "k") == {}
     store.save_calibration("g", "k", {("a", "b"): {"replicates": 3}})
     assert store.calibration_results("g", "k") == {("a", "b"): {"replicates": 3}}

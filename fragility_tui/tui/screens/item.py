@@ -180,4 +180,4 @@ class ItemScreen(DrillScreen):
                                style="dim"))
             return
         detail.update(cell_detail(self.item, model, config_id, self.cells.get((model, config_id)),
-                                  self.view.seed, self.chats.get(model)))
+                                  self.view.seed, self.chats.get(model), self.view.items))

@@ -31,12 +31,13 @@ class ReferenceCell:
 @torch.no_grad()
 def reference_cell(model, tokenizer, item: Item, config_id: str, seed: int,
                    max_new_tokens: int = 16, *, chat: bool | None = None,
-                   template_args: dict | None = None) -> ReferenceCell:
+                   template_args: dict | None = None, examples=None) -> ReferenceCell:
     """`chat`: prompt through the chat template (the run's prompt mode); None: whenever the
     tokenizer has one; a config's +raw / +chat overrides it, and its +bos / +nobos forces a
-    BOS token on or off. `template_args`: the run's pinned template arguments."""
+    BOS token on or off. `template_args`: the run's pinned template arguments; `examples`:
+    a +kN config's solved examples."""
     config = get_config(config_id)
-    prompt = render(item, config_id, seed)
+    prompt = render(item, config_id, seed, examples=examples)
     if isinstance(prompt, GenerationPrompt):
         chat = bool(tokenizer.chat_template) if chat is None else chat
         if config.template is not None:
