@@ -29,7 +29,8 @@ def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate local models on items under the 26 configs",
                        description="Evaluate one or more models on an item set under the 26 "
                                    "configs (or a subset, or the extension configs: "
-                                   "letter likelihood, +bos/+nobos, +raw/+chat) and write "
+                                   "letter likelihood, +bos/+nobos, +raw/+chat, +kN) and "
+                                   "write "
                                    "cells into the store. "
                                    "Re-running the same command, or --resume RUN_ID, skips "
                                    "cells already done.")
