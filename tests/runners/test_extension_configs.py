@@ -200,3 +200,28 @@ def test_letter_likelihood_with_chat_adds_only_the_labels_to_the_chat_prompt():
 
     assert render(ITEMS[0], "o1.paren.lik+chat", SEED).continuations == ("(A)", "(B)",
                                                                           "(C)", "(D)")
+
+
+@pytest.mark.parametrize("model_type, adds_bos", [("llama", True), ("gemma3_text", True),
+                                                  ("qwen3", False)])
+def test_families_score_the_extension_configs_like_the_plain_loop(tmp_path, model_type,
+                                                                   adds_bos):
+    """Issue 56 (6): a family whose tokenizer adds a BOS token by default (Llama, Gemma)
+    and one whose does not (Qwen), loaded as `run --model FOLDER` loads them: letter
+    likelihood and the BOS and template modifiers equal the plain loop's cells."""
+    from family_cases import compare_with_plain_loop, tiny_folder
+
+    from runners.models.prepare import load_spec
+
+    torch.set_num_threads(1)
+    folder = tiny_folder(tmp_path, model_type, make_tokenizer(adds_bos=adds_bos))
+    loaded = load_spec(str(folder), dtype="fp32", device="cpu")
+    assert loaded.fingerprint["add_bos"] is adds_bos
+    configs = ["o0.letter.lik", "o4.digit.lik+chat", "o0.letter+nobos", "o0.letter+bos",
+               "cloze_qa+nobos", "o2.paren+raw"]
+    summary = compare_with_plain_loop(loaded, configs=configs)
+    assert summary["cells"] == 2 * len(configs) and not summary["outside"], summary["outside"]
+    for row, reference in summary["pairs"]:
+        if reference.scores is not None:
+            assert row.scores == pytest.approx(reference.scores, abs=1e-4), row.config_id
+        assert row.pred == reference.pred or reference.margin < 1e-4, row.config_id
