@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import sys
 
-from fragility_tui.commands.compare_text import points, reading, seq, verdict
+from fragility_tui.commands.compare_text import points, pool_delta, reading, seq, verdict
 from fragility_tui.errors import InputError
 
 
@@ -48,8 +48,14 @@ def register(sub) -> None:
                    help="decision target (balanced: every benchmark weighs the same, items "
                         "drawn stratified by benchmark)")
     p.add_argument("--margin", type=float, default=2.0, metavar="POINTS",
-                   help="practical margin m in accuracy points (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the item order (default 0)")
+                   help="practical margin m in accuracy points, at least 0 and below 100 "
+                        "(default 2)")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the item order (default 0). The pair's first comparison "
+                        "in a grid (per reference and target) is recorded with its seed; a "
+                        "later one with another seed or reference reports that the first "
+                        "verdict stands and is not independent evidence (JSON "
+                        "first_comparison, independent_evidence)")
     p.add_argument("--chunk", type=int, default=25, metavar="N",
                    help="items per chunk between decisions (default 25)")
     p.add_argument("--max-items", type=int, default=None, metavar="N",
@@ -75,8 +81,13 @@ def register(sub) -> None:
 
 
 def _check(args) -> None:
-    if args.margin < 0:
-        raise InputError(f"must be at least 0, got {args.margin}", field="--margin")
+    """Every flag, before the store is opened (issue 58: `run`'s checks for the options the
+    two commands share, commands/flag_checks.py)."""
+    from fragility_tui.commands.flag_checks import check_margin, check_run_flags, check_seed
+
+    check_margin(args.margin)
+    check_seed(args.seed, "--seed")
+    check_run_flags(args, seed_flag="--grid-seed")
     if args.chunk < 1:
         raise InputError(f"must be at least 1, got {args.chunk}", field="--chunk")
     if args.max_items is not None and args.max_items < 1:
@@ -104,11 +115,12 @@ def run(args) -> int:
     store = open_store(args.db)
     if args.items:
         return _run_live(args, store)
-    cube = choose_reference(store.load_cube(args.grid), args.reference)
+    cube = store.load_cube(args.grid)
     unknown = [m for m in (args.a, args.b) if m not in cube.models]
     if unknown:
         raise InputError(f"unknown model(s) {', '.join(unknown)} in grid {args.grid!r}; "
                          f"known: {', '.join(cube.models)}", field="A B")
+    cube = choose_reference(_pair_configs(cube, args.a, args.b), args.reference)
     ia, ib = cube.models.index(args.a), cube.models.index(args.b)
     available = (cube.present[ia] & cube.present[ib]).all(axis=1)
     d = cube.bits[ia].astype(np.int8) - cube.bits[ib].astype(np.int8)
@@ -123,18 +135,38 @@ def run(args) -> int:
         "grid": args.grid, "a": args.a, "b": args.b, "replay": True,
         "order_items": [cube.items[k] for k in result.order.tolist()],
         "pool_complete": bool(available.all()),
-        # the whole pool's exact Δ at the decision config (a replay knows it; a live run not)
-        "pool_delta": (float(d[:, cube.reference_index].mean())
+        "configs_in_view": list(cube.configs),
+        # the whole pool's exact Δ at the decision config, for the decision's target (a
+        # replay knows it; a live run once every item is judged)
+        "pool_delta": (pool_delta(d[:, cube.reference_index], cube.benchmarks, args.target)
                        if available.all() else None),
         "seconds_per_item": seconds,
         "seconds_used": None if seconds is None else seconds * result.items_used,
         "seconds_pool": None if seconds is None else seconds * result.pool,
     })
+    out["margin_points"] = args.margin
+    from fragility_tui.commands.compare_record import first_comparison, print_first_line
+
+    first_comparison(store, args.grid, out, live=False)
     if args.json:
         sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
         return 0
     _print_text(out, args)
+    print_first_line(out)
     return 0
+
+
+def _pair_configs(cube, a: str, b: str):
+    """The cube in the configs the pair has: a config where A or B has no cell at all
+    (another model's import, a config only one of them was run under) is out of view, so it
+    does not hold the pair back (issue 58); a config the pair has on some items only still
+    stops the replay where its cells end ('awaiting-cells')."""
+    ia, ib = cube.models.index(a), cube.models.index(b)
+    has = cube.present[ia].any(axis=0) & cube.present[ib].any(axis=0)
+    keep = [c for k, c in enumerate(cube.configs) if has[k]]
+    if not keep:
+        raise InputError(f"{a} and {b} have no config in common in this grid", field="A B")
+    return cube if len(keep) == len(cube.configs) else cube.select(configs=keep)
 
 
 def _pair_seconds_per_item(store, grid: str, cube, models) -> float | None:
@@ -166,7 +198,10 @@ def _run_live(args, store) -> int:
     if args.json:
         sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
     else:
+        from fragility_tui.commands.compare_record import print_first_line
+
         sys.stdout.write(verdict(out, args) + "\n")
+        print_first_line(out)
     return 0
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,7 +96,8 @@ class LiveComparison:
                              field="--items")
         self.pool = inputs.items
         self.set_hash = inputs.set_hash
-        note = check_grid(self.store, base, self.set_hash)
+        with compare_wording():
+            note = check_grid(self.store, base, self.set_hash)
         if note:
             print(f"note: {note}", file=sys.stderr, flush=True)
         refused: set[str] = set()
@@ -128,9 +130,6 @@ class LiveComparison:
             device = normalise_device(args.device)
         except ValueError as exc:
             raise InputError(str(exc), field="--device") from None
-        for flag, value in (("--per-benchmark", args.per_benchmark),):
-            if value < 0:
-                raise InputError(f"must be 0 (all) or more, got {value}", field=flag)
         return RunSpec(models=[side.spec], items=[item_path(p) for p in args.items],
                        grid=args.grid, per_benchmark=args.per_benchmark or None,
                        seed=self.grid_seed, configs=configs, quantize=side.quantize,
@@ -154,7 +153,8 @@ class LiveComparison:
         from runners.run.loop import prepare_models
 
         try:
-            return prepare_models(self._spec(side), self.store)[0]
+            with compare_wording():
+                return prepare_models(self._spec(side), self.store)[0]
         except InputError as exc:
             raise InputError(f"{side.text}: {_bare(exc)}", field=side.label) from None
 
@@ -174,6 +174,7 @@ class LiveComparison:
                                  target=args.target, max_items=args.max_items,
                                  scope=args.scope)
         self._header()
+        self._record_start()
         while True:
             avail = self._read_cells(uids)
             for step in self.seq.advance(avail):
@@ -263,16 +264,16 @@ class LiveComparison:
         run_id = None
         for r in self._own_runs():
             if r.spec.get("compare") == tag and r.status != RunStatus.FINISHED and \
-                    not pid_alive(r.pid, r.pid_started) and \
-                    sorted(r.spec.get("item_uids") or []) == sorted(chunk_uids):
+                    not pid_alive(r.pid, r.pid_started) and same_settings(r.spec, spec):
                 run_id, spec = r.run_id, RunSpec.from_dict(r.spec)
         mode = choose_display(self.args.display, sys.stderr)
-        with _imports_not_collected():
+        with _imports_not_collected(), compare_wording():
             runner = Run(spec, self.store, run_id=run_id, display="none")
         runner.display = Display(mode, stream=sys.stderr)  # stdout: the comparison's lines
         self.runs.append(runner.run_id)
         try:
-            status = runner.execute()
+            with compare_wording():  # the grid is checked again when the run starts writing
+                status = runner.execute()
         except (InputError, KeyboardInterrupt):
             raise
         except Exception as exc:
@@ -298,12 +299,30 @@ class LiveComparison:
                                 f"live runs over {', '.join(self.args.items)}",
                                 len(self.configs)))
 
+    def _record_start(self) -> None:
+        """The pair's first comparison is recorded before any chunk is evaluated, so a
+        comparison killed mid-way still counts as the first (commands/compare_record.py)."""
+        from fragility_tui.commands.compare_record import first_comparison
+
+        r = self.seq.result
+        start = {"a": self.sides[0].name, "b": self.sides[1].name, "reference": r.reference,
+                 "target": r.target, "seed": r.seed, "scope": r.scope, "margin": r.margin,
+                 "chunk": r.chunk, "path": None}
+        first_comparison(self.store, self.args.grid, start, live=True)
+        if not start["independent_evidence"]:
+            from fragility_tui.commands.compare_record import print_first_line
+
+            print_first_line(start, sys.stderr)
+
     def _progress(self, step) -> None:
         from fragility_tui.commands.compare_text import progress_line
 
         self._write(progress_line(step, self.seq.result))
 
     def to_json(self) -> dict:
+        from fragility_tui.commands.compare_text import pool_delta
+        from fragility_tui.commands.compare_record import first_comparison
+
         result = self.seq.result
         spent = self.spent()
         out = result.to_json()
@@ -315,8 +334,10 @@ class LiveComparison:
             "configs_in_view": list(self.configs),
             "order_items": [self.pool[k].item_uid for k in result.order.tolist()],
             "pool_complete": result.items_used == result.pool,
-            # the whole pool's exact Δ at the decision config, once every item is judged
-            "pool_delta": (float(self.seq.comp.d[:, self.seq.comp.ref].mean())
+            # the whole pool's exact Δ at the decision config for the decision's target,
+            # once every item is judged
+            "pool_delta": (pool_delta(self.seq.comp.d[:, self.seq.comp.ref],
+                                      [it.benchmark for it in self.pool], result.target)
                            if result.items_used == result.pool and result.pool else None),
             "seconds_per_item": per_item,
             "seconds_used": spent["seconds"] if spent["runs"] else None,
@@ -324,8 +345,60 @@ class LiveComparison:
             "tokens_used": spent["tokens"] if spent["runs"] else None,
             "wall_seconds": time.monotonic() - self.started,
             "runs": self.runs,
+            "margin_points": self.args.margin,
         })
-        return out
+        return first_comparison(self.store, self.args.grid, out, live=True)
+
+
+# What a run fills in itself, not a setting: the item order's seed (the run's seed unless
+# recorded otherwise).
+_NOT_SETTINGS = ("order_seed",)
+
+
+def same_settings(recorded: dict, spec) -> bool:
+    """Whether a died chunk run (its recorded spec) was started with this invocation's
+    settings for the chunk: every field of the spec (models, items, sample, seed, configs,
+    prompt mode, dtype, device, batching, threads, max_new_tokens, ...) but the ones a run
+    fills in itself. Only such a run is resumed; any other is left as it died and the chunk
+    gets a new run with the settings given now (issue 58)."""
+    new = spec.to_dict()
+    old = {**new, **{k: v for k, v in recorded.items() if k in new}}
+    for key in _NOT_SETTINGS:
+        old.pop(key, None)
+        new.pop(key, None)
+    old["item_uids"] = sorted(old.get("item_uids") or [])
+    new["item_uids"] = sorted(new.get("item_uids") or [])
+    return old == new
+
+
+# `run`'s refusals that name flags `compare` does not have (or has with another meaning:
+# compare's --seed orders the items), as compare says them (issue 58).
+_RUN_WORDING = (
+    ("(use --seed ", "(use --grid-seed "),
+    ("; use another --grid, or --add-items to add these items to the grid (it becomes "
+     "partial until every model has them)",
+     "; use another --grid (compare takes the items the grid was made with)"),
+    ("Record this run under another model name with --name NEW_NAME, or use another --grid",
+     "Compare into another --grid"),
+)
+_RUN_FIELDS = {"--seed": "--grid-seed"}
+
+
+@contextmanager
+def compare_wording():
+    """`run`'s InputErrors raised inside, reworded to name compare's flags."""
+    try:
+        yield
+    except InputError as exc:
+        prefix = str(InputError("", path=exc.path, line=exc.line, field=exc.field))
+        message = str(exc)[len(prefix):] if str(exc).startswith(prefix) else str(exc)
+        text = message
+        for old, new in _RUN_WORDING:
+            text = text.replace(old, new)
+        field = _RUN_FIELDS.get(exc.field, exc.field)
+        if text == message and field == exc.field:
+            raise
+        raise InputError(text, path=exc.path, line=exc.line, field=field) from None
 
 
 class RunFailedError(Exception):

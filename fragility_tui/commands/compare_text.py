@@ -47,7 +47,11 @@ def verdict(out: dict, args) -> str:
 
     used, pool, stop = out["items_used"], out["pool"], out["stop"]
     last = out["path"][-1] if out["path"] else None
-    saved = f"{used} of {pool} items used, {100 * (1 - used / pool):.0f}% of the pool saved"
+    saved = f"{used} of {pool} items used"
+    if not out["replay"] and stop in ("winner", "equivalent"):
+        # a saving only where a live run stopped on its verdict: not for a budget or a wait
+        # for cells (no verdict), nor for a replay (it spent nothing)
+        saved += f", {100 * (1 - used / pool):.0f}% of the pool saved"
     text = verdict_head(out["winner"], out["settled"], stop, args.margin, out["scope"],
                         (out["a"], out["b"]))
     reason = {"winner": "settled", "equivalent": "settled",
@@ -75,3 +79,15 @@ def verdict(out: dict, args) -> str:
                      f"{out['seconds_used']:.0f} s against {out['seconds_pool']:.0f} s for "
                      f"the whole pool ({out['seconds_per_item']:.2f} s per item for the pair)")
     return "\n".join(lines)
+
+
+def pool_delta(column, benchmarks, target: str) -> float:
+    """The pool's exact Δ from its d column: the mean over items (observed target) or the
+    mean of the benchmarks' means (balanced: every benchmark weighs the same)."""
+    import numpy as np
+
+    column = np.asarray(column, dtype=float)
+    if target != "balanced":
+        return float(column.mean())
+    names = np.asarray([str(b) for b in benchmarks], dtype=object)
+    return float(np.mean([column[names == n].mean() for n in sorted(set(names.tolist()))]))

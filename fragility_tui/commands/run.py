@@ -21,6 +21,7 @@ from fragility_tui.errors import InputError
 from fragility_tui.processes import pid_alive
 from fragility_tui.store.runs import RunStatus
 from fragility_tui.harness.configs import parse_config_list
+from fragility_tui.commands.flag_checks import check_run_flags
 from fragility_tui.commands.run_options import add_run_options
 
 SPEC_FLAGS = ("model", "items", "grid")  # what --resume takes from the recorded run
@@ -74,8 +75,7 @@ def spec_from_args(args: argparse.Namespace):
         configs = parse_config_list(args.configs)
     except ValueError as exc:
         raise InputError(str(exc), field="--configs") from None
-    _require_minimum(args, "--max-new-tokens", 1)
-    _require_minimum(args, "--threads", 1)
+    check_run_flags(args)  # --max-new-tokens, --threads, --per-benchmark, --seed (as compare's)
     if args.name is not None and not args.name.strip():
         raise InputError("--name must not be empty", field="--name")
     args.model = args.model or []
@@ -95,7 +95,6 @@ def spec_from_args(args: argparse.Namespace):
         device = normalise_device(args.device)
     except ValueError as exc:
         raise InputError(str(exc), field="--device") from None
-    _require_minimum(args, "--per-benchmark", 0, "0 (all) or more")
     shard = None
     if args.shard is not None:
         from fragility_tui.items.item import parse_shard

@@ -27,6 +27,7 @@ from fragility_tui.errors import InputError
 from fragility_tui.harness.configs import CONFIGS
 from fragility_tui.store import cube_cache
 from fragility_tui.store.calibration_cache import CalibrationRecords
+from fragility_tui.store.comparisons import ComparisonRecords
 from fragility_tui.store.grid_configs import POSITIONS_SQL, grid_config_ids, stated_axes
 from fragility_tui.store.cell_figures import CellFigures
 from fragility_tui.store.connection import (StoreReadOnly, duckdb, is_read_only_error,
@@ -50,7 +51,7 @@ def default_db_path() -> Path:
 ITEM_BATCH = 50_000  # items converted to Arrow and inserted at a time
 
 
-class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
+class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures, ComparisonRecords):
     """A DuckDB file opened per operation (see the module docstring for why)."""
 
     # One DuckDB database may be open only once per process with one configuration;
@@ -244,7 +245,7 @@ class Store(ModelRecords, RunRecords, CalibrationRecords, CellFigures):
     def delete_grid(self, name: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
         def run(c):
             for table, column in (("cells", "grid"), ("items", "grid"), ("models", "grid"),
-                                  ("grid_configs", "grid"),
+                                  ("grid_configs", "grid"), ("comparisons", "grid"),
                                   *((t, "grid") for t in DERIVED_TABLES), ("grids", "name")):
                 c.execute(f"DELETE FROM {table} WHERE {column} = ?", [name])
 

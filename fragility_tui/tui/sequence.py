@@ -86,6 +86,9 @@ def check_sequence_fields(form: dict) -> tuple[SequenceSettings | None, list[str
     problems: list[str] = []
     value = lambda key: str(form.get(key) or "").strip()  # noqa: E731
     margin = _number(value("margin"), float, "margin", problems, low=0)
+    if margin is not None and margin >= 100:  # as compare's --margin (commands/flag_checks.py)
+        problems.append(f"margin: must be below 100 points, got {value('margin')}")
+        margin = None
     seed = _number(value("seed"), int, "seed", problems, hint="a whole number")
     max_items = _number(value("max_items"), int, "max items", problems, low=1,
                         hint="a whole number")

@@ -147,6 +147,7 @@ class Run:
         self.seconds_before = float(previous.seconds or 0.0)
         self.provenance = dict(previous.provenance or {})
         self.started = time.monotonic()
+        self.queued_s = 0.0  # this session's wait for its writer locks and device slot
         self.cells_total = 0
         self.cells_done = 0
         self.session_cells = 0  # this process's work, for rates and the ETA
@@ -168,7 +169,10 @@ class Run:
             print(f"\n{text}", file=sys.stderr, flush=True)
 
     def seconds(self) -> float:
-        return self.seconds_before + time.monotonic() - self.started
+        """The seconds the run worked, over its sessions: not the time it waited queued for
+        a writer lock or a device slot (issue 58: two comparisons of one pair each counted
+        the other's run as their own cost)."""
+        return self.seconds_before + time.monotonic() - self.started - self.queued_s
 
     # -- the run --------------------------------------------------------------------------
 
@@ -182,7 +186,10 @@ class Run:
             # Earlier sessions are kept as they are; this one is appended and updated.
             self.provenance["sessions"] = list(self.provenance.get("sessions") or []) + [
                 self.session]
-            if not self._hold_slot(stopper):
+            waiting = time.monotonic()
+            held = self._hold_slot(stopper)
+            self.queued_s += time.monotonic() - waiting
+            if not held:
                 status = RunStatus.CANCELLED  # cancelled while it waited for its device
             else:
                 self.store.update_run(self.run_id, status=RunStatus.RUNNING, pid=os.getpid(),

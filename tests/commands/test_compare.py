@@ -103,3 +103,60 @@ def _compare_after_import(db, path, bits, keep, grid):
     run_cli("import", str(path), "--grid", grid, db=db, check=True)
     out = _compare(db, "a", "b", "--grid", grid, "--chunk", "20")
     return out
+
+
+# -- issue 58 ------------------------------------------------------------------------------
+
+def test_a_replay_with_another_seed_or_reference_says_the_first_verdict_stands(tmp_path):
+    db = tmp_path / "s.duckdb"
+    run_cli("load-samples", db=db, check=True)
+    args = (BASE, INT4, "--grid", "starter-real")
+    first = _compare(db, *args, "--reference", "cloze_qa")
+    assert first["independent_evidence"] is True
+    assert first["first_comparison"]["seed"] == 0
+    assert first["first_comparison"]["result"]["winner"] == BASE
+    # another seed, the pair named the other way round: the first one stands
+    shopped = run_cli("compare", INT4, BASE, *args[2:], "--reference", "cloze_qa",
+                      "--seed", "3", db=db, check=True).stdout
+    assert "first comparison: this pair (observed target) was first compared in this grid "\
+           "at reference cloze_qa, seed 0" in shopped
+    assert f"winner {BASE} after 100 of 265 items. That verdict stands" in shopped
+    assert "not independent evidence" in shopped
+    other = _compare(db, *args, "--seed", "3")  # another reference
+    assert other["independent_evidence"] is False
+    assert (other["first_comparison"]["reference"], other["first_comparison"]["seed"]) == \
+        ("cloze_qa", 0)
+    again = _compare(db, *args, "--reference", "cloze_qa")  # the first one, replayed
+    assert again["independent_evidence"] is True and again["path"] == first["path"]
+    # a replay spent nothing: it says what it used, never what it "saved"
+    text = run_cli("compare", *args, "--reference", "cloze_qa", db=db, check=True).stdout
+    assert "100 of 265 items used" in text and "saved" not in text
+    assert "first comparison:" not in text
+
+
+def test_json_margin_points_and_the_balanced_targets_own_pool_delta(shipped_db):
+    out = _compare(shipped_db, BASE, INT4, "--grid", "starter-real", "--target", "balanced",
+                   "--margin", "3", "--chunk", "300")
+    assert out["margin_points"] == 3 and out["margin"] == pytest.approx(0.03)
+    observed = _compare(shipped_db, BASE, INT4, "--grid", "starter-real", "--chunk", "300")
+    assert observed["pool_delta"] == pytest.approx(out["path"][-1]["other_target"]["delta"])
+    # balanced: the benchmarks' mean Δ, the target's own figure, not the observed one
+    assert out["pool_delta"] == pytest.approx(out["path"][-1]["delta"])
+    assert out["pool_delta"] != pytest.approx(observed["pool_delta"])
+
+
+def test_a_config_the_pair_lacks_does_not_block_the_pair(tmp_path):
+    rng = np.random.default_rng(1)
+    bits = rng.random((2, 60, 2)) < np.array([0.7, 0.4])[:, None, None]
+    db = tmp_path / "c.duckdb"
+    full = _compare_after_import(db, tmp_path / "full.csv", bits, np.ones(60, bool), "g")
+    # the same cells, and a third model under a config the pair was never run in
+    with open(tmp_path / "full.csv", "a", newline="") as fh:
+        w = csv.writer(fh)
+        for i in range(60):
+            bench = "arc" if i % 2 else "mmlu"
+            w.writerow(["c", f"{bench}/q{i:03d}", bench, "o1.letter", "true"])
+    run_cli("import", str(tmp_path / "full.csv"), "--grid", "h", db=db, check=True)
+    out = _compare(db, "a", "b", "--grid", "h", "--chunk", "20")
+    assert out["stop"] != "awaiting-cells" and out["items_used"] > 0
+    assert out["path"] == full["path"] and "o1.letter" not in out["configs_in_view"]

@@ -1,7 +1,7 @@
 """Stop when settled for real (issue 45): the Compare form at 80×24 starts one
 `fragility-tui compare A B --items ...` process on two tiny random Llamas
 (tests/runners/tiny_models.py) on the CPU; the Compare pane opens on the grid its first chunk
-creates and shows the sequence from the stored cells: with a margin of 100 points the first
+creates and shows the sequence from the stored cells: with a margin of 99 points the first
 chunk (25 of 30 items) settles `equivalent`, and the pane says so with the items used and
 the share of the pool saved, as the CLI does."""
 
@@ -41,7 +41,7 @@ async def test_the_pane_follows_a_live_comparison_to_its_verdict(
         form.query_one("#cf-device", Select).value = "cpu"
         form.query_one("#cf-settled", Checkbox).value = True
         await pilot.pause()
-        form.query_one("#cf-margin", Input).value = "100"
+        form.query_one("#cf-margin", Input).value = "99"
         await pilot.pause()
         await pilot.click("#cf-start")
         pane = app.pane("compare")
@@ -51,10 +51,10 @@ async def test_the_pane_follows_a_live_comparison_to_its_verdict(
             shown = " ".join(screen_text(app).split())
             if "verdict: equivalent" in shown:
                 break  # not any "verdict:": a slow machine shows earlier states first
-        assert "verdict: equivalent within ±100 points (settled) after 25 of 30 items, 17% " \
+        assert "verdict: equivalent within ±99 points (settled) after 25 of 30 items, 17% " \
                "of the pool saved" in shown, shown
         assert app.grid_name == "settle" and pane.sequence_on
-        assert "live comparison · ref o0.letter · margin ±100 · seed 0 · chunk 25 · pool 30" \
+        assert "live comparison · ref o0.letter · margin ±99 · seed 0 · chunk 25 · pool 30" \
             in shown
         assert pane.query_one("#compare-table").row_count == 1
         for _ in range(300):  # the process ends after its verdict (the cells are committed

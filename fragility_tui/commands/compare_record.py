@@ -1,0 +1,95 @@
+"""No seed shopping (issue 58): `compare` records the first comparison of each (pair,
+reference, target) in a grid with its seed (store/comparisons.py) and says, for any later
+one with another seed or reference, that the first one's verdict stands and this one is not
+independent evidence.
+
+Why: the population scope's guarantee (a wrong winner with probability at most α/2) is over
+the draw of the item order for one comparison chosen in advance. Another `--seed` on the same
+grid is another order of the same cells; another `--reference` after reading `report` is a
+choice made after seeing the answers. Running either until one settles is many looks at one
+grid, and their errors add up beyond α/2. The record cannot stop anyone; it makes the first
+verdict the one every later run reports beside its own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def summary(out: dict) -> dict:
+    """What the record keeps of a comparison's result (out: compare's JSON)."""
+    last = out["path"][-1] if out["path"] else None
+    winner = None
+    if out["winner"]:
+        winner = out["a"] if out["winner"] > 0 else out["b"]
+    return {"stop": out["stop"], "settled": out["settled"], "winner": winner,
+            "items_used": out["items_used"], "pool": out["pool"],
+            "delta": None if last is None else last["delta"],
+            "lower": None if last is None else last["lower"],
+            "upper": None if last is None else last["upper"],
+            "margin_points": out["margin"] * 100, "scope": out["scope"]}
+
+
+def record(store, grid: str, settings: dict, result: dict | None) -> None:
+    """Record (or continue) this comparison; a store that cannot be written keeps none."""
+    from fragility_tui.store.connection import StoreReadOnly
+
+    try:
+        store.record_comparison(grid, result=result, **settings)
+    except StoreReadOnly:
+        pass
+
+
+def settings_of(out: dict, live: bool) -> dict:
+    return {"a": out["a"], "b": out["b"], "reference": out["reference"],
+            "target": out["target"], "seed": int(out["seed"]), "scope": out["scope"],
+            "margin": float(out["margin"]), "chunk": int(out["chunk"]), "live": live}
+
+
+def first_comparison(store, grid: str, out: dict, live: bool) -> dict:
+    """Record this comparison and add to `out` (compare's JSON) `first_comparison` (the
+    pair's first comparison under this target, as recorded: its reference, seed, when, and
+    its verdict) and `independent_evidence` (False when this one is not that first one).
+    Called at the start of a live comparison (result None: a killed run still counts as the
+    first) and again with its result."""
+    settings = settings_of(out, live)
+    record(store, grid, settings, summary(out) if out.get("path") is not None else None)
+    rows = store.comparisons(grid, out["a"], out["b"], out["target"])
+    first = rows[0] if rows else {**settings, "result": None, "created_at": None}
+    is_first = first["reference"] == out["reference"] and int(first["seed"]) == int(out["seed"])
+    out["first_comparison"] = {k: first[k] for k in (
+        "a", "b", "reference", "target", "seed", "scope", "margin", "chunk", "live",
+        "created_at", "result")}
+    out["independent_evidence"] = is_first
+    return out
+
+
+def first_line(out: dict) -> str | None:
+    """The printed line for a comparison that is not the pair's first, else None."""
+    if out.get("independent_evidence", True):
+        return None
+    first = out["first_comparison"]
+    result = first["result"]
+    if result is None:
+        verdict = "no verdict recorded (it was stopped before its first chunk was judged)"
+    elif result["winner"]:
+        verdict = f"winner {result['winner']}"
+    elif result["settled"] == "equivalent" or result["stop"] == "equivalent":
+        verdict = f"equivalent within ±{result['margin_points']:g} points"
+    else:
+        verdict = f"not settled ({result['stop']})"
+    if result is not None:
+        verdict += f" after {result['items_used']} of {result['pool']} items"
+    when = f" on {first['created_at'][:10]}" if first.get("created_at") else ""
+    return (f"first comparison: this pair ({first['target']} target) was first compared in "
+            f"this grid at reference {first['reference']}, seed {first['seed']}{when}: "
+            f"{verdict}. That verdict stands; this one (reference {out['reference']}, seed "
+            f"{out['seed']}) reads the same cells in another order or at another reference "
+            "and is not independent evidence: its error is not bounded by alpha/2 on its "
+            "own")
+
+
+def print_first_line(out: dict, stream=None) -> None:
+    line = first_line(out)
+    if line is not None:
+        (stream or sys.stdout).write(line + "\n")

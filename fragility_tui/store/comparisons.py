@@ -1,0 +1,65 @@
+"""The first sequential comparison of each (pair, reference, target) in a grid (issue 58).
+
+`compare` guarantees its error rates over the draw of the item order (the seed) for one
+comparison decided in advance. Rerunning other seeds on one grid until one settles, or
+picking the reference after reading a report, is many comparisons of the same cells: their
+errors add up. So the first comparison of a pair is kept with its seed, reference and
+verdict; `compare` reads it back and says when the one it runs now is not that one
+(commands/compare_record.py). The pair is unordered (A vs B is B vs A mirrored): rows are
+keyed by the two names sorted, with `a` and `b` as the first comparison named them.
+
+A row is inserted once per (grid, pair, reference, target) and updated only by the same
+comparison again (same seed: a live run resumed, or the same replay over more cells).
+Declared with the other tables in schema.py (migration 9); deleted with its grid."""
+
+from __future__ import annotations
+
+import json
+
+from fragility_tui.store.schema import utc_now
+
+_COLUMNS = ("reference", "target", "a", "b", "seed", "scope", "margin", "chunk", "live",
+            "created_at", "updated_at", "result")
+
+
+class ComparisonRecords:
+    """Store methods (mixed into store.Store) for the comparisons table."""
+
+    def comparisons(self, grid: str, a: str, b: str, target: str) -> list[dict]:
+        """Every recorded comparison of the pair under this target, the first first."""
+        one, two = sorted((a, b))
+        with self.connect() as con:
+            rows = con.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM comparisons WHERE grid = ? AND "
+                "model_1 = ? AND model_2 = ? AND target = ? ORDER BY created_at, reference",
+                [grid, one, two, target]).fetchall()
+        out = []
+        for row in rows:
+            record = dict(zip(_COLUMNS, row))
+            record["result"] = json.loads(record["result"]) if record["result"] else None
+            for key in ("created_at", "updated_at"):
+                if record[key] is not None:
+                    record[key] = record[key].isoformat(timespec="seconds")
+            out.append(record)
+        return out
+
+    def record_comparison(self, grid: str, *, a: str, b: str, reference: str, target: str,
+                          seed: int, scope: str, margin: float, chunk: int, live: bool,
+                          result: dict | None) -> None:
+        """Insert the pair's first comparison at this reference and target; a row already
+        there is updated only when its seed is this one (the same comparison again)."""
+        one, two = sorted((a, b))
+        now = utc_now()
+        text = None if result is None else json.dumps(result, allow_nan=False)
+        with self.connect(write=True) as con:
+            key = [grid, one, two, reference, target]
+            where = ("grid = ? AND model_1 = ? AND model_2 = ? AND reference = ? AND "
+                     "target = ?")
+            rows = con.execute(f"SELECT seed FROM comparisons WHERE {where}", key).fetchall()
+            if not rows:
+                con.execute("INSERT INTO comparisons VALUES "
+                            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            [*key, a, b, seed, scope, margin, chunk, live, now, now, text])
+            elif int(rows[0][0]) == seed and result is not None:
+                con.execute(f"UPDATE comparisons SET updated_at = ?, result = ? WHERE {where}",
+                            [now, text, *key])
