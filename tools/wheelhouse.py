@@ -4,7 +4,8 @@ beyond what it already has, for its Python and platform.
     python3 tools/wheelhouse.py --out DIR [--python 3.12] [--platform manylinux_2_28_x86_64]
                                 [--freeze FILE] [--extras runner]
 
-The target's packages come from FILE (its `pip freeze`; default tools/reference-box.txt, the
+The target's packages come from FILE (its `pip list --format=freeze`, not `pip freeze`,
+which writes `name @ URL` without a version; default tools/reference-box.txt, the
 reference air-gapped box). pip resolves the project for the target with those packages
 pinned (metadata only: no torch wheel is fetched); the wheelhouse is what that resolution
 reaches from the project without passing through a package the target already has at a
@@ -46,7 +47,8 @@ def parse_args(argv):
     p.add_argument("--platform", default=None,
                    help="target wheel platform, e.g. manylinux_2_28_x86_64 (default: this machine's)")
     p.add_argument("--freeze", type=Path, default=deps.REFERENCE_BOX,
-                   help="the target's `pip freeze` (default: tools/reference-box.txt)")
+                   help="the target's package list, written there with `pip list "
+                        "--format=freeze` (default: tools/reference-box.txt)")
     p.add_argument("--extras", default="runner", help="comma-separated extras (default runner)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, download nothing")
     return p.parse_args(argv)

@@ -1,13 +1,19 @@
 """The report's text and Markdown renderings (`report`, `export --what report --format
-markdown`): titled tables read from the typed Report (analysis/report_sections.py), fitted
-to a width; `calibrate` prints its own Sections through the same renderer."""
+markdown`): titled tables read from the typed Report (analysis/report_sections.py), laid
+out for a width; `calibrate` prints its own Sections through the same renderer.
+
+No cell is ever cut (issue 60: `harness-…nsitive`, `smollm2…ct+int4`): a table too wide for
+a terminal puts each row's names on a line of their own above its figures, and a table
+printed for a script (stdout not a terminal) keeps one line per row whatever its width.
+Negative numbers use the ASCII minus throughout (grep finds `-0.4` in a row and its
+interval alike)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Sequence
 
-from fragility_tui.analysis.intervals import MINUS, interval
+from fragility_tui.analysis.intervals import ASCII_MINUS, MINUS, interval
 from fragility_tui.analysis.pairs import GapSplit, PairsSummary
 from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
                                                     ConfigRow, DiscriminationSummary,
@@ -15,7 +21,7 @@ from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, Compr
 from fragility_tui.harness.configs import REFERENCE
 import textwrap
 
-from fragility_tui.text import clean, cut_middle
+from fragility_tui.text import clean
 
 TEXT_WIDTH = 100
 
@@ -23,12 +29,14 @@ TEXT_WIDTH = 100
 @dataclass(frozen=True)
 class Section:
     """A titled table (when it has headers) and notes: what both renderings print, for the
-    report and for `calibrate`."""
+    report and for `calibrate`. keys: how many leading columns name a row (model, pair,
+    config): a table too wide for the terminal prints them on a line of their own."""
 
     title: str
     headers: Sequence[str] = ()
     rows: Sequence[Sequence] = ()
     notes: Sequence[str] = ()
+    keys: int = 1
 
 
 def _one_line(text) -> str:
@@ -45,7 +53,7 @@ def _flt(x, digits: int = 2) -> str:
 
 
 def _ci(ci, scale: float = 100.0, digits: int = 1) -> str:
-    return "-" if ci is None else interval(scale * ci[0], scale * ci[1], digits)
+    return "-" if ci is None else interval(scale * ci[0], scale * ci[1], digits, ASCII_MINUS)
 
 
 def _sections(report: Report) -> list[Section]:
@@ -91,7 +99,8 @@ def _bands_table(bands: tuple[BandRow, ...]) -> Section:
                   _pct(b.max), b.max_config or "-", _pct(b.spread), _pct(b.robust_accuracy),
                   _pct(b.fragile_share_of_reference_correct), b.robust_correct,
                   b.robust_wrong, b.fragile, b.incomplete]
-                 for row in bands for b in [row.band]])
+                 for row in bands for b in [row.band]],
+        keys=2)
 
 
 def _pairs_table(pairs: tuple[GapSplit, ...], ps: PairsSummary) -> Section:
@@ -99,6 +108,7 @@ def _pairs_table(pairs: tuple[GapSplit, ...], ps: PairsSummary) -> Section:
         "Pairs: gap split in items (SPEC 6)",
         headers=["A", "B", "gap", "|S|", "A+", "B+", "stab", "inc", "frag", "share%",
                     "verdict", "support", "rev"],
+        keys=2,
         rows=[[p.a, p.b, p.gap, p.stable_items, p.a_only_stable, p.b_only_stable,
                   p.stable_gap, p.incomplete_gap, p.fragile_gap, _share(p.fragile_share),
                   p.verdict + ("" if p.adjacent else " *"), p.support or "-", p.reversals]
@@ -133,7 +143,8 @@ def _configs_table(configs: tuple[ConfigRow, ...]) -> Section:
                   _pct(c.accuracy.get(c.champions[0]) if c.champions else None),
                   "-" if c.margin_items is None else c.margin_items,
                   _flt(c.kendall_tau), _pct(c.flipped_pair_fraction)]
-                 for c in configs])
+                 for c in configs],
+        keys=2)  # too wide for the terminal: a config and its champions above the figures
 
 
 def _rankings_notes(r: RankingsSummary, n_models: int) -> Section:
@@ -191,55 +202,67 @@ def _decisions_table(report: Report) -> Section:
                  f"margin {margin:g})",
         headers=["A", "B", "target", "delta", "95% CI", "family CI", "label", "more flags"],
         rows=rows,
+        keys=2,
         notes=["more flags: the blocking flags after the label; family CI: the simultaneous "
                "95% interval over all adjacent pairs of that target (max-deviation "
                "bootstrap; '-' for a pair not adjacent); the balanced target needs 20 paired "
                "items in every benchmark (SPEC 9 v4)", *lacking])
 
 
-def _fit_widths(headers, rows, width: int) -> tuple[list[int], int]:
-    """Column widths and separator size: two spaces when the table fits, else one, then
-    the widest columns (names, flags) are cut until it fits, but never so far that two
-    different values of a column (int4 and int8 builds of one model) print the same."""
-    widths = [max(len(h), *(len(r[k]) for r in rows)) if rows else len(h)
-              for k, h in enumerate(headers)]
-    sep = 2 if sum(widths) + 2 * (len(widths) - 1) <= width else 1
-    columns = [{r[k] for r in rows} for k in range(len(headers))]
-    while sum(widths) + sep * (len(widths) - 1) > width:
-        cuttable = [k for k, w in enumerate(widths) if w > 8 and
-                    len({cut_middle(v, w - 1) for v in columns[k]}) == len(columns[k])]
-        if not cuttable:
-            break
-        k = max(cuttable, key=lambda j: widths[j])
-        widths[k] -= 1
-    return widths, sep
-
-
 def _is_number(text: str) -> bool:
     return text.lstrip("-[" + MINUS).replace(".", "", 1)[:1].isdigit()
 
 
-def render_text(report: Report, width: int = TEXT_WIDTH) -> str:
-    """The full report (report_of's, not a partial one) as text tables within width."""
-    return render_sections(_sections(report), width)
+def _lines(headers, rows, widths, sep: int, indent: str = "") -> list[str]:
+    gap = " " * sep
+    out = [indent + gap.join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()]
+    for r in rows:
+        out.append(indent + gap.join(v.rjust(w) if _is_number(v) else v.ljust(w)
+                                     for v, w in zip(r, widths)).rstrip())
+    return out
 
 
-def render_sections(sections: list[Section], width: int = TEXT_WIDTH) -> str:
-    """Titled tables and notes as text within width."""
+def render_table(headers, rows, width: int, keys: int = 1, stack: bool = True) -> list[str]:
+    """A table's lines, no cell cut: two spaces between columns, or one, when that fits
+    width; a table wider still puts each row's first `keys` columns (its names) on a line of
+    their own and the other columns, aligned, indented below it (stack), or keeps one line
+    per row however wide (not stack: a script reads it)."""
+    headers = [str(h) for h in headers]
+    rows = [[_one_line(v) for v in r] for r in rows]
+    widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(headers)]
+    for sep in (2, 1):
+        if sum(widths) + sep * (len(widths) - 1) <= width:
+            return _lines(headers, rows, widths, sep)
+    if not stack:
+        return _lines(headers, rows, widths, 2)
+    keys = max(1, min(keys, len(headers) - 1))
+    rest = widths[keys:]
+    sep = 2 if sum(rest) + 2 * (len(rest) - 1) + 2 <= width else 1
+    body = _lines(headers[keys:], [r[keys:] for r in rows], rest, sep, indent="  ")
+    out = ["  ".join(headers[:keys]), body[0]]
+    for r, line in zip(rows, body[1:]):
+        out += ["  ".join(r[:keys]), line]
+    return out
+
+
+def render_text(report: Report, width: int = TEXT_WIDTH, fit_tables: bool = True) -> str:
+    """The full report (report_of's, not a partial one) as text: prose wrapped to width,
+    tables laid out for it (fit_tables) or one line per row (for a script)."""
+    return render_sections(_sections(report), width, fit_tables)
+
+
+def render_sections(sections: list[Section], width: int = TEXT_WIDTH,
+                    fit_tables: bool = True) -> str:
+    """Titled tables and notes as text: prose wraps to width; tables are laid out for it
+    (render_table), stacked when too wide if fit_tables, else one line per row however wide.
+    Nothing is ever cut."""
     out = []
     for sec in sections:
-        out.append(sec.title)
-        out.append("-" * min(len(sec.title), width))
+        title = textwrap.wrap(_one_line(sec.title), width, break_on_hyphens=False) or [""]
+        out += title
+        out.append("-" * min(max(map(len, title)), width))
         if sec.headers:
-            rows = [[_one_line(v) for v in r] for r in sec.rows]
-            widths, sep = _fit_widths(sec.headers, rows, width)
-            gap = " " * sep
-            head = [cut_middle(h, w).ljust(w) for h, w in zip(sec.headers, widths)]
-            out.append(gap.join(head).rstrip())
-            for r in rows:
-                cells = [cut_middle(v, w).rjust(w) if _is_number(v) else cut_middle(v, w).ljust(w)
-                         for v, w in zip(r, widths)]
-                out.append(gap.join(cells).rstrip())
+            out += render_table(sec.headers, sec.rows, width, sec.keys, stack=fit_tables)
         for note in sec.notes:  # prose wraps, never cut mid-sentence (issue 43)
             out += textwrap.wrap(_one_line(note), width, subsequent_indent="  ",
                                  break_on_hyphens=False) or [""]

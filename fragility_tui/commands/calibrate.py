@@ -61,7 +61,7 @@ def _gap(points) -> str:
     """A true gap in points, signed ('+1.3', '0', '–' when undefined)."""
     if points is None:
         return "–"
-    return "0" if abs(points) < 0.05 else f"{points:+.1f}".replace("-", "\u2212")
+    return "0" if abs(points) < 0.05 else f"{points:+.1f}"  # ASCII minus: text output (issue 60)
 
 
 def _gaps(points: tuple) -> str:
@@ -118,8 +118,8 @@ def sections(result: dict) -> list:
         "unmarked: a correct call, a miss, or not judged (repro: no known truth)"])]
     short = [SHORT[x] for x in SCENARIOS]
     secs.append(Section(
-        f"True gaps of each scenario's truth (A − B, points at {r.reference}, observed target)",
-        headers=["A", "B", *short, "harness reversal"],
+        f"True gaps of each scenario's truth (A - B, points at {r.reference}, observed target)",
+        headers=["A", "B", *short, "harness reversal"], keys=2,
         rows=[[p.a, p.b, *(_gap(p.scenarios[x].true_gap_points) + (
             "†" if p.scenarios[x].doc.get("shortfall_items") else "") for x in SCENARIOS),
                " ".join(SHORT[x] for x in SCENARIOS
@@ -132,7 +132,7 @@ def sections(result: dict) -> list:
                "so 'harness-sensitive' is correct there and a false alarm elsewhere"]))
     secs.append(Section(
         "Gap-split verdicts (SPEC 6): the pair's verdict, or manufactured",
-        headers=["A", "B", "gap", "outcome", *short],
+        headers=["A", "B", "gap", "outcome", *short], keys=2,
         rows=[[p.a, p.b, p.observed.gap, p.observed.outcome,
                *(_cell(p, x, p.observed.outcome) for x in SCENARIOS)] for p in r.pairs],
         notes=["verdicts describe the stable set: 'manufactured' is the correct call where the "
@@ -140,7 +140,7 @@ def sections(result: dict) -> list:
     for t in TARGETS:
         secs.append(Section(
             f"Decision labels at {r.reference}, {t} target (SPEC 9)",
-            headers=["A", "B", "label", *short, "stable@m"],
+            headers=["A", "B", "label", *short, "stable@m"], keys=2,
             rows=[[p.a, p.b, p.observed.labels[t],
                    *(_cell(p, x, p.observed.labels[t], t) for x in SCENARIOS),
                    p.scenarios[POWER].share("stable", t).percent()] for p in r.pairs],
@@ -180,4 +180,5 @@ def render_text(result: dict) -> str:
     from fragility_tui.analysis.report_text import render_sections
     from fragility_tui.commands.report import text_width
 
-    return render_sections(sections(result), text_width()).rstrip("\n")
+    return render_sections(sections(result), text_width(),
+                           sys.stdout.isatty()).rstrip("\n")  # piped: a script reads it

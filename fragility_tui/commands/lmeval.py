@@ -32,7 +32,8 @@ def cmd_import_lmeval(args) -> int:
     from fragility_tui.store.schema import cell_table
 
     if args.config not in CONFIG_BY_ID:
-        raise InputError(f"unknown config id {args.config!r}", field="--config")
+        raise InputError(f"unknown config id {args.config!r}; config ids: "
+                         f"{', '.join(CONFIG_BY_ID)}", field="--config")
     samples = read_samples(args.samples)
     store = open_store(args.db, load_samples=False)
     if args.items:

@@ -113,7 +113,8 @@ def parse_pairs(texts: list[str], models) -> list[tuple[str, str]]:
         unknown = [n for n in names if n not in models]
         if unknown:
             raise InputError(f"unknown model(s) {', '.join(unknown)} in {text!r} "
-                             "(not in the grid or not in --models)", field="--pair")
+                             "(not in the grid or not in --models); known: "
+                             f"{', '.join(sorted(models))}", field="--pair")
         if names[0] == names[1]:
             raise InputError(f"pair {text!r} names the same model twice", field="--pair")
         pairs.append((names[0], names[1]))
@@ -161,10 +162,11 @@ def run(args) -> int:
     else:
         from fragility_tui.analysis.report_text import render_sections, render_text
 
-        text = render_text(report, text_width())
+        width, fit = text_width(), sys.stdout.isatty()  # piped: a script reads every cell
+        text = render_text(report, width, fit)
         if details:
             text = text.rstrip("\n") + "\n\n" + render_sections(pair_sections(details),
-                                                                text_width())
+                                                                width, fit)
     sys.stdout.write(text.rstrip("\n") + "\n")
     return 0
 
@@ -210,8 +212,8 @@ def markdown_sections(sections) -> str:
 
 
 def text_width() -> int:
-    """The terminal's width when stdout is one (at least 80), else TEXT_WIDTH (100):
-    tables fit it and prose wraps to it."""
+    """The terminal's width when stdout is one (at least 80), else TEXT_WIDTH (100): prose
+    wraps to it, and on a terminal tables are laid out for it (never cut)."""
     import shutil
 
     from fragility_tui.analysis.report_text import TEXT_WIDTH

@@ -70,7 +70,7 @@ def cmd_list(store, args) -> int:
     for r in runs:
         cells = _one_line(f"{r.cells_done or 0}/{r.cells_total or 0}")[:13]
         print(f"{_one_line(r.run_id):<23} {_one_line(r.status)[:10]:<10} "
-              f"{_one_line(r.device or '-')[:7]:<7} "
+              f"{_one_line(r.shown_device or '-')[:7]:<7} "
               f"{_one_line(r.grid)[:16]:<16} {cells:>13} "
               f"{_count(r.tokens):>10} {_count(r.seconds):>8}  {_one_line(r.model)}")
         if r.note and r.status == RunStatus.QUEUED:  # what it waits for, under its row

@@ -93,6 +93,14 @@ class RunRecord:
     def with_status(self, status: str) -> "RunRecord":
         return dataclasses.replace(self, status=status)
 
+    @property
+    def shown_device(self) -> str | None:
+        """The device to show for the run: the slot it holds or held, else the device its
+        provenance records (the shipped runs predate the slot column: `runs list` said `-`
+        where `runs show` said `cpu`, issue 60)."""
+        recorded = self.provenance.get("device") if isinstance(self.provenance, dict) else None
+        return self.device or (recorded if isinstance(recorded, str) and recorded else None)
+
 
 def new_run_id() -> str:
     return utc_now().strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]

@@ -9,9 +9,11 @@ from fragility_tui.tui.widgets import Column
 if TYPE_CHECKING:
     import numpy as np
 
-ITEM_COLUMNS = [Column("item"), Column("benchmark"), Column("subject"), Column("fragility", "num"),
-           Column("discrimination", "num"), Column("fragile models", "int"),
-           Column("incomplete", "int"), Column("question", width=60)]
+# Fragility, the figure the Items pane is about (frag>0.5 filters it), right after the item:
+# at 80 columns it was off-screen behind benchmark and subject (issue 60).
+ITEM_COLUMNS = [Column("item"), Column("fragility", "num"), Column("benchmark"), Column("subject"),
+                Column("discrimination", "num"), Column("fragile models", "int"),
+                Column("incomplete", "int"), Column("question", width=60)]
 
 
 def item_rows(view, indices: np.ndarray) -> list[tuple[str, list]]:

@@ -79,8 +79,8 @@ def build_view(grid: str, synthetic: bool, seed: int, full: Cube, items: dict[st
 
 
 def item_table(view: GridView) -> list[tuple[str, list]]:
-    """One row per item: id, benchmark, subject, fragility, discrimination, number of
-    fragile and of incomplete models, question."""
+    """One row per item (tui.item_table.ITEM_COLUMNS): id, fragility, benchmark, subject,
+    discrimination, number of fragile and of incomplete models, question."""
     cube = view.cube
     n_fragile = (view.classes == FRAGILE).sum(axis=0).tolist()
     n_incomplete = (view.classes == INCOMPLETE).sum(axis=0).tolist()
@@ -88,7 +88,7 @@ def item_table(view: GridView) -> list[tuple[str, list]]:
     rows = []
     for k, uid in enumerate(cube.items):
         item = view.items.get(uid)
-        rows.append((uid, [uid, cube.benchmarks[k], subjects[k], float(view.fragility[k]),
+        rows.append((uid, [uid, float(view.fragility[k]), cube.benchmarks[k], subjects[k],
                            float(view.discrimination[k]), n_fragile[k], n_incomplete[k],
                            item.question if item else ""]))
     return rows

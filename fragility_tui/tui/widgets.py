@@ -24,6 +24,7 @@ class Column:
     label: str
     kind: str = "text"  # text | name | pct | num | pts | rate | int | bool | marks | rich
     width: int = 0  # 0 = fit
+    short: str = ""  # the header on screen where the label is too wide (copy/export: label)
 
 
 def format_value(value, kind: str, width: int = 0) -> Text:
@@ -115,7 +116,7 @@ class TableRows:
             self.select_key(keep_key)
 
     def column_label(self, k: int) -> str:
-        label = self.columns_spec[k].label
+        label = self.columns_spec[k].short or self.columns_spec[k].label
         if k == self.sort_column:
             label += " ▼" if self.sort_reverse else " ▲"
         return label
@@ -314,13 +315,20 @@ class GridHeader(Static):
 
 # ---------------------------------------------------------------- text bars
 MARK_STYLES = {"✓": "bold green", "✗": "bold red", "·": "dim"}  # correct, wrong, no cell
+# NO_COLOR: the monochrome filter turns red into grey 237 on a row's grey 235 and the ✗ was
+# gone (issue 60): without colour ✓ is bold, ✗ the plain foreground, · dim, all legible
+NO_COLOR_MARK_STYLES = {"✓": "bold", "✗": "not dim", "·": "dim"}
 
 
 def mark_text(marks: str) -> Text:
-    """✓/✗/· marks coloured (the glyphs carry the meaning without colour)."""
+    """✓/✗/· marks coloured (the glyphs carry the meaning without colour; under NO_COLOR
+    no hue that the monochrome filter could turn into the background's grey)."""
+    import os
+
+    styles = NO_COLOR_MARK_STYLES if "NO_COLOR" in os.environ else MARK_STYLES
     text = Text()
     for ch in marks:
-        text.append(ch, style=MARK_STYLES.get(ch, ""))
+        text.append(ch, style=styles.get(ch, ""))
     return text
 
 

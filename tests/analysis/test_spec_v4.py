@@ -120,4 +120,4 @@ def test_every_adjacent_decision_shows_its_simultaneous_interval():
     assert "family CI" in text
     for d in adjacent:
         lo, hi = d.simultaneous_ci
-        assert f"[{100 * lo:.1f}, {100 * hi:.1f}]".replace("-", "\u2212") in text
+        assert f"[{100 * lo:.1f}, {100 * hi:.1f}]".replace("-0.0", "0.0") in text

@@ -224,7 +224,7 @@ def test_text_states_each_truths_gaps_marks_only_false_alarms_and_names_what_it_
         assert row[:2] == [p["a"], p["b"]]
         for cell, scenario in zip(row[2:6], SCENARIO_KEYS):
             g = p[scenario]["true_gap_points"]
-            assert cell.rstrip("†") == ("0" if abs(g) < 0.05 else f"{g:+.1f}".replace("-", "−"))
+            assert cell.rstrip("†") == ("0" if abs(g) < 0.05 else f"{g:+.1f}")
             assert cell.endswith("†") == bool(p[scenario]["shortfall_items"])
     for target in ("observed", "balanced"):
         table = secs[f"Decision labels at o0.letter, {target} target"]

@@ -17,9 +17,11 @@ from fragility_tui.tui.widgets import Column, ReportTable, band_bar
 if TYPE_CHECKING:
     from fragility_tui.analysis.classify import Band
 
-COLUMNS = [Column("model"), Column("ref %", "pct"), Column("min %", "pct"), Column("min config"),
-           Column("max %", "pct"), Column("max config"), Column("spread", "pct"),
-           Column("mean %", "pct"), Column("robust %", "pct"),
+# The band's figures first, the configs where it reaches them after: at 80 columns the table
+# stopped at `spr` and at 100 showed robust as `0.` (issue 60).
+COLUMNS = [Column("model"), Column("ref %", "pct"), Column("mean %", "pct"), Column("min %", "pct"),
+           Column("max %", "pct"), Column("spread", "pct"), Column("robust %", "pct"),
+           Column("min config"), Column("max config"),
            Column("fragile share of ref-correct %", "pct"), Column("incomplete", "int")]
 # shown when the grid records near-tie cells: the fragile rows rounding alone can explain
 NEAR_TIE_COLUMN = Column("fragile only via near-ties", "int")
@@ -47,8 +49,8 @@ class BandsPane(Pane, pane_id="bands", title="Bands", above="bands-provisional",
         bands = [row.band for row in view.report.bands]
         near = {r.model: r.only_near_ties for r in view.report.near_ties or ()
                 if any(n.near_tie_cells for n in view.report.near_ties)}
-        rows = [(b.model, [b.model, b.reference, b.min, b.min_config, b.max, b.max_config,
-                           b.spread, b.mean, b.robust_accuracy,
+        rows = [(b.model, [b.model, b.reference, b.mean, b.min, b.max, b.spread,
+                           b.robust_accuracy, b.min_config, b.max_config,
                            b.fragile_share_of_reference_correct, b.incomplete]
                  + ([near.get(b.model)] if near else []))
                 for b in bands]

@@ -9,23 +9,32 @@ from rich.text import Text
 from textual import on
 from textual.widgets import DataTable, Static
 
+from fragility_tui.text import distinct_labels
 from fragility_tui.tui.formats import num, share_cell, share_words
 from fragility_tui.tui.messages import ShowPair
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  failed_line, start_calibration,
                                                  line_width, verdict_line)
+from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, ReportTable
 
 if TYPE_CHECKING:
     from fragility_tui.analysis.decisions import Decision
 
-# The verdicts first: at 80 columns they are what a reader needs in view (issue 44).
-COLUMNS = [Column("A", "name", 22), Column("B", "name", 22), Column("verdict"), Column("support"),
-           Column("decision (observed)"), Column("decision (balanced)"), Column("gap Δ", "int"),
-           Column("fragile share %", "rich"), Column("|S|", "int"), Column("A only", "int"),
-           Column("B only", "int"), Column("stable gap", "int"), Column("incomplete gap", "int"),
-           Column("fragile gap", "int"), Column("manufactured"), Column("reversals", "int")]
+# The verdict and both decisions first, whole at 80 columns (issue 44; issue 60 saw them cut
+# to `unde` / `harn`): the names narrow to leave them room (PairsPane.name_width); on screen
+# the decision heads are the targets' names (the border title says so), copied and exported
+# in full.
+NAME_WIDTH, MIN_NAME_WIDTH = 22, 12
+LEAD = 5  # A, B, verdict and the two decisions: what must fit the table's width
+COLUMNS = [Column("A", "name", NAME_WIDTH), Column("B", "name", NAME_WIDTH), Column("verdict"),
+           Column("decision (observed)", short="observed"),
+           Column("decision (balanced)", short="balanced"), Column("support"),
+           Column("gap Δ", "int"), Column("fragile share %", "rich"), Column("|S|", "int"),
+           Column("A only", "int"), Column("B only", "int"), Column("stable gap", "int"),
+           Column("incomplete gap", "int"), Column("fragile gap", "int"),
+           Column("manufactured"), Column("reversals", "int")]
 
 VERDICT_STYLE = {"identical": "yellow", "one item": "yellow", "cancel": "magenta",
                  "differs": "default"}
@@ -62,17 +71,20 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
             manufactured = Text("MANUFACTURED", style="bold red") if p.manufactured else Text("no")
             support = Text(p.support or "-", style=SUPPORT_STYLE.get(p.support or "", ""))
             rows.append((f"{p.a}\x1f{p.b}",
-                         [p.a, p.b, verdict, support,
+                         [p.a, p.b, verdict,
                           decision_label(decisions, p.a, p.b, "observed", reference),
-                          decision_label(decisions, p.a, p.b, "balanced", reference),
+                          decision_label(decisions, p.a, p.b, "balanced", reference), support,
                           p.gap, share_cell(p.fragile_share), p.stable_items, p.a_only_stable,
                           p.b_only_stable, p.stable_gap, p.incomplete_gap, p.fragile_gap,
                           manufactured, p.reversals]))
         table = self.query_one(ReportTable)
-        table.set_data(COLUMNS, rows)
+        width = self.name_width(rows)
+        self._rows, self._shown_width = rows, width
+        table.set_data([Column(c.label, c.kind, width) if c.kind == "name" else c
+                        for c in COLUMNS], rows)
         # which reference the gaps and decisions use (the verdicts read the stable set,
         # robust over every config in view), so a Compare at another config is not misread
-        table.border_title = f"Adjacent pairs · gap and decisions at {reference}"
+        table.border_title = f"Adjacent pairs · gap and decisions at {reference}, by target"
         self.update_caption()
         s, rk = report.pairs_summary, report.rankings
         summary = Text()
@@ -89,6 +101,27 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
         self.query_one("#pairs-summary", Static).update(summary)
         self._calibrated = {}
         self.call_after_refresh(self._calibrate_current)
+
+    def name_width(self, rows) -> int:
+        """The width A and B are cut to: as wide as leaves the verdict and both decisions
+        whole in the table (NAME_WIDTH at most, MIN_NAME_WIDTH at least), and never so
+        narrow that two different names look alike."""
+        names = sorted({clean(v, one_line=True, limit=200) for _, r in rows for v in r[:2]})
+        if not names:
+            return NAME_WIDTH
+        room = (self.size.width or 120) - 4  # the border, and a scrollbar's room
+        lead = sum(max([len(COLUMNS[k].short or COLUMNS[k].label)] +
+                       [len(r[k].plain if isinstance(r[k], Text) else str(r[k] or ""))
+                        for _, r in rows]) + 2 for k in range(2, LEAD))
+        width = max(MIN_NAME_WIDTH, min(NAME_WIDTH, (room - lead) // 2 - 2))
+        return max(len(n) for n in distinct_labels(names, width))
+
+    def on_resize(self) -> None:
+        """Wider or narrower: the names take the room the lead columns leave them."""
+        rows = getattr(self, "_rows", None)
+        if self.view is not None and not self.stale and rows and \
+                self.name_width(rows) != self._shown_width:
+            self.render_view(self.view)
 
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:

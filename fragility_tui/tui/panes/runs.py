@@ -236,7 +236,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                          [run.run_id, bar, fmt_eta(p.eta),
                           status_text(p.status, run.error, run.note, p.retrying),
                           run.model, run.grid,
-                          run.device or "", p.done, p.total, p.tok_s, run.started_at]))
+                          run.shown_device or "", p.done, p.total, p.tok_s, run.started_at]))
         table = self.query_one(ReportTable)
         table.set_data(COLUMNS, rows)
         table.border_title = "Runs (refreshed every second)"
