@@ -25,8 +25,10 @@ the machine (two torch threads slow down ~10x while another process uses a core)
     the share of wall time with no model call in flight (goal with overlap: <= 10%).
 
 (e) the extension configs' cost: `paper` against `paper,lik` on the (b) items (bench_configs).
+(f) the prompt tokens each config set asks for, planned without running (bench_config_tokens).
 
-usage: python benchmarks/bench_runner.py [--parts lmeval,grid,overlap,configs,memory] [--threads 2]
+usage: python benchmarks/bench_runner.py [--parts lmeval,grid,overlap,tokens,configs,memory]
+       [--threads 2]
        [--device cpu|cuda] [--dtype fp32|bf16|fp16] [--baseline-rev c6c171a]
        [--baseline-items 16] [--grid-repeats 3] [--json PATH]
 """
@@ -422,6 +424,40 @@ def bench_configs(work: Path, threads: int, per_benchmark: int) -> dict:
     return {"runs": measured, "items": per_benchmark * len(files), "ratios": ratios}
 
 
+TOKEN_CASES = ("paper", "paper,lik", "paper,lik+chat", "paper+k5", "paper,paper+k5")
+
+
+def bench_config_tokens(per_benchmark: int) -> dict:
+    """(f) what each config set asks the model to read, without running it (exact, no
+    timing noise): the unique prompt tokens of the (b) items' prefix trees under each set
+    of TOKEN_CASES, in the model's chat mode and in raw mode, as multiples of `paper`."""
+    from fragility_tui.harness.configs import parse_config_list
+    from fragility_tui.harness.fewshot import pools_by_benchmark
+    from fragility_tui.items.loaders import load_many
+    from runners.models.prepare import prepare_model
+    from runners.plan.item_requests import Encoder, plan_item
+    from runners.plan.prefix_tree import build_tree, count_tokens
+
+    items, _ = load_many([str(SHARED / f"{name}.jsonl") for name in GRID_FILES],
+                         per_benchmark=per_benchmark, seed=0)
+    prepared = prepare_model(MODEL, device="cpu")
+    pools = pools_by_benchmark(items)
+    figures: dict = {}
+    for mode in ("chat", "raw"):
+        encoder = Encoder(prepared.tokenizer, mode == "chat", prepared.template_args)
+        for case in TOKEN_CASES:
+            configs, total = parse_config_list(case), 0
+            for item in items:
+                gen, lik = [], []
+                plan_item(encoder, item, configs, 0, gen, lik, pools)
+                total += count_tokens(build_tree([r.tokens for r in gen + lik]))
+            figures.setdefault(mode, {})[case] = total
+        paper = figures[mode]["paper"]
+        print(f"(f) {mode} mode, {len(items)} items: " + "; ".join(
+            f"{case} {n:,} ({n / paper:.2f}x)" for case, n in figures[mode].items()))
+    return figures
+
+
 def longest_starter_items(path: Path, count: int) -> Path:
     from fragility_tui.items.loaders import load_items
 
@@ -471,7 +507,7 @@ def bench_memory(work: Path, threads: int, baseline_rev: str, baseline_items: in
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="lmeval,grid,overlap,configs,memory")
+    parser.add_argument("--parts", default="lmeval,grid,overlap,tokens,configs,memory")
     parser.add_argument("--overlap-items", type=int, default=3,
                         help="items per benchmark in (d)")
     parser.add_argument("--threads", type=int, default=2)
@@ -509,6 +545,8 @@ def main(argv=None) -> int:
         if "overlap" in parts:
             (work / "d").mkdir()
             figures["overlap"] = bench_overlap(work / "d", args.threads, args.overlap_items)
+        if "tokens" in parts:
+            figures["tokens"] = bench_config_tokens(args.per_benchmark)
         if "configs" in parts:
             (work / "e").mkdir()
             figures["configs"] = bench_configs(work / "e", args.threads, args.per_benchmark)
