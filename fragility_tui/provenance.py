@@ -57,7 +57,7 @@ def _scoring_lines(run: RecordedRun) -> list[str]:
     configs = p.configs or run.spec.configs
     max_new_tokens = run.spec.max_new_tokens if p.max_new_tokens is None else p.max_new_tokens
     lines = [f"  configs          {len(configs)}: {', '.join(configs)}",
-             f"  config axes      {_axes_summary(configs)}",
+             f"  config axes      {_one_line(_known(p.config_axes))}",
              f"  generation       {_known(p.decoding, 'greedy')}; max_new_tokens "
              f"{_known(max_new_tokens)}; parser {_known(p.parser_version, '?')}; prompts "
              f"{_known(p.prompt_version, '?')}",
@@ -67,23 +67,6 @@ def _scoring_lines(run: RecordedRun) -> list[str]:
                      f"{'added' if m.add_bos else 'not added'}; EOS ids {_known(m.eos_ids)}")
     lines.append(f"  spec version     {_known(p.spec_version, '?')}")
     return lines
-
-
-def _axes_summary(configs) -> str:
-    """The axes the run's configs vary, each level with its count (SPEC v5 §2b), e.g.
-    `scoring: generate 24, likelihood 2, letter_lik 18; bos: default 44, off 2`."""
-    from collections import Counter
-
-    from fragility_tui.harness.config_axes import axes_in_view, derived_axes
-
-    axes = [derived_axes(c) for c in configs]
-    parts = []
-    for axis in axes_in_view(axes):
-        levels = Counter(a.get(axis, "-") for a in axes)
-        if len(levels) > 1:
-            parts.append(f"{axis}: " + ", ".join(f"{_one_line(str(level))} {n}"
-                                                 for level, n in levels.items()))
-    return "; ".join(parts) or "one setting"
 
 
 def _item_lines(run: RecordedRun) -> list[str]:

@@ -244,3 +244,17 @@ def select_by_axes(query: str, configs, axes_of) -> list[str]:
         else:
             chosen = [c for c in chosen if token.casefold() in c.casefold()]
     return chosen
+
+
+def axes_summary(configs) -> str:
+    """The axes a set of configs varies, each level with its count, in words (a run card's
+    line), e.g. `scoring: generate 24, likelihood 2, letter_lik 18; bos: default 44, off 2`."""
+    from collections import Counter
+
+    axes = [derived_axes(c) for c in configs]
+    parts = []
+    for axis in axes_in_view(axes):
+        levels = Counter(a.get(axis, "-") for a in axes)
+        if len(levels) > 1:
+            parts.append(f"{axis}: " + ", ".join(f"{level} {n}" for level, n in levels.items()))
+    return "; ".join(parts) or "one setting"

@@ -228,6 +228,7 @@ class RunProvenance:
     item_sources: tuple = ()
     load_report: LoadReport = LoadReport()
     configs: tuple = ()
+    config_axes: Any = None  # the axes the configs vary, in words (issue 56)
     batch_size: Any = None
     batch_tokens: Any = None
     threads: Any = None

@@ -174,6 +174,7 @@ def run_provenance(spec, items, set_hash: str, report, previous: dict,
     """The run-level record, rebuilt at each session start (sessions are kept apart);
     `scoring_text` is the backend's account of how it pads, decodes and scores."""
     from fragility_tui import SPEC_VERSION
+    from fragility_tui.harness.config_axes import axes_summary
     from fragility_tui.harness.parser import PARSER_VERSION
     from fragility_tui.harness.render import PROMPT_VERSION
     from fragility_tui.schemas.provenance import PROVENANCE_SCHEMA
@@ -186,6 +187,7 @@ def run_provenance(spec, items, set_hash: str, report, previous: dict,
         "per_benchmark": spec.per_benchmark,
         "item_sources": [portable_source(s) for s in spec.items],
         "load_report": _portable_report(report.to_dict()), "configs": spec.configs,
+        "config_axes": axes_summary(spec.configs),
         "batch_size": spec.batch_size or "auto",
         "batch_tokens": spec.batch_tokens or "auto", "threads": spec.threads,
         "prefix_reuse": spec.prefix_reuse, "overlap": spec.overlap,

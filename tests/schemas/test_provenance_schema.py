@@ -127,9 +127,14 @@ def test_every_field_the_runner_writes_is_declared():
 
 def test_the_run_card_says_which_axes_its_configs_vary():
     """Issue 56 (5): the card lists the configs' axes, each level with its count."""
+    from fragility_tui.harness.config_axes import axes_summary
     from fragility_tui.harness.configs import parse_config_list
-    from fragility_tui.provenance import _axes_summary
+    from fragility_tui.provenance import provenance_card
 
-    summary = _axes_summary(parse_config_list("o0.letter,o0.letter+nobos,o0.letter.lik"))
+    configs = parse_config_list("o0.letter,o0.letter+nobos,o0.letter.lik")
+    summary = axes_summary(configs)
     assert summary == "scoring: generate 2, letter_lik 1; bos: default 2, off 1"
-    assert _axes_summary(["o0.letter"]) == "one setting"
+    assert axes_summary(["o0.letter"]) == "one setting"
+    card = provenance_card({"run_id": "r", "spec": {"configs": configs},
+                            "provenance": {"configs": configs, "config_axes": summary}})
+    assert f"config axes      {summary}" in card
