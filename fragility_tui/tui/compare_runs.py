@@ -56,6 +56,9 @@ class CompareRuns:
         else:
             runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)")
             runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")
+            # two plain runs: the full grid's decision, not a replayed sequence that reads
+            # like a sequential result (the form may have been opened from the sequence view)
+            compare.sequence_on = False
         compare.want(plan.grid, plan.a, plan.b)
         app.action_pane("compare")
         if plan.grid != app.grid_name:  # opened once the first run has created it

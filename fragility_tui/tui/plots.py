@@ -285,8 +285,14 @@ def draw_sequence(plot: PlotWidget, path: list, margin: float, pool: int,
     if steps:
         plot.scatter([float(s.items) for s in steps], [100 * s.delta for s in steps],
                      marker="●", marker_style="bold green")
-    plot.set_xlimits(0, right)
+    # textual-plot maps x to floor((x - min) / (max - min) * width) columns: x at the
+    # limit itself falls one column past the edge and is not drawn (the last chunk's point
+    # and bar, a stop at the pool's end), so the axis runs a little past the pool
+    plot.set_xlimits(0, right * (1 + SEQUENCE_X_ROOM))
     plot.set_ylimits(-top, top)
+
+
+SEQUENCE_X_ROOM = 0.03  # the sequence plot's x axis past the pool: its last column drawn
 
 
 def _nice_ceiling(x: float) -> float:

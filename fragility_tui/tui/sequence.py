@@ -37,6 +37,8 @@ class SequenceSettings:
 
     def argv(self) -> list[str]:
         out = ["--margin", f"{self.margin:g}", "--seed", str(self.seed)]
+        if self.chunk != SequenceSettings.chunk:  # the CLI's default left out
+            out += ["--chunk", str(self.chunk)]
         for flag, value in (("--reference", self.reference), ("--max-items", self.max_items),
                             ("--max-seconds", self.max_seconds),
                             ("--max-tokens", self.max_tokens)):
@@ -78,9 +80,9 @@ def _number(text: str, kind, name: str, problems: list[str], *, low=None, above=
 
 
 def check_sequence_fields(form: dict) -> tuple[SequenceSettings | None, list[str]]:
-    """The form's margin, reference, seed, max_items, max_seconds, max_tokens (text; empty =
-    the CLI's default), checked as `compare` checks its flags; the reference must be one of
-    the form's configs when those are given."""
+    """The form's margin, reference, seed, chunk, max_items, max_seconds, max_tokens (text;
+    empty = the CLI's default), checked as `compare` checks its flags; the reference must be
+    one of the form's configs when those are given."""
     from fragility_tui.harness.configs import parse_config_list
 
     problems: list[str] = []
@@ -90,6 +92,7 @@ def check_sequence_fields(form: dict) -> tuple[SequenceSettings | None, list[str
         problems.append(f"margin: must be below 100 points, got {value('margin')}")
         margin = None
     seed = _number(value("seed"), int, "seed", problems, hint="a whole number")
+    chunk = _number(value("chunk"), int, "chunk", problems, low=1, hint="a whole number")
     max_items = _number(value("max_items"), int, "max items", problems, low=1,
                         hint="a whole number")
     max_seconds = _number(value("max_seconds"), float, "max seconds", problems, above=0)
@@ -111,7 +114,8 @@ def check_sequence_fields(form: dict) -> tuple[SequenceSettings | None, list[str
     if problems:
         return None, problems
     return SequenceSettings(margin=2.0 if margin is None else margin, reference=reference,
-                            seed=seed or 0, max_items=max_items, max_seconds=max_seconds,
+                            seed=seed or 0, chunk=chunk or SequenceSettings.chunk,
+                            max_items=max_items, max_seconds=max_seconds,
                             max_tokens=max_tokens), []
 
 

@@ -383,38 +383,39 @@ def safe_title(title: str) -> Text:
 
 
 class FormKeys:
-    """Mixed into the container of a pane's form (run form, compare pickers): keys pressed
-    in the form stay in the form. Esc leaves it from any field, back to the pane's table
-    (an open dropdown closes first); a printable key that no field consumed (focus on a
-    button or a dropdown) is dropped instead of reaching the pane's and the app's letter
-    bindings, which is how `u` and `k` once resumed and cancelled runs from the Start
-    button (issue 24). Enter, Tab, arrows, space and F-keys pass as usual."""
+    """Mixed into the container of a pane's form (run form, compare pickers). Esc leaves it
+    from any field, back to the pane's table (an open dropdown closes first).
 
-    pane_keys = False  # True: the enclosing pane's own keys still work (Compare's g and n)
+    A form whose `keeps_letters` is true keeps every printable key: one that no field
+    consumed (focus on a button or a dropdown) is dropped instead of reaching the pane's and
+    the app's letter bindings, which is how `u` and `k` once resumed and cancelled runs from
+    the Start button (issue 24); and it says so to Textual (check_consume_key), so the footer
+    does not offer those keys while the form has focus. A form that keeps nothing (the Compare
+    pickers: a closed dropdown takes no letter) lets every key through: the pane's and the
+    app's keys work there as anywhere in the pane. Enter, Tab, arrows, space and F-keys pass
+    as usual."""
+
+    keeps_letters = True
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        """The keys this form drops: Textual leaves them out of the footer (and out of the
+        bindings) while a widget inside the form has focus."""
+        return self.keeps_letters and key != "space" and character is not None \
+            and character.isprintable()
 
     def on_key(self, event) -> None:
         from textual.widgets._select import SelectOverlay
 
-        owner = next((a for a in self.ancestors if hasattr(a, "focus_main")), None)
         if event.key == "escape":
             if isinstance(self.app.focused, SelectOverlay):
                 return  # the dropdown's own Esc closes it
             event.stop()
             event.prevent_default()
+            owner = next((a for a in self.ancestors if hasattr(a, "focus_main")), None)
             if owner is not None:
                 owner.focus_main()
             else:
                 self.screen.set_focus(None)
-        elif event.is_printable and event.key != "space" and not self._pane_key(event, owner):
+        elif self.keeps_letters and event.is_printable and event.key != "space":
             event.stop()
             event.prevent_default()
-
-    def _pane_key(self, event, owner) -> bool:
-        """Whether this form lets the enclosing pane's keys through and the key is one of
-        them (as the user's keymap binds it)."""
-        from textual.widgets._select import SelectOverlay
-
-        if not self.pane_keys or owner is None or isinstance(self.app.focused, SelectOverlay):
-            return False  # an open dropdown: the key is the list's
-        active = self.screen.active_bindings.get(event.key)
-        return active is not None and active.node is owner

@@ -175,7 +175,7 @@ async def test_the_compare_form_starts_both_runs_and_waits_for_the_pair(syntheti
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         form = await open_compare_form(app, pilot)
-        assert form.query_one("#cf-grid", Input).value == ""  # never a synthetic grid
+        assert form.query_one("#cf-grid", Input).value == "my-grid"  # never a synthetic grid
         launched = []
         app.pane("runs").launch = lambda argv, what: launched.append(argv)
         for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", "fresh"),

@@ -34,8 +34,8 @@ async def test_the_run_form_is_readable(synthetic_store, size):
         for placeholder in ("alias, hub id or path", "the shipped starter items", "paper (the 26)",
                             "e.g. --batch-size 8", "Start run"):
             assert placeholder in text, placeholder
-        # The open grid is synthetic: the form leaves the target grid for the user to name.
-        assert app.pane("runs").query_one("#run-grid").value == ""
+        # The open grid is synthetic: the form proposes a new grid (issue 60).
+        assert app.pane("runs").query_one("#run-grid").value == "my-grid"
 
 
 async def test_selection_lists_never_cut_two_models_alike(shipped_store, monkeypatch):

@@ -6,6 +6,7 @@ that widget renders). Issue 24's acceptance."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from textual.widgets import Select
@@ -17,6 +18,67 @@ from .conftest import screen_text, show_pane, wait_ready
 pytestmark = pytest.mark.anyio
 
 BASE, INT4 = "smollm2-135m-instruct", "smollm2-135m-instruct+int4"
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+# a figure in the tour's text: 21.9%, −0.4, +7.9, 27,560, a range 20–24%
+FIGURE = re.compile(r"(?<![\w.+\-−])([−+]?\d+(?:,\d{3})*(?:\.\d+)?)(?:–(\d+(?:\.\d+)?))?(%?)"
+                    r"(?![\w–])")
+NUMBER = re.compile(r"[-+]?\d+(?:,\d{3})*(?:\.\d+)?")
+
+
+def tour_steps() -> dict[str, str]:
+    """The README tour's intro and numbered steps ("intro", "1", "2", "3"), each on one
+    line, code spans (keys, config and model ids) left out."""
+    text = README.read_text(encoding="utf-8").split("## A five-minute tour", 1)[1]
+    text = text.split("\n", 1)[1].split("The same answer from the shell", 1)[0]
+    parts = re.split(r"\n(\d)\. ", text)
+    steps = {"intro": parts[0], **dict(zip(parts[1::2], parts[2::2]))}
+    return {k: " ".join(re.sub(r"`[^`]*`", "", v).split()) for k, v in steps.items()}
+
+
+def tour_figures(step: str) -> list[tuple[str, str | None, bool]]:
+    """(figure, range end or None, percent) for every figure a step quotes."""
+    return [(a.replace("−", "-"), b or None, pct == "%") for a, b, pct in FIGURE.findall(step)]
+
+
+def on_screen(figure: str, percent: bool, shown: str) -> bool:
+    """A figure as the tour quotes it is a number on the screen: the same digits (an
+    unsigned figure matches a signed one), or, a whole percentage, a shown percentage that
+    rounds to it (the tour's 100% is Pairs' 100.0)."""
+    numbers = NUMBER.findall(shown)
+    if figure[0] in "+-":
+        return figure in numbers
+    if percent and "." not in figure:
+        return any(round(float(n.replace(",", ""))) == int(figure) for n in numbers)
+    return figure in [n.lstrip("+") for n in numbers]
+
+
+def check_tour_figures(screens: dict[str, list[str]], scoring: dict[str, list[float]]) -> None:
+    """Every figure of the tour's steps is on a screen of its step: a range over the
+    models (20–24%) is the rounded least and greatest of one scoring's per-model means as
+    the model drill-downs show them."""
+    steps = tour_steps()
+    figures = {k: tour_figures(v) for k, v in steps.items()}
+    assert sum(len(f) for k, f in figures.items() if k != "intro") >= 20, figures
+    for k in ("1", "2", "3"):
+        shown = "\n".join(screens[k])
+        for figure, end, percent in figures[k]:
+            if end is not None:
+                ranges = {name: (round(min(v)), round(max(v))) for name, v in scoring.items()}
+                assert (int(figure), int(float(end))) in ranges.values(), (
+                    f"tour step {k}: {figure}–{end}% is no scoring's range of per-model means "
+                    f"on screen: {ranges}")
+            else:
+                assert on_screen(figure, percent, shown), (
+                    f"tour step {k} quotes {figure}{'%' if percent else ''}, not on its "
+                    f"screens:\n{shown}")
+    # the intro's grid: all 265 items under all 26 configs, 27,560 cells
+    header = re.search(r"(\d+) models × (\d+) items × (\d+) configs", screens["1"][0])
+    models, items, configs = map(int, header.groups())
+    intro = [f for f, _, _ in figures["intro"]]
+    assert str(items) in intro and str(configs) in intro
+    assert f"{models * items * configs:,}" in intro
 
 
 async def settle(app, pilot) -> None:
@@ -38,11 +100,13 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         await settle(app, pilot)
         assert app.view.grid == "starter-real"
         assert "grid: starter-real  4 models × 265 items × 26 configs" in screen_text(app)
+        screens: dict[str, list[str]] = {"1": [], "2": [], "3": []}  # what each step shows
 
         # 1. Bands: four overlapping bands, generated answers near chance, likelihood above it,
         # no item right under all 26 configs; Enter lists a model's 26 per-config accuracies
         await show_pane(app, pilot, "2")
         shown = screen_text(app)
+        screens["1"].append(shown)
         for glyph in ("● reference", "◆ mean", "├─┤ min…max", "▓ robust accuracy"):
             assert glyph in shown
         cube = app.view.cube
@@ -60,17 +124,32 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         assert len(bars) == 4  # one band per model, drawn side by side: they overlap
         spans = [(line.index("├"), line.index("┤")) for line in bars]
         assert max(lo for lo, _ in spans) < min(hi for _, hi in spans)
-        app.pane("bands").main_table().focus()
-        await pilot.press("enter")
-        await pilot.pause(0.5)
         from fragility_tui.tui.screens.drilldowns import ModelScreen
-
-        assert isinstance(app.screen, ModelScreen)
         from fragility_tui.tui.widgets import ReportTable
 
-        assert max(t.row_count for t in app.screen.query(ReportTable)) >= 26
-        await pilot.press("escape")
-        await pilot.pause()
+        # Enter on each model: its 26 configs under its mean per scoring (the tour's
+        # "20–24% averaged over the 24 generation configs")
+        scoring: dict[str, list[float]] = {}
+        for row in range(len(cube.models)):
+            table = app.pane("bands").main_table()
+            table.focus()
+            table.move_cursor(row=row)
+            await pilot.press("enter")
+            await pilot.pause(0.5)
+            assert isinstance(app.screen, ModelScreen)
+            assert max(t.row_count for t in app.screen.query(ReportTable)) >= 26
+            shown = screen_text(app)
+            screens["1"].append(shown)
+            line = next((s for s in shown.splitlines() if s.strip().startswith("mean %:")), "")
+            assert line, f"no mean per scoring on the model drill-down:\n{shown}"
+            for name, mean in re.findall(r"(\w+) (\d+\.\d) \(\d+ configs?\)", line):
+                scoring.setdefault(name, []).append(float(mean))
+            m = cube.models.index(app.screen.model)
+            assert f"generated {100 * cube.bits[m][:, generated].mean():.1f} (24 configs)" in line
+            assert f"likelihood {100 * cube.bits[m][:, cloze].mean():.1f} (2 configs)" in line
+            await pilot.press("escape")
+            await pilot.pause()
+        assert len(scoring["generated"]) == len(scoring["likelihood"]) == 4
 
         # 2. Compare: base vs int4 at o0.letter: 21.5% vs 21.9%, Δ̂ −0.4, CI −6.0 to +4.9;
         # harness-sensitive (and underpowered) because cloze_qa says otherwise
@@ -80,6 +159,7 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         pane.query_one("#compare-b", Select).value = INT4
         await settle(app, pilot)
         shown = screen_text(app)
+        screens["2"].append(shown)
         assert f"A {BASE}  vs  B {INT4}" in shown
         assert "observed  harness-sensitive  Δ̂ -0.4 pts, 95% CI [-6.0, +4.9] at o0.letter" in shown
         assert "harness-sensitive, underpowered" in shown and "under cloze_qa" in shown
@@ -106,11 +186,13 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         await show_pane(app, pilot, "8")
         await settle(app, pilot)
         shown = screen_text(app)
+        screens["2"].append(shown)
         assert "reference cloze_qa" in shown
         assert re.search(r"observed  \S+\s+Δ̂ \+7\.9 pts, 95% CI \[\+[0-9.]+, \+[0-9.]+\] at "
                          r"cloze_qa", shown), shown  # 43.4 − 35.5; the interval excludes 0
         await show_pane(app, pilot, "2")
         shown = screen_text(app)
+        screens["2"].append(shown)
         assert re.search(rf"│ {re.escape(BASE)}\s+43\.4 ", shown), shown
         assert re.search(rf"│ {re.escape(INT4)}\s+35\.5 ", shown), shown
         q = cube.configs.index("cloze_qa")
@@ -124,6 +206,7 @@ async def test_the_readme_tour_at_80x24(shipped_store):
 
         # 3. Pairs: every gap fragile (100%); Enter on a pair shows the items behind it
         await show_pane(app, pilot, "3")
+        screens["3"].append(screen_text(app))
         assert "fragile share mean 100.0 %" in screen_text(app)
         app.pane("pairs").main_table().focus()
         await pilot.press("enter")
@@ -168,3 +251,6 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         detail = str(app.screen.query_one("#cell-detail").render())
         assert "prompt as the model saw it (raw prompt" in detail and "Answer:" in detail
         assert "✓" in screen_text(app) and "✗" in screen_text(app)  # the models × configs matrix
+
+        # every figure the tour's steps quote is on the screens of its step
+        check_tour_figures(screens, scoring)

@@ -77,10 +77,11 @@ def cost_text(costs: dict[str, dict], model: str) -> str:
 
 
 class Pickers(FormKeys, Horizontal):
-    """The two model pickers: keys stay in them (tui/widgets.FormKeys), except the pane's
-    own (g: plot or table, n: the Compare form), which work with a picker focused."""
+    """The two model pickers: Esc leaves them for the table (tui/widgets.FormKeys); every
+    other key works as anywhere in the pane (s: the selection, g, n, v, a pane's digit: a
+    closed dropdown takes no letter, an open one its own)."""
 
-    pane_keys = True
+    keeps_letters = False
 
 
 class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Compare"):
@@ -159,19 +160,42 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
                     ("each chunk's runs." if settling else "both runs."), style="yellow")
         self.query_one("#compare-result", Static).update(text)
         self.query_one("#compare-calibration", Static).update("")
-        self.query_one(ReportTable).set_data(COLUMNS, [])
+        self.clear_figures(settling)
+
+    def clear_figures(self, settling: bool) -> None:
+        """No figure of the pair shown before while a new one is awaited: an empty plot and
+        table, with the sequence's columns when a sequence is coming."""
+        from fragility_tui.tui.panes.compare_sequence import (PLOT_TITLE, SEQUENCE_COLUMNS,
+                                                              SEQUENCE_TITLE)
+        from fragility_tui.tui.plots import draw_sequence
+
+        plot, table = self.query_one("#compare-plot"), self.query_one(ReportTable)
+        if settling:
+            margin = self.following.settings.margin if self.following else 2.0
+            draw_sequence(plot, [], margin / 100, 0, None)
+            plot.border_title = PLOT_TITLE
+            table.set_data(SEQUENCE_COLUMNS, [])
+            table.border_title = SEQUENCE_TITLE
+        else:
+            plot.remember(plot.clear)
+            plot.clear()
+            table.set_data(COLUMNS, [])
+        self.update_caption()
 
     def action_new_comparison(self) -> None:
         from fragility_tui.tui.panes.compare_form import CompareFormScreen
+        from fragility_tui.tui.panes.run_form import proposed_grid
 
         synthetic = frozenset(g.name for g in self.grids or [] if g.synthetic)
-        grid = self.grid_name if self.grid_name and self.grid_name not in synthetic else ""
 
         def done(plan) -> None:
             if plan is not None:
                 self.post_message(CompareQueued(plan))
 
-        self.app.push_screen(CompareFormScreen(grid, self.db_path, synthetic), done)
+        # from the sequence view, the form opens with "stop when settled" ticked
+        self.app.push_screen(CompareFormScreen(proposed_grid(self.grid_name, synthetic),
+                                               self.db_path, synthetic,
+                                               settled=self.sequence_on), done)
 
     def set_pair(self, a: str, b: str) -> None:
         with self.prevent(Select.Changed):

@@ -2,10 +2,15 @@
 items, configs, grid, device. Its Start checks the form (run_form.check_compare_form) and,
 when nothing is wrong, hands the plan back; the Compare pane posts it up as `CompareQueued`
 (tui/messages.py) and the app starts both runs and opens Compare on the pair. With "stop
-when settled" (issue 45) the margin, reference, seed and budgets are checked too
+when settled" (issue 45) the margin, reference, seed, chunk and budgets are checked too
 (run_form.check_sequential_form) and the plan is one `fragility-tui compare A B --items ...`
 process, which the Compare pane follows (panes/compare_sequence.py). A modal the Compare
-pane pushes itself, as the Runs pane pushes its confirm question."""
+pane pushes itself, as the Runs pane pushes its confirm question.
+
+The grid it proposes is the open one only when that is the user's own (run_form.
+proposed_grid): never a synthetic grid, nor a shipped one, which a newer release updates
+only while no local run has written into it; a shipped grid typed in is warned about once
+before Start goes ahead."""
 
 from __future__ import annotations
 
@@ -24,7 +29,7 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, Static
 from fragility_tui.devices import DeviceReport, query_devices
 from fragility_tui.tui.panes.device_picker import DevicePicker
 from fragility_tui.tui.panes.run_form import (ComparePlan, check_compare_form,
-                                              check_sequential_form)
+                                              check_sequential_form, shipped_grid_note)
 from fragility_tui.tui.sanitize import clean
 
 B_BUILDS = [("model B as typed", ""), ("A's int8 build", "int8"), ("A's int4 build", "int4")]
@@ -37,12 +42,22 @@ class _Devices(Message):
 
 BOTH_RUNS = ("Compare in one go: both runs are queued (a one-slot device takes one at a "
              "time); Compare opens on the pair as their batches commit. Esc closes.")
-SETTLED = ("Stop when settled: one `compare` process runs both models chunk by chunk (25 "
-           "items) until the answer is clear; Compare follows it. Esc closes.")
-# (label, field id, placeholder: the CLI's default)
+SETTLED = ("Stop when settled: one `compare` process runs both models chunk by chunk until "
+           "the answer is clear; Compare follows it. Esc closes.")
+# (label, field id, placeholder: the CLI's default), two to a row
 SEQUENCE_FIELDS = [("margin", "margin", "2 points"), ("reference", "reference", "o0.letter"),
-                   ("seed", "seed", "0"), ("max items", "max-items", "the whole pool"),
+                   ("seed", "seed", "0"), ("chunk", "chunk", "25 (few items: fewer)"),
+                   ("max items", "max-items", "the whole pool"),
                    ("max secs", "max-seconds", "none"), ("max tokens", "max-tokens", "none")]
+
+
+class TickBox(Checkbox):
+    """A checkbox whose mark is a glyph, ✓ ticked and blank not: Textual's draws X either
+    way and only shades it, which reads alike without colour (NO_COLOR: grey on grey)."""
+
+    @property
+    def BUTTON_INNER(self) -> str:  # noqa: N802 (Textual's name)
+        return "✓" if self.value else " "
 
 
 class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
@@ -52,12 +67,14 @@ class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
                         id="compare-form.cancel")]
 
     def __init__(self, grid: str, db_path: str | None, synthetic: frozenset[str] = frozenset(),
-                 cwd: Path | None = None):
+                 cwd: Path | None = None, settled: bool = False):
         super().__init__()
-        self.grid = grid  # proposed: the open grid unless it is synthetic
+        self.grid = grid  # proposed: the open grid when it is the user's own, else a new one
         self.db_path = db_path
         self.synthetic = synthetic  # the store's SYNTHETIC grids: no run writes into them
         self.cwd = cwd or Path.cwd()
+        self.settled = settled  # opened from the sequence view: "stop when settled" ticked
+        self.warned_grid: str | None = None  # the shipped grid Start warned about
 
     def compose(self) -> ComposeResult:
         with Vertical(id="compare-form-box"):
@@ -83,13 +100,13 @@ class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
                 yield Label("device", classes="form-label")
                 yield DevicePicker(id="cf-device")
                 yield Label("stop", classes="form-label")
-                yield Checkbox("when settled (a sequential comparison, issue 45)",
-                               id="cf-settled", compact=True)
+                yield TickBox("when settled (a sequential comparison)", self.settled,
+                              id="cf-settled", compact=True)
             with Grid(id="cf-sequence"):
                 for label, name, placeholder in SEQUENCE_FIELDS:
                     yield Label(label, classes="form-label")
                     yield Input(placeholder=placeholder, id=f"cf-{name}", compact=True,
-                                disabled=True)
+                                disabled=not self.settled)
             yield Static("", id="cf-error")
             with Horizontal(id="cf-buttons"):
                 yield Button("Start both (Enter)", id="cf-start", variant="primary",
@@ -98,6 +115,7 @@ class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
 
     def on_mount(self) -> None:
         self.query_one("#cf-model-a", Input).focus()
+        self._show_settled(self.settled)
         self._read_devices()
 
     @work(thread=True, exclusive=True, group="compare-form-devices", exit_on_error=False)
@@ -110,12 +128,15 @@ class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
 
     @on(Checkbox.Changed, "#cf-settled")
     def _settled_changed(self, event: Checkbox.Changed) -> None:
+        self._show_settled(event.value)
+
+    def _show_settled(self, settled: bool) -> None:
         for _, name, _ in SEQUENCE_FIELDS:
-            self.query_one(f"#cf-{name}", Input).disabled = not event.value
+            self.query_one(f"#cf-{name}", Input).disabled = not settled
         self.query_one("#cf-intro", Static).update(
-            Text(SETTLED if event.value else BOTH_RUNS, style="bold"))
+            Text(SETTLED if settled else BOTH_RUNS, style="bold"))
         self.query_one("#cf-start", Button).label = (
-            "Compare (Enter)" if event.value else "Start both (Enter)")
+            "Compare (Enter)" if settled else "Start both (Enter)")
 
     @on(Select.Changed, "#cf-b-build")
     def _build_changed(self, event: Select.Changed) -> None:
@@ -144,6 +165,12 @@ class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
         if problems:  # nothing started: say what to fix, each problem naming its field
             self.query_one("#cf-error", Static).update(
                 Text(clean("; ".join(problems), limit=600), style="bold red"))
+            return
+        note = shipped_grid_note(plan.grid)
+        if note and self.warned_grid != plan.grid:  # once: Start again goes ahead
+            self.warned_grid = plan.grid
+            self.query_one("#cf-error", Static).update(
+                Text(clean(note + "; Start again to go ahead", limit=600), style="bold yellow"))
             return
         self.dismiss(plan)
 

@@ -29,6 +29,7 @@ SEQUENCE_COLUMNS = [Column("items", "int"), Column("Δ̂ points", "pts"), Column
                     Column("high", "pts"), Column("reading")]
 PROCESS_POLL_SECONDS = 2.0  # how often a followed comparison's process is looked at
 PLOT_TITLE = "● Δ̂ (A − B)  │ sequence  ╌ ±m  ┊ stop — against items done"
+SEQUENCE_TITLE = "The sequence per chunk: items done, Δ̂ and its band, reading"
 
 
 @dataclass
@@ -87,6 +88,8 @@ class SequenceMixin:
             self.query_one("#compare-result", Static).update(Text(
                 f"following the comparison of {p.a} and {p.b}: waiting for both models' "
                 "first cells…", style="italic"))
+            self.query_one("#compare-calibration", Static).update("")
+            self.clear_figures(True)
             return
         self.query_one("#compare-result", Static).update(
             Text("following the comparison…" if plan else "replaying the sequence…",
@@ -138,7 +141,7 @@ class SequenceMixin:
         plot.border_title = PLOT_TITLE
         table = self.query_one(ReportTable)
         table.set_data(SEQUENCE_COLUMNS, [(str(row[0]), row) for row in path_rows(state)])
-        table.border_title = "The sequence per chunk: items done, Δ̂ and its band, reading"
+        table.border_title = SEQUENCE_TITLE
         self.update_caption()
         self.apply_plot_layout()
 

@@ -23,6 +23,36 @@ ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*(@[\w./-]+)?")
 
 
+NEW_GRID = "my-grid"  # what the run forms propose when the open grid is not the user's own
+
+
+def shipped_grid_names() -> frozenset[str]:
+    """The grids sample_grids/ ships (its manifest): a release replaces one by its newer
+    version only while no local run has written into it."""
+    from fragility_tui.store.sample_grids import sample_grid_files
+
+    return frozenset(meta["name"] for _, meta in sample_grid_files())
+
+
+def proposed_grid(open_grid: str | None, synthetic) -> str:
+    """The grid a run form proposes: the open grid when it is the user's own, else a new
+    one (NEW_GRID). Never a synthetic grid (no run writes into one), nor a shipped one (a
+    newcomer's first runs would go into the shipped real grid, which then is never
+    upgraded)."""
+    if open_grid and open_grid not in synthetic and open_grid not in shipped_grid_names():
+        return open_grid
+    return NEW_GRID
+
+
+def shipped_grid_note(grid: str | None) -> str | None:
+    """What writing runs into a shipped grid means, said before the first Start; None for
+    any other grid."""
+    if not grid or grid not in shipped_grid_names():
+        return None
+    return (f"grid: {grid} is a shipped grid: your runs would go into it, and a newer "
+            "release would then no longer update it (a new name creates a grid of your own)")
+
+
 def run_argv(form: dict, db_path: str | None) -> list[str]:
     """`fragility-tui run …` arguments for the form's values (empty fields left out: no
     items means the shipped starter items, as on the command line; no model with a served

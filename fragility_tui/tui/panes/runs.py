@@ -31,7 +31,8 @@ from fragility_tui.tui.confirm import ConfirmScreen
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.device_picker import DevicePicker
-from fragility_tui.tui.panes.run_form import ENDPOINTS, check_run_form, run_argv
+from fragility_tui.tui.panes.run_form import (ENDPOINTS, check_run_form, proposed_grid,
+                                              run_argv, shipped_grid_note)
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
@@ -135,6 +136,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
     def on_mount(self) -> None:
         self.runs: list[RunProgress] = []
         self.launched: list[tuple] = []  # (process, log, what) until each has exited
+        self.warned_grid: str | None = None  # the shipped grid Start warned about
         self.set_interval(REFRESH_SECONDS, self._tick)
         self.set_interval(DEVICE_REFRESH_SECONDS, self.poll_devices)
         self.poll_devices()
@@ -157,10 +159,12 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
 
     def render_view(self, view) -> None:
         grid_input = self.query_one("#run-grid", Input)
-        # The open grid is proposed as the target unless it is synthetic: a run's cells
-        # never go into simulated ones (the runner refuses them too).
-        if not grid_input.value and self.grid_name and not self._synthetic(self.grid_name):
-            grid_input.value = self.grid_name
+        # The open grid is proposed as the target when it is the user's own, else a new
+        # grid: a run's cells never go into simulated ones (the runner refuses them too),
+        # and a newcomer's first runs not into the shipped real grid.
+        if not grid_input.value and self.grids is not None:
+            grid_input.value = proposed_grid(
+                self.grid_name, {g.name for g in self.grids if g.synthetic})
         self._show_runs()
         self.poll()
 
@@ -272,6 +276,11 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
                         "(a new name creates one)"]
         if problems:  # nothing launched, no run row: say what to fix
             self.note("; ".join(problems), error=True)
+            return
+        warning = shipped_grid_note(form.get("grid"))
+        if warning and self.warned_grid != form["grid"]:  # once: Start again goes ahead
+            self.warned_grid = form["grid"]
+            self.note(warning + "; Start again to go ahead", error=True)
             return
         self.launch(run_argv(form, self.db_path),
                     f"start {form.get('served_model') or form['model']}")

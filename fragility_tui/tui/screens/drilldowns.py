@@ -24,6 +24,40 @@ ITEM_WIDTH = 22  # with the 33-character config row, the item table fits 80 colu
 SHORT_CLASS = ("robust ✓", "robust ✗", "fragile", "incomplete")  # analysis.classify order
 
 
+# How a config scores (its `scoring` axis, SPEC §2b), as the drill-down names it
+SCORING_NAMES = {"generate": "generated", "likelihood": "likelihood",
+                 "letter_lik": "letter likelihood"}
+
+
+def scoring_means(view, model: str) -> list[tuple[str, int, float]]:
+    """(scoring, configs, mean accuracy over those configs) for the model's configs in view,
+    generated answers first: the README's "20–24% averaged over the 24 generation configs"
+    is each model's first figure here."""
+    groups: dict[str, list[float]] = {}
+    for e in view.report.configs:
+        acc = e.accuracy.get(model)
+        if acc is not None and acc == acc:  # no cell yet: NaN or missing
+            scoring = view.cube.axes(e.config).get("scoring") or "unknown"
+            groups.setdefault(SCORING_NAMES.get(scoring, scoring), []).append(acc)
+    order = list(SCORING_NAMES.values())
+    names = sorted(groups, key=lambda g: (order.index(g) if g in order else len(order), g))
+    return [(g, len(groups[g]), sum(groups[g]) / len(groups[g])) for g in names]
+
+
+def scoring_line(view, model: str) -> Text:
+    """`mean %: generated 20.4 (24 configs) · likelihood 42.1 (2 configs) · all 22.1`."""
+    means = scoring_means(view, model)
+    text = Text("mean %: ", style="bold")
+    for k, (name, n, mean) in enumerate(means):
+        if k:
+            text.append(" · ")
+        text.append(f"{name} {100 * mean:.1f} ({n} config{'s' if n != 1 else ''})")
+    if len(means) > 1:
+        n = sum(n for _, n, _ in means)
+        text.append(f" · all {100 * sum(n * m for _, n, m in means) / n:.1f}")
+    return text
+
+
 def keep_end(text: str, width: int) -> Text:
     """Cut from the front: an item id's end (its number) tells items apart."""
     return Text(text if len(text) <= width else "…" + text[-(width - 1):])
@@ -44,6 +78,7 @@ class ModelScreen(PlotToggle, DrillScreen):
         from fragility_tui.tui.plots import new_plot  # textual-plot: after the first frame
 
         yield from self.compose_header()
+        yield Static("", id="model-scoring")
         yield ReportTable(table_name="model-configs", id="model-table")
         yield new_plot("model-plot")
         yield VirtualTable(table_name="model-items", id="model-items")
@@ -68,6 +103,7 @@ class ModelScreen(PlotToggle, DrillScreen):
                         Column("", "rich")], rows)
         table.border_title = safe_title(f"{self.model} × {len(rows)} configs")
         table.border_subtitle = Text(table.caption_text)
+        self.query_one("#model-scoring", Static).update(scoring_line(view, self.model))
         table.focus()
         self._plot()
         self._fill_items()

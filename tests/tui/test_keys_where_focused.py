@@ -1,0 +1,119 @@
+"""Issue 60: a pane's keys work whatever widget inside it has focus, or the footer does not
+offer them. Before, the Compare model pickers kept focus after a pick and dropped `s` (and a
+pane's digit) while the footer still offered "s Selection" (tour step 2).
+
+For every pane and every focusable widget in it: each printable key bound there (the pane's,
+the app's, the widget's own) either reaches its action when pressed, or is left out of the
+bindings the footer shows. The actions are recorded, not run."""
+
+from __future__ import annotations
+
+import pytest
+from textual.keys import key_to_character
+from textual.widgets import Footer, Input
+
+from fragility_tui.tui.app import FragilityApp
+from fragility_tui.tui.panes import PANES
+from fragility_tui.tui.screens import SelectionScreen
+
+from .conftest import press_pane_key, show_pane, wait_ready
+
+pytestmark = pytest.mark.anyio
+
+
+def printable(key: str) -> bool:
+    character = key_to_character(key)
+    return key != "space" and character is not None and character.isprintable()
+
+
+def footer_keys(app) -> set[str]:
+    """The keys the footer shows (Textual's Footer reads the same active bindings)."""
+    return {key for key, active in app.screen.active_bindings.items()
+            if active.binding.show and active.enabled}
+
+
+async def test_every_offered_key_works_from_every_widget_of_every_pane(synthetic_store):
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        fired: list[str] = []
+
+        async def record(action, default_namespace=None, namespaces=None) -> bool:
+            fired.append(action if isinstance(action, str) else str(action))
+            return True
+
+        checked = 0
+        for k, pane_class in enumerate(PANES):
+            await press_pane_key(app, pilot, str(k + 1), pane_class.pane_id)
+            pane = app.pane(pane_class.pane_id)
+            widgets = [w for w in pane.query("*") if w.focusable and w.visible
+                       and w.region.area and not isinstance(w, Input)]
+            assert widgets, pane_class.pane_id
+            for widget in widgets:
+                widget.focus()
+                await pilot.pause()
+                assert app.focused is widget
+                offered = {key: active.binding.action
+                           for key, active in app.screen.active_bindings.items()
+                           if active.enabled and printable(key)}
+                app.run_action = record
+                try:
+                    for key, action in offered.items():
+                        fired.clear()
+                        await pilot.press(key)
+                        await pilot.pause()
+                        assert fired and fired[0] == action, (
+                            f"{pane_class.pane_id}: {key!r} ({action}) offered with "
+                            f"{type(widget).__name__}#{widget.id} focused, but it did nothing")
+                        checked += 1
+                finally:
+                    del app.run_action
+            app.screen.set_focus(None)  # the run form keeps digits: leave it before the next
+        assert checked > 100
+
+
+async def test_tour_step_2_s_opens_the_selection_after_picking_a_and_b(synthetic_store):
+    """Pick A and B with the keyboard, then `s`: the selection form opens; a digit switches
+    pane; Esc still leaves the pickers for the table."""
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_ready(app, pilot)
+        await show_pane(app, pilot, "8")
+        pane = app.pane("compare")
+        picker = pane.query_one("#compare-a")
+        picker.focus()
+        await pilot.press("enter", "down", "enter")  # open, next model, pick
+        await pilot.pause()
+        assert app.focused is picker
+        assert "s" in footer_keys(app)
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, SelectionScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        picker.focus()
+        await pilot.press("2")
+        await pilot.pause(0.3)
+        assert app.query_one("#panes").current == "bands"
+        await show_pane(app, pilot, "8")
+        picker.focus()
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.focused is pane.main_table()
+
+
+async def test_the_run_form_keeps_its_letters_and_the_footer_does_not_offer_them(
+        synthetic_store):
+    """On the run form's Start button, letters stay dropped (issue 24: `u` and `k` once
+    changed runs from there), so the footer shows none of them."""
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await press_pane_key(app, pilot, "7", "runs")
+        pane = app.pane("runs")
+        pane.main_table().focus()
+        await pilot.pause()
+        assert {"k", "u", "n", "s"} <= footer_keys(app)
+        pane.query_one("#run-start").focus()
+        await pilot.pause()
+        assert not {key for key in footer_keys(app) if printable(key)}
+        assert app.query_one(Footer)
