@@ -242,7 +242,12 @@ def render_table(headers, rows, width: int, keys: int = 1, stack: bool = True) -
     out = ["  ".join(headers[:keys]), body[0]]
     for r, line in zip(rows, body[1:]):
         out += ["  ".join(r[:keys]), line]
-    return out
+    # a line still too wide (long names, a cell listing several) breaks between words,
+    # never inside one: a name is never cut
+    return [piece for line in out for piece in (
+        [line] if len(line) <= width else
+        textwrap.wrap(line, width, subsequent_indent="    ", break_long_words=False,
+                      break_on_hyphens=False))]
 
 
 def render_text(report: Report, width: int = TEXT_WIDTH, fit_tables: bool = True) -> str:

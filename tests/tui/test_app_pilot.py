@@ -190,7 +190,10 @@ async def test_selection_is_honoured_by_every_pane(synthetic_store):
         await show_pane(app, pilot, "2")
         assert table(app, "bands").row_count == 3
         await show_pane(app, pilot, "4")
-        assert {str(v[1]) for _, v in table(app, "items").all_rows} == {"mmlu", "arc_challenge"}
+        from fragility_tui.tui.item_table import ITEM_COLUMNS
+
+        at = [c.label for c in ITEM_COLUMNS].index("benchmark")
+        assert {str(v[at]) for _, v in table(app, "items").all_rows} == {"mmlu", "arc_challenge"}
         await show_pane(app, pilot, "5")
         assert app.view.report.axes.mean["scoring"] is None  # no cloze in view
 
