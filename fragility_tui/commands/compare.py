@@ -145,7 +145,7 @@ def run(args) -> int:
         "seconds_pool": None if seconds is None else seconds * result.pool,
     })
     out["margin_points"] = args.margin
-    from fragility_tui.commands.compare_record import first_comparison, print_first_line
+    from fragility_tui.services.comparisons import first_comparison, print_first_line
 
     first_comparison(store, args.grid, out, live=False)
     if args.json:
@@ -198,7 +198,7 @@ def _run_live(args, store) -> int:
     if args.json:
         sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
     else:
-        from fragility_tui.commands.compare_record import print_first_line
+        from fragility_tui.services.comparisons import print_first_line
 
         sys.stdout.write(verdict(out, args) + "\n")
         print_first_line(out)

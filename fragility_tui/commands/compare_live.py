@@ -301,8 +301,8 @@ class LiveComparison:
 
     def _record_start(self) -> None:
         """The pair's first comparison is recorded before any chunk is evaluated, so a
-        comparison killed mid-way still counts as the first (commands/compare_record.py)."""
-        from fragility_tui.commands.compare_record import first_comparison
+        comparison killed mid-way still counts as the first (services/comparisons.py)."""
+        from fragility_tui.services.comparisons import first_comparison
 
         r = self.seq.result
         start = {"a": self.sides[0].name, "b": self.sides[1].name, "reference": r.reference,
@@ -310,7 +310,7 @@ class LiveComparison:
                  "chunk": r.chunk, "path": None}
         first_comparison(self.store, self.args.grid, start, live=True)
         if not start["independent_evidence"]:
-            from fragility_tui.commands.compare_record import print_first_line
+            from fragility_tui.services.comparisons import print_first_line
 
             print_first_line(start, sys.stderr)
 
@@ -321,7 +321,7 @@ class LiveComparison:
 
     def to_json(self) -> dict:
         from fragility_tui.commands.compare_text import pool_delta
-        from fragility_tui.commands.compare_record import first_comparison
+        from fragility_tui.services.comparisons import first_comparison
 
         result = self.seq.result
         spent = self.spent()

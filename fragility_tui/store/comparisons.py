@@ -5,7 +5,7 @@ comparison decided in advance. Rerunning other seeds on one grid until one settl
 picking the reference after reading a report, is many comparisons of the same cells: their
 errors add up. So the first comparison of a pair is kept with its seed, reference and
 verdict; `compare` reads it back and says when the one it runs now is not that one
-(commands/compare_record.py). The pair is unordered (A vs B is B vs A mirrored): rows are
+(services/comparisons.py). The pair is unordered (A vs B is B vs A mirrored): rows are
 keyed by the two names sorted, with `a` and `b` as the first comparison named them.
 
 A row is inserted once per (grid, pair, reference, target) and updated only by the same

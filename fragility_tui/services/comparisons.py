@@ -1,7 +1,8 @@
-"""No seed shopping (issue 58): `compare` records the first comparison of each (pair,
-reference, target) in a grid with its seed (store/comparisons.py) and says, for any later
-one with another seed or reference, that the first one's verdict stands and this one is not
-independent evidence.
+"""No seed shopping (issue 58): `compare` and the app's sequence view record the first
+comparison of each (pair, reference, target) in a grid with its seed (store/comparisons.py)
+and say, for any later one with another seed or reference, that the first one's verdict
+stands and this one is not independent evidence. A service, below the commands and the app,
+so both record and read it with the same functions (the app without importing a command).
 
 Why: the population scope's guarantee (a wrong winner with probability at most α/2) is over
 the draw of the item order for one comparison chosen in advance. Another `--seed` on the same
@@ -54,6 +55,13 @@ def first_comparison(store, grid: str, out: dict, live: bool) -> dict:
     first) and again with its result."""
     settings = settings_of(out, live)
     record(store, grid, settings, summary(out) if out.get("path") is not None else None)
+    return read_first(store, grid, out, live)
+
+
+def read_first(store, grid: str, out: dict, live: bool) -> dict:
+    """`first_comparison`'s reading without its record: for a comparison another process
+    records (the app following the live `compare` it started)."""
+    settings = settings_of(out, live)
     rows = store.comparisons(grid, out["a"], out["b"], out["target"])
     first = rows[0] if rows else {**settings, "result": None, "created_at": None}
     is_first = first["reference"] == out["reference"] and int(first["seed"]) == int(out["seed"])
@@ -64,22 +72,26 @@ def first_comparison(store, grid: str, out: dict, live: bool) -> dict:
     return out
 
 
+def first_verdict(result: dict | None, names: dict | None = None) -> str:
+    """The first comparison's recorded verdict in words; `names` renames its winner (the
+    app's "A" / "B" for the pair it shows)."""
+    if result is None:
+        return "no verdict recorded (it was stopped before its first chunk was judged)"
+    if result["winner"]:
+        verdict = f"winner {(names or {}).get(result['winner'], result['winner'])}"
+    elif result["settled"] == "equivalent" or result["stop"] == "equivalent":
+        verdict = f"equivalent within ±{result['margin_points']:g} points"
+    else:
+        verdict = f"not settled ({result['stop'].replace('-', ' ')})"
+    return verdict + f" after {result['items_used']} of {result['pool']} items"
+
+
 def first_line(out: dict) -> str | None:
     """The printed line for a comparison that is not the pair's first, else None."""
     if out.get("independent_evidence", True):
         return None
     first = out["first_comparison"]
-    result = first["result"]
-    if result is None:
-        verdict = "no verdict recorded (it was stopped before its first chunk was judged)"
-    elif result["winner"]:
-        verdict = f"winner {result['winner']}"
-    elif result["settled"] == "equivalent" or result["stop"] == "equivalent":
-        verdict = f"equivalent within ±{result['margin_points']:g} points"
-    else:
-        verdict = f"not settled ({result['stop']})"
-    if result is not None:
-        verdict += f" after {result['items_used']} of {result['pool']} items"
+    verdict = first_verdict(first["result"])
     when = f" on {first['created_at'][:10]}" if first.get("created_at") else ""
     return (f"first comparison: this pair ({first['target']} target) was first compared in "
             f"this grid at reference {first['reference']}, seed {first['seed']}{when}: "
