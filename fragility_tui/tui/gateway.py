@@ -77,6 +77,20 @@ class StoreGateway:
                 for row in self._call(lambda store: store.list_models(grid))
                 if (row.get("provenance") or {}).get("prompt_mode")}
 
+    def comparisons(self, grid: str, a: str, b: str, target: str) -> list[dict]:
+        """The pair's recorded sequential comparisons under this target, the first first."""
+        return self._call(lambda store: store.comparisons(grid, a, b, target))
+
+    def first_comparison(self, grid: str, out: dict, live: bool, *, record: bool) -> dict:
+        """`compare`'s own record of the pair's first comparison (services/comparisons.py):
+        with `record`, this one is recorded as the CLI records it (a replay the app
+        computes); without, only read (a live comparison its `compare` process records).
+        `out` gains `first_comparison` and `independent_evidence`."""
+        from fragility_tui.services.comparisons import first_comparison, read_first
+
+        work = first_comparison if record else read_first
+        return self._call(lambda store: work(store, grid, out, live))
+
     def runs(self) -> list[RunRecord]:
         """Every recorded run, newest first."""
         return self._call(lambda store: store.runs())

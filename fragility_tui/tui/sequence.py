@@ -150,6 +150,10 @@ class SequenceState:
     note: str = ""  # why it stopped short, or what it waits for
     spent: dict = field(default_factory=dict)  # seconds, tokens, runs (live)
     pool_delta: float | None = None  # the whole pool's Δ at the reference, once all judged
+    # the pair's first comparison as recorded (services/comparisons.py), and whether this
+    # one is it: False for another seed or reference (not independent evidence)
+    first: dict | None = None
+    independent: bool = True
 
     @property
     def stop(self) -> str | None:
@@ -203,6 +207,50 @@ def replay_state(cube, a: str, b: str, settings: SequenceSettings) -> SequenceSt
     pool_delta = float(d[:, configs.index(reference)].mean()) if avail.all() and len(d) \
         else None
     return SequenceState(a, b, False, settings, FINISHED, result, pool_delta=pool_delta)
+
+
+def replay_settings(records: list[dict], reference: str,
+                    form: SequenceSettings | None) -> SequenceSettings:
+    """What `v` replays a pair with (`records`: the pair's recorded comparisons, the first
+    first; `reference`: the view's): the seed, chunk, margin and scope of its recorded
+    comparison at this reference, else of its first one, so `v` shows the comparison that
+    was run (its chunk too: 12 items in chunks of 25 never narrow); else those of the
+    comparison the Compare form started in this grid (`form`: its chunk, margin, seed);
+    else compare's defaults."""
+    row = ([r for r in records if r["reference"] == reference] or records or [None])[0]
+    if row is not None:
+        margin = row.get("margin")
+        return SequenceSettings(
+            margin=SequenceSettings.margin if margin is None else round(100 * margin, 9),
+            seed=int(row["seed"]), chunk=int(row.get("chunk") or SequenceSettings.chunk),
+            scope=row.get("scope") or SequenceSettings.scope)
+    if form is not None:
+        return SequenceSettings(margin=form.margin, seed=form.seed, chunk=form.chunk)
+    return SequenceSettings()
+
+
+def comparison_json(state: SequenceState) -> dict | None:
+    """compare's JSON of the state, as its record of the first comparison reads it
+    (services/comparisons.py); None before a result, or over an empty pool."""
+    r = state.result
+    if r is None or not r.pool:
+        return None
+    return {**r.to_json(), "a": state.a, "b": state.b}
+
+
+def first_comparison_line(state: SequenceState) -> str | None:
+    """For a comparison that is not the pair's first in the grid (another seed or
+    reference): the first one's verdict, which stands, and that this one is not independent
+    evidence: compare's line, shortened to two lines at 80 columns (its date and why left
+    to the CLI and the docs); else None."""
+    from fragility_tui.services.comparisons import first_verdict
+
+    first = state.first
+    if state.independent or first is None:
+        return None
+    verdict = first_verdict(first["result"], {state.a: "A", state.b: "B"})
+    return (f"first comparison (ref {first['reference']}, seed {first['seed']}): {verdict}. "
+            "That verdict stands; this one is not independent evidence.")
 
 
 def comparison_runs(runs, plan: SequencePlan) -> list:

@@ -3,7 +3,8 @@
 (tests/runners/tiny_models.py) on the CPU; the Compare pane opens on the grid its first chunk
 creates and shows the sequence from the stored cells: with a margin of 99 points the first
 chunk (25 of 30 items) settles `equivalent`, and the pane says so with the items used and
-the share of the pool saved, as the CLI does."""
+the share of the pool saved, as the CLI does; its process records the pair's first
+comparison in the grid as the CLI does."""
 
 from __future__ import annotations
 
@@ -65,3 +66,10 @@ async def test_the_pane_follows_a_live_comparison_to_its_verdict(
         runs = Store(synthetic_store.path).runs("settle")
         assert sorted(r.model for r in runs) == ["tiny-a", "tiny-b"]  # one chunk each
         assert all(r.status == RunStatus.FINISHED for r in runs)
+        # started from the app, the comparison is the pair's first, recorded by its own
+        # `compare` process as from the command line (issue 58): the pane says nothing more
+        first = Store(synthetic_store.path).comparisons("settle", "tiny-a", "tiny-b",
+                                                        "observed")
+        assert [(r["seed"], r["chunk"], r["live"], r["result"]["settled"]) for r in first] \
+            == [(0, 25, True, "equivalent")]
+        assert "not independent evidence" not in " ".join(screen_text(app).split())

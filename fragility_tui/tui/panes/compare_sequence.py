@@ -2,11 +2,18 @@
 arrive, for the comparison a Compare form started with "stop when settled" (followed from
 the grid's stored cells as the live watcher reloads them: tui/sequence.live_state) and, with
 `v`, for any picked pair replayed over the grid's recorded cells (`compare A B --grid`:
-tui/sequence.replay_state). What it shows: the verdict line (winner / equivalent / budget /
-pool exhausted, items used, share of the pool saved), a plot of Δ̂ and its confidence
-sequence against the items done with the ±m margin and the stopping point, and the path as
-a table (a row per chunk). At 80x24 the table shows first and `g` swaps in the plot, as
-for the full grid's decision."""
+tui/sequence.replay_state; with the settings of the pair's recorded comparison, else the
+form's, tui/sequence.replay_settings). What it shows: the verdict line (winner / equivalent
+/ budget / pool exhausted, items used, share of the pool saved), a plot of Δ̂ and its
+confidence sequence against the items done with the ±m margin and the stopping point, and
+the path as a table (a row per chunk). At 80x24 the table shows first and `g` swaps in the
+plot, as for the full grid's decision.
+
+No seed shopping (issue 58), as `compare` does it (services/comparisons.py): a replay is
+recorded as the pair's first comparison in the grid when it is the first (a live one by
+its own `compare` process), and a comparison that is not the first (another seed or
+reference) shows under its verdict the first one's verdict, which stands, and that this one
+is not independent evidence."""
 
 from __future__ import annotations
 
@@ -20,9 +27,10 @@ from textual.widgets import Static
 from fragility_tui.tui.messages import WorkFailed
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.sequence import (FINISHED, RUNNING, SequencePlan, SequenceSettings,
-                                        SequenceState, comparison_runs, live_state, points,
-                                        path_rows, pool_of, replay_state, settings_line,
-                                        verdict_line)
+                                        SequenceState, comparison_json, comparison_runs,
+                                        first_comparison_line, live_state, points, path_rows,
+                                        pool_of, replay_settings, replay_state,
+                                        settings_line, verdict_line)
 from fragility_tui.tui.widgets import Column, ReportTable
 
 SEQUENCE_COLUMNS = [Column("items", "int"), Column("Δ̂ points", "pts"), Column("low", "pts"),
@@ -101,15 +109,45 @@ class SequenceMixin:
     def _sequence(self, view, a: str, b: str, plan, exit_code) -> None:
         try:
             if plan is None:
-                state = replay_state(view.cube, a, b, SequenceSettings())
+                state = replay_state(view.cube, a, b, self._replay_settings(view, a, b))
             else:
                 runs = comparison_runs(self.gateway.runs(), plan)
                 state = live_state(view.full, plan, runs, self._pool(runs), exit_code)
+            self._first_comparison(view, state)
         except Exception as exc:
             self.post_message(WorkFailed(f"the sequential comparison of {a} and {b}",
                                          f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(SequenceReady(view, a, b, state))
+
+    def _replay_settings(self, view, a: str, b: str) -> SequenceSettings:
+        """`v`'s settings: the pair's recorded comparison's, else the form's comparison's in
+        this grid, else compare's defaults (tui/sequence.replay_settings)."""
+        from fragility_tui.errors import StoreBusyError
+
+        try:
+            records = self.gateway.comparisons(view.grid, a, b, "observed")
+        except StoreBusyError:  # another process's long write: the defaults, no record
+            records = []
+        p = self.following
+        form = p.settings if p is not None and p.grid == view.grid else None
+        return replay_settings(records, view.cube.reference, form)
+
+    def _first_comparison(self, view, state: SequenceState) -> None:
+        """No seed shopping (issue 58), as `compare` does it: a replay computed here is
+        recorded as the pair's first comparison when it is one (the CLI's replay records
+        its own); a live comparison is recorded by its `compare` process and only read
+        here. Either way the state learns whether it is the first."""
+        from fragility_tui.errors import StoreBusyError
+
+        out = comparison_json(state)
+        if out is None or not {state.a, state.b} <= set(view.cube.models):
+            return  # nothing compared (no pool, or a pair the view does not hold)
+        try:
+            self.gateway.first_comparison(view.grid, out, state.live, record=not state.live)
+        except StoreBusyError:  # shown without the line rather than not at all
+            return
+        state.first, state.independent = out["first_comparison"], out["independent_evidence"]
 
     def _pool(self, runs):
         """The pool the comparison's runs drew (loaded once per item set and seed)."""
@@ -148,7 +186,8 @@ class SequenceMixin:
 
 def sequence_text(state: SequenceState) -> Text:
     """The pair, the verdict (or how the comparison stands), the last sequence and cost,
-    and the settings: four lines at 80 columns."""
+    and the settings: four lines at 80 columns; two more under the verdict when this is
+    not the pair's first comparison (the first one's verdict, which stands)."""
     text = Text()
     text.append("A ", style="bold")
     text.append(clean(state.a, one_line=True, limit=60))
@@ -161,6 +200,9 @@ def sequence_text(state: SequenceState) -> Text:
              "bold yellow" if state.status in (RUNNING, FINISHED) else "bold red")
     text.append(clean(verdict_line(state), one_line=True, limit=300), style=style)
     text.append("\n")
+    first = first_comparison_line(state)  # not the pair's first comparison: which stands
+    if first:
+        text.append(clean(first, one_line=True, limit=400) + "\n", style="yellow")
     last = r.final if r is not None else None
     parts = []
     if last is not None:
