@@ -44,14 +44,11 @@ def reading(step: dict, margin: float) -> str:
 
 def verdict(out: dict, args) -> str:
     from fragility_tui.analysis.sequential import verdict_head
+    from fragility_tui.services.comparisons import items_used
 
     used, pool, stop = out["items_used"], out["pool"], out["stop"]
     last = out["path"][-1] if out["path"] else None
-    saved = f"{used} of {pool} items used"
-    if not out["replay"] and stop in ("winner", "equivalent"):
-        # a saving only where a live run stopped on its verdict: not for a budget or a wait
-        # for cells (no verdict), nor for a replay (it spent nothing)
-        saved += f", {100 * (1 - used / pool):.0f}% of the pool saved"
+    saved = items_used(used, pool, stop, out["replay"])  # "saved" only for a live verdict
     text = verdict_head(out["winner"], out["settled"], stop, args.margin, out["scope"],
                         (out["a"], out["b"]))
     reason = {"winner": "settled", "equivalent": "settled",

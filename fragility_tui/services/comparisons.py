@@ -86,6 +86,17 @@ def first_verdict(result: dict | None, names: dict | None = None) -> str:
     return verdict + f" after {result['items_used']} of {result['pool']} items"
 
 
+def items_used(used: int, pool: int, stop: str | None, replay: bool) -> str:
+    """'100 of 265 items used', with ', 62% of the pool saved' only where a live comparison
+    stopped on its verdict (winner, equivalent): a replay spent nothing, and a budget, the
+    pool's end or a wait for cells is no saving (issue 58). `compare`'s verdict line and the
+    app's sequence view say it with this one function."""
+    text = f"{used} of {pool} items used"
+    if not replay and stop in ("winner", "equivalent") and pool:
+        text += f", {100 * (1 - used / pool):.0f}% of the pool saved"
+    return text
+
+
 def first_line(out: dict) -> str | None:
     """The printed line for a comparison that is not the pair's first, else None."""
     if out.get("independent_evidence", True):

@@ -330,15 +330,17 @@ def points(x) -> str:
 
 
 def verdict_line(state: SequenceState) -> str:
-    """'winner A after 100 of 265 items, 62% of the pool saved', or how it stands."""
+    """'verdict: winner A (settled); 100 of 265 items used, 62% of the pool saved', or how
+    it stands. The items in compare's words (services/comparisons.items_used): "saved" only
+    for a settled verdict of a live comparison, never for a replay (`v` spent nothing) nor
+    for a budget, the pool's end or a process that stopped short."""
     from fragility_tui.analysis.sequential import verdict_head
+    from fragility_tui.services.comparisons import items_used
 
     r = state.result
     if r is None:
         return f"{state.status}: {state.note}"
     used, pool = r.items_used, r.pool
-    saved = f"{used} of {pool} items, {100 * (1 - used / pool):.0f}% of the pool saved" \
-        if pool else "an empty pool"
     stop = state.stop
     if stop is None:
         last = r.final
@@ -353,7 +355,7 @@ def verdict_line(state: SequenceState) -> str:
            "budget": f"budget: {r.budget or 'max-items'} spent",
            "pool-exhausted": "pool exhausted",
            "awaiting-cells": "the next chunk's cells are not in the grid"}[stop]
-    return f"verdict: {head} ({why}) after {saved}"
+    return f"verdict: {head} ({why}); {items_used(used, pool, stop, not state.live)}"
 
 
 def settings_line(state: SequenceState) -> str:

@@ -121,8 +121,9 @@ def test_live_state_follows_the_stored_chunks_and_reads_the_stop(synthetic_store
     # the process ended between chunks having spent its seconds: the budget stopped it
     spent = live_state(cut, plan, _fake_runs(plan, seconds=20.0), pool, 0)
     assert spent.stop == "budget" and spent.result.budget == "max-seconds"
-    assert verdict_line(spent).startswith("verdict: not settled (budget: max-seconds spent) "
-                                          "after 20 of 40 items, 50% of the pool saved")
+    # no verdict: the items used, never a share "saved" (compare's words, issue 58)
+    assert verdict_line(spent) == ("verdict: not settled (budget: max-seconds spent); 20 of "
+                                   "40 items used")
     failed = live_state(cut, plan, _fake_runs(plan), pool, 1)
     assert failed.status == STOPPED and "exit status 1" in verdict_line(failed)
     starting = live_state(None, plan, [], None, None)
@@ -217,8 +218,9 @@ async def test_v_replays_the_pairs_sequence_over_the_grids_cells(synthetic_store
             cube.bits[cube.models.index(a)].astype(np.int8)
             - cube.bits[cube.models.index(b)].astype(np.int8), cube.benchmarks, cube.items,
             cube.configs, cube.reference, chunk=25, margin=0.02)
-        used = expected.items_used
-        assert f"of 40 items, {100 * (1 - used / 40):.0f}% of the pool saved" in text
+        # a replay spent nothing: the items it used, never a share "saved" (as compare's
+        # replay says it, issue 58), whether it settled or ran the pool out
+        assert f"; {expected.items_used} of 40 items used" in text and "saved" not in text
         assert "replay of the grid's cells · ref o0.letter · margin ±2 · seed 0 · chunk 25" \
             in text
         # 80×24: the path table first (a row per chunk), g swaps in the plot
@@ -254,11 +256,38 @@ async def test_a_recorded_live_sequence_is_drawn_with_its_verdict(synthetic_stor
         assert state.stop == "equivalent"  # a margin of 100 points settles the first chunk
         pane.post_message(SequenceReady(app.view, a, b, state))
         text = await _wait_text(app, pilot, "verdict: equivalent within ±100 points")
-        assert "(settled) after 10 of 40 items, 75% of the pool saved" in text
+        assert "(settled); 10 of 40 items used, 75% of the pool saved" in text
         assert "2 runs, 25 s, 4,096 tokens" in text and "live comparison · " in text
         plot = pane.query_one("#compare-plot")
         assert plot.display and "┊" in screen_text(app)  # the stopping point
         app.save_screenshot(str(tmp_path / "sequence-120x40.svg"))
+
+
+@pytest.mark.parametrize("case", ["settled replay", "live budget stop"])
+async def test_the_pane_says_saved_only_for_a_settled_live_verdict(synthetic_store, case):
+    """Issue 58, as `compare` prints it: a replay that settles spent nothing, and a live
+    comparison its budget stopped has no verdict: each says the items used, never "N% of
+    the pool saved" (which the pane said for both)."""
+    app = synthetic_store_app(synthetic_store)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane = await _compare_pane(app, pilot)
+        a, b = pane._picked_pair()
+        cube = app.view.full
+        if case == "settled replay":  # a margin of 100 points settles the first chunk
+            state = replay_state(cube, a, b, SequenceSettings(chunk=10, margin=100.0))
+            expected = "verdict: equivalent within ±100 points (settled); 10 of 40 items used"
+        else:  # two whole chunks stored, then the process ended having spent its seconds
+            plan = SequencePlan("synthetic-small", a, b, ("compare",),
+                                SequenceSettings(chunk=10, max_seconds=30.0))
+            order = item_order(cube.benchmarks, cube.items, 0, False)
+            cut = _cut(cube, a, b, {cube.items[k] for k in order[:25]})
+            state = live_state(cut, plan, _fake_runs(plan, seconds=20.0),
+                               (list(cube.items), list(cube.benchmarks)), 0)
+            expected = "verdict: not settled (budget: max-seconds spent); 20 of 40 items used"
+        pane.following, pane.sequence_on = None, True
+        pane.post_message(SequenceReady(app.view, a, b, state))
+        text = await _wait_text(app, pilot, "verdict:")
+        assert expected in text and "saved" not in text, text
 
 
 async def test_a_followed_grid_without_both_models_yet_waits_instead_of_replaying(

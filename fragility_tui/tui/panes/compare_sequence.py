@@ -4,10 +4,11 @@ the grid's stored cells as the live watcher reloads them: tui/sequence.live_stat
 `v`, for any picked pair replayed over the grid's recorded cells (`compare A B --grid`:
 tui/sequence.replay_state; with the settings of the pair's recorded comparison, else the
 form's, tui/sequence.replay_settings). What it shows: the verdict line (winner / equivalent
-/ budget / pool exhausted, items used, share of the pool saved), a plot of Δ̂ and its
-confidence sequence against the items done with the ±m margin and the stopping point, and
-the path as a table (a row per chunk). At 80x24 the table shows first and `g` swaps in the
-plot, as for the full grid's decision.
+/ budget / pool exhausted, items used, and the share of the pool saved only for a settled
+live verdict, as `compare` says it), a plot of Δ̂ and its confidence sequence against the
+items done with the ±m margin and the stopping point, and the path as a table (a row per
+chunk). At 80x24 the table shows first and `g` swaps in the plot, as for the full grid's
+decision.
 
 No seed shopping (issue 58), as `compare` does it (services/comparisons.py): a replay is
 recorded as the pair's first comparison in the grid when it is the first (a live one by
