@@ -10,7 +10,20 @@ keyed by the two names sorted, with `a` and `b` as the first comparison named th
 
 A row is inserted once per (grid, pair, reference, target) and updated only by the same
 comparison again (same seed: a live run resumed, or the same replay over more cells).
-Declared with the other tables in schema.py (migration 9); deleted with its grid."""
+Declared with the other tables in schema.py (migration 9); deleted with its grid, and by a
+user's `import --replace` (a new grid under an old name starts afresh, as a deleted one).
+
+Kept, every row of the grid as it was, when a shipped sample grid is replaced by its newer
+version (`load-samples`, or the upgrade the default store gets on opening; sample_grids.py),
+in the transaction that replaces the grid (`write_grid(..., keep_comparisons=True)`: a
+failed replace leaves the old grid with its rows, never one without the other). The upgrade
+is not the user's doing, and the record is of what the user has looked at: a first
+comparison on the older version's cells was a look at this grid, so a later seed or
+reference is still a replay of it. All rows, not only the pairs the new version still has:
+a row is read by its pair only, so one of a model the new version dropped shows nowhere and
+costs a row, and it stands again if that model comes back (a later release, a run under its
+name); dropping rows would need a judgement of when a model of one version is "the same" in
+the next, which the record does not need."""
 
 from __future__ import annotations
 
@@ -20,6 +33,20 @@ from fragility_tui.store.schema import utc_now
 
 _COLUMNS = ("reference", "target", "a", "b", "seed", "scope", "margin", "chunk", "live",
             "created_at", "updated_at", "result")
+_ROW = ("grid", "model_1", "model_2", *_COLUMNS)
+
+
+def comparison_rows(con, grid: str) -> list[tuple]:
+    """Every comparisons row of the grid as stored, for `restore_comparison_rows` once the
+    grid is written again (in the same transaction)."""
+    return con.execute(f"SELECT {', '.join(_ROW)} FROM comparisons WHERE grid = ?",
+                       [grid]).fetchall()
+
+
+def restore_comparison_rows(con, rows: list[tuple]) -> None:
+    if rows:
+        con.executemany(f"INSERT INTO comparisons ({', '.join(_ROW)}) VALUES "
+                        f"({', '.join('?' * len(_ROW))})", rows)
 
 
 class ComparisonRecords:

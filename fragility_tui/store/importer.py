@@ -56,8 +56,10 @@ def _benchmark_from_uid(uid: str) -> str:
 def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Item] | None = None,
                      items_path: str | None = None, synthetic: bool = False,
                      description: str = "", replace: bool = False,
-                     meta: dict | None = None, config_axes_path: str | None = None) -> dict:
+                     meta: dict | None = None, config_axes_path: str | None = None,
+                     keep_comparisons: bool = False) -> dict:
     """Validate then write a long-format grid as one transaction. Returns a summary.
+    keep_comparisons: a replace keeps the grid's record of first comparisons (write_grid).
 
     DuckDB reads, checks and inserts the cells (store/long_grid.py): a 52 M-cell Parquet file
     is imported without a Python object per cell, in bounded memory."""
@@ -78,7 +80,7 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
         meta={"source": str(path), "items_source": items_path, **(meta or {})},
         cube=shape["cube"], config_axes=config_axes,
         axes_source=config_axes_path or (str(path) if config_axes else None)),
-        mode="replace" if replace else "new")
+        mode="replace" if replace else "new", keep_comparisons=keep_comparisons)
     return {"grid": grid_name, "cells": written, "models": len(shape["models"]),
             "items": len(grid_items), "configs": shape["configs"]}
 

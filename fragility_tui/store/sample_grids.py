@@ -1,6 +1,6 @@
 """The grids shipped in sample_grids/ (see its manifest.json): loaded into a store on first
 use, and replaced by their newer shipped version after an upgrade unless a local run wrote
-into them."""
+into them; a replaced grid keeps its record of first comparisons (store/comparisons.py)."""
 
 from __future__ import annotations
 
@@ -86,10 +86,12 @@ def _load_sample_grid(store, cells_path: Path, meta: dict, digest: str) -> None:
         synthetic = simulate(**meta["simulate"])
         items = synthetic.items
         grid_meta.update(synthetic.meta())
+    # a newer version keeps the grid's record of first comparisons (the guard against seed
+    # shopping), written back in the replace's own transaction: store/comparisons.py
     import_long_grid(store, cells_path, meta["name"], items=items,
                      synthetic=meta.get("synthetic", False),
                      description=meta.get("description", ""), replace=True,
-                     meta=grid_meta)
+                     meta=grid_meta, keep_comparisons=True)
     if meta.get("provenance"):
         doc = json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
         import_provenance(store, meta["name"], doc)

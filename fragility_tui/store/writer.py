@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from fragility_tui.errors import InputError
 from fragility_tui.store import cube_cache
+from fragility_tui.store.comparisons import comparison_rows, restore_comparison_rows
 from fragility_tui.store.grid_configs import declare_axes
 from fragility_tui.items.item import Item
 
@@ -35,22 +36,29 @@ class GridContent:
     axes_source: str | None = None
 
 
-def write_grid(store, content: GridContent, *, mode: str = "new") -> int:
+def write_grid(store, content: GridContent, *, mode: str = "new",
+               keep_comparisons: bool = False) -> int:
     """Write `content`; returns the number of new cells.
 
     mode "new": the grid must not exist yet; "replace": an existing grid of that name is
     dropped first; "add": the grid is created if absent, and items, models and cells are
-    added to it (cells already present are kept)."""
+    added to it (cells already present are kept). keep_comparisons (with "replace"): the
+    grid's record of first comparisons is written back as it was, in this transaction (a
+    shipped grid's newer version: store/comparisons.py says why)."""
     if mode not in ("new", "replace", "add"):
         raise ValueError(f"unknown write mode {mode!r}")
     if mode == "new" and store.has_grid(content.name):
         raise InputError(f"grid {content.name!r} already exists in {store.path}; choose another "
                          "--grid name or pass --replace", field="--grid")
     with store.connect(write=True) as con:
+        kept = []
         if mode == "replace":
+            if keep_comparisons:
+                kept = comparison_rows(con, content.name)
             store.delete_grid(content.name, con=con)
         store.create_grid(content.name, synthetic=content.synthetic,
                           description=content.description, meta=content.meta, con=con)
+        restore_comparison_rows(con, kept)
         store.add_items(content.name, content.items, con=con)
         declare_axes(con, content.name, content.config_axes, content.axes_source)
         for model, (source, provenance) in content.models.items():

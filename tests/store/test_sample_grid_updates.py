@@ -101,3 +101,70 @@ def test_a_grid_shipped_before_versions_were_recorded_is_updated(shipped, tmp_pa
     write_version(shipped, ["a", "b"])
     assert ensure_sample_grids(store) == ["demo"]
     assert models_of(store) == ["a", "b"]
+
+
+def record(store, a: str, b: str, seed: int) -> None:
+    store.record_comparison("demo", a=a, b=b, reference="o0.letter", target="observed",
+                            seed=seed, scope="population", margin=0.02, chunk=25, live=False,
+                            result={"stop": "pool-exhausted", "settled": None, "winner": None,
+                                    "items_used": 2, "pool": 2})
+
+
+def comparisons_of(store) -> list[tuple]:
+    with store.connect() as con:
+        return con.execute("SELECT * FROM comparisons WHERE grid = 'demo' "
+                           "ORDER BY model_1, model_2").fetchall()
+
+
+@pytest.mark.parametrize("reload", ["upgrade", "load-samples"])
+def test_a_newer_version_keeps_the_record_of_first_comparisons(shipped, tmp_path, reload):
+    """The record of each pair's first comparison (the guard against seed shopping, issue 58)
+    survives the replace, every row as it was: the pairs the new version keeps and one of a
+    model it drops (read by nobody until that model comes back)."""
+    write_version(shipped, ["a", "b", "c"])
+    store = Store(tmp_path / "s.duckdb")
+    assert ensure_sample_grids(store) == ["demo"]
+    record(store, "a", "b", seed=3)
+    record(store, "b", "c", seed=5)
+    before = comparisons_of(store)
+    assert len(before) == 2
+    write_version(shipped, ["a", "b"])  # a newer release: other cells, model c dropped
+    loaded = ensure_sample_grids(store) if reload == "upgrade" else load_sample_grids(store)
+    assert loaded == ["demo"] and models_of(store) == ["a", "b"]
+    assert comparisons_of(store) == before
+    # a later comparison at another seed still meets the first one
+    rows = store.comparisons("demo", "b", "a", "observed")
+    assert [(r["seed"], r["result"]["stop"]) for r in rows] == [(3, "pool-exhausted")]
+
+
+def test_a_failed_replace_leaves_the_old_grid_and_its_record(shipped, tmp_path, monkeypatch):
+    """The record is written back in the replace's own transaction: a write that fails after
+    the old grid was dropped leaves the old version and its rows, nothing half-written."""
+    from fragility_tui.store import cube_cache
+
+    write_version(shipped, ["a", "b"])
+    store = Store(tmp_path / "s.duckdb")
+    ensure_sample_grids(store)
+    record(store, "a", "b", seed=3)
+    before = comparisons_of(store)
+    write_version(shipped, ["a", "b", "c"])
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    with monkeypatch.context() as patch, pytest.raises(RuntimeError, match="disk full"):
+        patch.setattr(cube_cache, "write", fail)  # the last step of write_grid
+        ensure_sample_grids(store)
+    assert models_of(store) == ["a", "b"] and comparisons_of(store) == before
+    assert ensure_sample_grids(store) == ["demo"]
+    assert models_of(store) == ["a", "b", "c"] and comparisons_of(store) == before
+
+
+def test_a_users_import_replace_starts_the_record_afresh(shipped, tmp_path):
+    """Only a shipped grid's upgrade keeps it: `import --replace` is a new grid under an old
+    name, which starts afresh as a deleted and re-imported one does."""
+    store = Store(tmp_path / "s.duckdb")
+    import_long_grid(store, shipped / "demo.csv", "demo")
+    record(store, "a", "a2", seed=3)
+    import_long_grid(store, shipped / "demo.csv", "demo", replace=True)
+    assert comparisons_of(store) == []
