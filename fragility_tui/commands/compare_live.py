@@ -74,6 +74,7 @@ class LiveComparison:
         self.evaluate = evaluate or self._evaluate_with_runner
         self.started = time.monotonic()
         self.runs: list[str] = []  # run ids this invocation started or resumed
+        self.held = None  # the models its chunks' runs keep loaded (runners/run/held_models)
 
     # -- setting up ------------------------------------------------------------------------
 
@@ -175,6 +176,14 @@ class LiveComparison:
                                  scope=args.scope)
         self._header()
         self._record_start()
+        try:
+            return self._loop(uids)
+        finally:
+            if self.held is not None:
+                self.held.release()
+
+    def _loop(self, uids):
+        args = self.args
         while True:
             avail = self._read_cells(uids)
             for step in self.seq.advance(avail):
@@ -267,8 +276,12 @@ class LiveComparison:
                     not pid_alive(r.pid, r.pid_started) and same_settings(r.spec, spec):
                 run_id, spec = r.run_id, RunSpec.from_dict(r.spec)
         mode = choose_display(self.args.display, sys.stderr)
+        if self.held is None:
+            from runners.run.held_models import HeldModels
+
+            self.held = HeldModels()  # each model loads once for the whole comparison
         with _imports_not_collected(), compare_wording():
-            runner = Run(spec, self.store, run_id=run_id, display="none")
+            runner = Run(spec, self.store, run_id=run_id, display="none", held=self.held)
         runner.display = Display(mode, stream=sys.stderr)  # stdout: the comparison's lines
         self.runs.append(runner.run_id)
         try:

@@ -92,6 +92,7 @@ class ModelLoaded(RunEvent):
     model: Any = None
     load_s: Any = None
     summary: Any = None
+    reused: Any = None  # true: the weights an earlier run of this process loaded (compare)
 
 
 @dataclass(frozen=True)

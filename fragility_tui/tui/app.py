@@ -160,6 +160,8 @@ class FragilityApp(TableKeys, App):
     @on(ViewReady)
     def _view_ready(self, message: ViewReady) -> None:
         view = message.view
+        if not self.screen_stack:  # closing: a late view finds no screen to show it on
+            return
         if not self.session.shows(view, self.view, self.grid_name):
             return
         self.view = view

@@ -5,7 +5,8 @@ of fragility_tui/schemas/events.py (every line has `event`, `run_id`, `time` in 
 8601 and `schema`; the fields of each kind are declared there), which the display and the
 app read them through:
 - `started`: grid, models, items, configs, cells_total, cells_done (already in the store)
-- `model_loaded`: model, load_s, provenance summary
+- `model_loaded`: model, load_s, provenance summary, reused (weights kept loaded from an
+  earlier run of the same process: a comparison's chunks)
 - `batch`: model, cells_done, cells_total, batch_cells, tokens, tokens_per_s, elapsed_s, eta_s
 - `finished` / `cancelled`: cells_done, cells_total, tokens, seconds
 - `failed`: reason (the same one-line message the CLI prints)
@@ -181,6 +182,8 @@ def _other_line(record: dict) -> str:
                 f"{e.items} items x {len(e.configs)} configs; {e.cells_done} of "
                 f"{e.cells_total} cells already done; events: {e.events_path or ''}")
     if isinstance(e, ModelLoaded):
+        if e.reused:
+            return f"{e.model} still loaded from an earlier run of this process ({e.summary})"
         return f"loaded {e.model} in {e.load_s:.1f} s ({e.summary})"
     if isinstance(e, Ended):
         return (f"run {e.run_id} {e.event}: {e.cells_done}/{e.cells_total} cells, "

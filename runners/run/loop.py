@@ -102,7 +102,10 @@ class Run:
     """One invocation of `fragility-tui run` (all its models), recorded as one run row."""
 
     def __init__(self, spec: RunSpec, store: CellSink, *, run_id: str | None = None,
-                 events_path: str | None = None, display: str = "plain", wait: bool = True):
+                 events_path: str | None = None, display: str = "plain", wait: bool = True,
+                 held=None):
+        """`held`: a HeldModels whose loaded models this run uses and adds to (a comparison's
+        chunks, runners/run/held_models.py); None: each model loads for this run alone."""
         from runners.run.host_work import SerialSink
 
         # The host worker writes cells while this thread updates the run row: one at a time.
@@ -111,6 +114,7 @@ class Run:
         self.backend = backend_for(spec.backend)
         self.allocator = self.backend.configure_process(os.environ)  # before CUDA is used
         self.resuming = run_id is not None
+        self.held = held
         self.writers: list = []  # the writer locks of its models in the grid, once held
         # Before the run row (a resumed run's record included) and before any model: missing
         # items, a grid that cannot take the cells, a refused setting (or a busy device with
@@ -255,6 +259,8 @@ class Run:
         return writers is not None
 
     def _queued(self, device: str, message: str) -> None:
+        if self.held is not None:  # another run has the device: no idle weights beside it
+            self.held.release()
         self.store.update_run(self.run_id, status=RunStatus.QUEUED, pid=os.getpid(),
                               pid_started=process_start(os.getpid()), device=device,
                               note=message, events_path=self.events_path)
@@ -356,7 +362,10 @@ class Run:
 
         t0 = time.monotonic()
         name = prepared.name
-        loaded, scorer = self.backend.load(prepared, self.spec)
+        if self.held is not None:
+            (loaded, scorer), reused = self.held.load(self.backend, prepared, self.spec)
+        else:
+            (loaded, scorer), reused = self.backend.load(prepared, self.spec), False
         prov = dict(loaded.provenance, max_new_tokens=self.spec.max_new_tokens)
         prov["numerics"] = numerics.provenance(loaded.dtype, scorer)
         probe = prov["numerics"]["mask_probe"]
@@ -373,7 +382,8 @@ class Run:
         summary = (f"{prov['kind']}, {self.spec.backend}, {loaded.dtype}, {loaded.device}, "
                    f"{prov['prompt_mode']}, BOS {'added' if loaded.add_bos else 'not added'}"
                    + (f", {prov['quantization']['weights']}" if loaded.quantization else ""))
-        self.emit("model_loaded", model=name, load_s=time.monotonic() - t0, summary=summary)
+        self.emit("model_loaded", model=name, load_s=time.monotonic() - t0, summary=summary,
+                  reused=reused)
         if probe.get("ran") and not probe.get("passed"):  # an event and a warning line
             self.emit("probe_failed", model=name, **{k: v for k, v in probe.items()
                                                       if k not in ("ran", "passed")})

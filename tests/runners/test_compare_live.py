@@ -77,6 +77,13 @@ def test_kill_9_after_the_first_chunk_then_rerun_follows_the_same_decision_path(
     # the progress lines (stderr with --json) say items done, Δ̂, its sequence, the decision
     progress = [line for line in whole.stderr.splitlines() if "decision:" in line]
     assert len(progress) == 3 and progress[0].split()[0] == "4/12"
+    # each model loads once for the whole comparison; its later chunks' runs reuse it
+    loads = [e for r in Store(tmp_path / "whole.duckdb").runs("g")
+             for e in map(json.loads, Path(r.events_path).read_text().splitlines())
+             if e["event"] == "model_loaded"]
+    assert sorted((e["model"], e["reused"]) for e in loads) == [
+        ("tiny-a", False), ("tiny-a", True), ("tiny-a", True),
+        ("tiny-b", False), ("tiny-b", True), ("tiny-b", True)]
 
     db = tmp_path / "killed.duckdb"
     proc = subprocess.Popen(_argv(pair, db), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -103,6 +110,8 @@ def test_kill_9_after_the_first_chunk_then_rerun_follows_the_same_decision_path(
     assert out["order_items"] == reference["order_items"]
     assert out["pool_delta"] == reference["pool_delta"]
     # the same cells as the uninterrupted run's, once each; the first chunk not redone
+    # the rerun loads the models afresh for chunk 2, where the whole run reused them: the
+    # cells (scores exactly) do not depend on whether the weights were kept loaded
     store = Store(db)
     assert set(cells_of(store, "g")) == set(cells_of(Store(tmp_path / "whole.duckdb"), "g"))
     with store.connect() as con:
