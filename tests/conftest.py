@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -27,3 +28,26 @@ def shared_benchmarks() -> Path:
 @pytest.fixture
 def cli():
     return run_cli
+
+
+@pytest.fixture(scope="session")
+def samples_template(tmp_path_factory) -> Path:
+    """A store as `fragility-tui load-samples --db` leaves it (the shipped grids,
+    synthetic-12x3679 and starter-real with its runs), built once per test process with the
+    call that command makes. Never written: tests take a copy (`samples_db`, or
+    shutil.copyfile in a module fixture). Tests of `load-samples` itself run the command."""
+    from fragility_tui.store.sample_grids import load_sample_grids
+    from fragility_tui.store.store import Store
+
+    path = tmp_path_factory.mktemp("samples") / "samples.duckdb"
+    assert load_sample_grids(Store(path)) == ["synthetic-12x3679", "starter-real"]
+    return path
+
+
+@pytest.fixture
+def samples_db(tmp_path, samples_template) -> Path:
+    """A store of this test's own holding the shipped grids (a copy of samples_template;
+    the store keeps no file open between operations)."""
+    path = tmp_path / "samples.duckdb"
+    shutil.copyfile(samples_template, path)
+    return path

@@ -48,14 +48,12 @@ def test_documented_flags_exist_in_help(sub, rest):
             assert flag in nested, f"README documents `fragility-tui {sub} {flag}`, --help lacks it"
 
 
-def test_the_tour_quotes_the_shipped_real_grid(tmp_path):
+def test_the_tour_quotes_the_shipped_real_grid(samples_db):
     """The README's int4 story is computed from sample_grids/, not typed from memory."""
     from fragility_tui.analysis.report import build_report
     from fragility_tui.store.store import Store
 
-    db = tmp_path / "s.duckdb"
-    run_cli("load-samples", db=db, check=True)
-    cube = Store(db).load_cube("starter-real")
+    cube = Store(samples_db).load_cube("starter-real")
     fp32, int4 = "smollm2-135m-instruct", "smollm2-135m-instruct+int4"
     a, b = cube.models.index(fp32), cube.models.index(int4)
     accuracy = cube.bits.mean(axis=1) * 100

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -15,9 +16,10 @@ BASE, INT4 = "smollm2-135m-instruct", "smollm2-135m-instruct+int4"
 
 
 @pytest.fixture(scope="module")
-def shipped_db(tmp_path_factory):
+def shipped_db(tmp_path_factory, samples_template):
+    """The shipped grids as `load-samples` leaves them (tests/conftest.py)."""
     db = tmp_path_factory.mktemp("compare") / "s.duckdb"
-    run_cli("load-samples", db=db, check=True)
+    shutil.copyfile(samples_template, db)
     return db
 
 
@@ -107,9 +109,8 @@ def _compare_after_import(db, path, bits, keep, grid):
 
 # -- issue 58 ------------------------------------------------------------------------------
 
-def test_a_replay_with_another_seed_or_reference_says_the_first_verdict_stands(tmp_path):
-    db = tmp_path / "s.duckdb"
-    run_cli("load-samples", db=db, check=True)
+def test_a_replay_with_another_seed_or_reference_says_the_first_verdict_stands(samples_db):
+    db = samples_db
     args = (BASE, INT4, "--grid", "starter-real")
     first = _compare(db, *args, "--reference", "cloze_qa")
     assert first["independent_evidence"] is True

@@ -44,9 +44,8 @@ def test_wheelhouse_help_asks_for_pip_list_not_pip_freeze():
     assert "pip list --format=freeze" in flat and "pip freeze" not in flat
 
 
-def test_runs_list_shows_the_device_runs_show_names(tmp_path):
-    db = tmp_path / "s.duckdb"
-    run_cli("load-samples", db=db, check=True)
+def test_runs_list_shows_the_device_runs_show_names(samples_db):
+    db = samples_db
     runs = json.loads(run_cli("runs", "list", "--json", db=db, check=True).stdout)
     assert runs
     lines = run_cli("runs", "list", db=db, check=True).stdout.splitlines()

@@ -118,13 +118,12 @@ def test_a_synthetic_grid_says_so_in_the_header_and_the_json(db):
     assert text.startswith("Grid (SYNTHETIC")
 
 
-def test_the_readme_tour_quotes_what_report_pair_prints_on_the_shipped_grid(tmp_path):
+def test_the_readme_tour_quotes_what_report_pair_prints_on_the_shipped_grid(samples_db):
     """The tour's "33 items only the base build gets right, 12 only int4" is the
     cloze_qa row of `report --pair` on starter-real."""
     from pathlib import Path
 
-    path = tmp_path / "s.duckdb"
-    run_cli("load-samples", db=path, check=True)
+    path = samples_db
     r = json.loads(run_cli("report", "--grid", "starter-real", "--json", "--pair",
                            "smollm2-135m-instruct,smollm2-135m-instruct+int4", *FAST,
                            db=path, check=True).stdout)

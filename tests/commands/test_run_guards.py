@@ -21,10 +21,11 @@ STARTER = REPO / "sample_grids" / "starter_items.jsonl"
 
 
 @pytest.fixture(scope="module")
-def shipped_db(tmp_path_factory) -> Path:
-    """A fresh store holding the shipped grids (synthetic-12x3679, starter-real + its runs)."""
+def shipped_db(tmp_path_factory, samples_template) -> Path:
+    """A fresh store holding the shipped grids (synthetic-12x3679, starter-real + its runs),
+    as `load-samples` leaves it (tests/conftest.py)."""
     db = tmp_path_factory.mktemp("guards") / "store.duckdb"
-    run_cli("load-samples", db=db, check=True, timeout=600)
+    shutil.copyfile(samples_template, db)
     return db
 
 

@@ -6,6 +6,7 @@ every item."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -16,9 +17,9 @@ MODEL = "smollm2-135m-instruct"
 
 
 @pytest.fixture(scope="module")
-def starter_with_lmeval(tmp_path_factory):
+def starter_with_lmeval(tmp_path_factory, samples_template):
     db = tmp_path_factory.mktemp("harnesses") / "s.duckdb"
-    run_cli("load-samples", db=db, check=True)
+    shutil.copyfile(samples_template, db)  # as `load-samples` leaves it (tests/conftest.py)
     run_cli("import-log", str(LOGS / "mc"), str(LOGS / "gen"), "--grid", "starter-real",
             "--model", MODEL, db=db, check=True)
     return db

@@ -80,11 +80,11 @@ def test_malformed_samples_are_rejected_with_the_line(tmp_path, content, message
 
 
 @pytest.mark.parametrize("model", ["smollm2-135m-instruct", "smollm2-135m-instruct+int4"])
-def test_a_config_of_the_shipped_real_grid_round_trips_through_lmeval_samples(tmp_path, model):
+def test_a_config_of_the_shipped_real_grid_round_trips_through_lmeval_samples(tmp_path, model,
+                                                                            samples_db):
     """Issue 6: export one config of the real grid as lm-eval samples, import it back as
     another config of the same grid: the same bit for every item, and the same scores."""
-    db = tmp_path / "s.duckdb"
-    run_cli("load-samples", db=db, check=True)
+    db = samples_db
     out = tmp_path / "samples.jsonl"
     run_cli("export", "--grid", "starter-real", "--format", "lmeval-samples", "--model", model,
             "--config", "cloze_qa", "--out", str(out), db=db, check=True)

@@ -13,14 +13,10 @@ def test_cost_line_formats_the_store_figures_and_says_when_there_are_none():
     assert cost_text(costs, "absent").startswith("no run recorded")
 
 
-def test_the_shipped_real_grid_has_a_cost_for_every_model(tmp_path):
-    from helpers import run_cli
-
+def test_the_shipped_real_grid_has_a_cost_for_every_model(samples_db):
     from fragility_tui.store.store import Store
 
-    db = tmp_path / "s.duckdb"
-    run_cli("load-samples", db=db, check=True)
-    costs = Store(db).model_costs("starter-real")
+    costs = Store(samples_db).model_costs("starter-real")
     assert len(costs) == 4
     for model, cost in costs.items():
         assert "s/item" in cost_text(costs, model), model
