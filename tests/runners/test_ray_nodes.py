@@ -66,29 +66,40 @@ def _start_node(root: Path, ray_tmp: Path, args: list[str]) -> subprocess.Popen:
             "--num-gpus=0", "--disable-usage-stats",
             f"--node-ip-address={IP}", f"--temp-dir={ray_tmp}",
             f"--object-store-memory={200 * 2**20}", *[f"{p}={_port()}" for p in ports], *args]
-    env = {**os.environ, **RAY_ENV, **_own_folders(root)}
+    # No drain on SIGTERM (Ray >= 2.5x drains for up to 30 s, asking a GCS the same stop
+    # has already ended: the module's teardown took 33 s); these nodes serve nothing.
+    env = {**os.environ, **RAY_ENV, **_own_folders(root),
+           "RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S": "0"}
     with open(root / "node.log", "w") as log:
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env={**env,
                                 "PYTHONPATH": os.environ.get("PYTHONPATH", str(REPO))})
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    """The node's whole process group (ray start, its raylet, GCS and workers)."""
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait)
-            time.sleep(1)  # raylet children leave after the parent
-        except subprocess.TimeoutExpired:
-            continue
+def _signal_group(proc: subprocess.Popen, sig) -> bool:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)  # anything left in the group
+        os.killpg(proc.pid, sig)
+        return True
     except ProcessLookupError:
-        pass
+        return False
+
+
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """The nodes' whole process groups (ray start, its raylet, GCS and workers), all asked
+    at once; what has not left after 30 s is killed."""
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        signalled = [p for p in procs if _signal_group(p, sig)]
+        deadline = time.monotonic() + wait
+        for proc in signalled:
+            try:
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        if all(p.poll() is not None for p in procs):
+            time.sleep(1)  # raylet children leave after the parent
+            break
+    for proc in procs:
+        _signal_group(proc, signal.SIGKILL)  # anything left in the group
 
 
 def _alive_nodes(address: str, env: dict) -> int:
@@ -97,6 +108,16 @@ def _alive_nodes(address: str, env: dict) -> int:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=60)
     return int(proc.stdout.strip().splitlines()[-1]) if proc.returncode == 0 else 0
+
+
+def _wait_started(node: subprocess.Popen, root: Path, timeout=180) -> None:
+    """Until `ray start` says its node runs (the head's GCS listens; another node's raylet
+    has joined it)."""
+    deadline = time.monotonic() + timeout
+    while "Ray runtime started" not in (root / "node.log").read_text():
+        assert node.poll() is None, (root / "node.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, f"ray start never started: {root / 'node.log'}"
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +131,9 @@ def cluster(tmp_path_factory):
     try:
         nodes.append(_start_node(root / "head", ray_tmp / "h", ["--head", f"--port={port}",
                                                               "--include-dashboard=false"]))
-        time.sleep(5)
+        _wait_started(nodes[0], root / "head")  # before a node joins it
         nodes.append(_start_node(root / "second", ray_tmp / "s", [f"--address={address}"]))
+        _wait_started(nodes[1], root / "second")  # then the count below, normally at once
         deadline = time.monotonic() + 180
         while True:
             for node, name in zip(nodes, ("head", "second")):
@@ -122,8 +144,7 @@ def cluster(tmp_path_factory):
             time.sleep(2)
         yield address, driver_env, root
     finally:
-        for node in reversed(nodes):
-            _stop(node)
+        _stop(nodes)
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
