@@ -79,3 +79,54 @@ def test_a_mask_error_falls_back_but_any_other_error_is_raised(tiny_model, tiny_
     monkeypatch.setattr(Scorer, "score", refuse("CUDA error: device-side assert"))
     with pytest.raises(RuntimeError, match="device-side"):
         Scorer(tiny_model, tiny_tokenizer, {tiny_tokenizer.eos_token_id})
+
+
+def _emulated_mm(correct: bool):
+    """torch.mm with CUDA's out_dtype product, emulated on the CPU (widened operands: the
+    same products, fp32 accumulation); `correct=False` returns a wrong result."""
+    real_mm = torch.mm
+
+    def mm(a, b, *, out_dtype=None):
+        if out_dtype is None:
+            return real_mm(a, b)
+        out = real_mm(a.to(out_dtype), b.to(out_dtype))
+        return out if correct else out + 1.0
+    return mm
+
+
+def test_a_half_precision_head_multiplies_its_own_weights_where_the_device_can(monkeypatch):
+    from runners.backends.transformers.model_probe import (FP32, FP32_ACCUMULATED,
+                                                           fp32_accumulating_head,
+                                                           fp32_projection)
+
+    head = torch.nn.Linear(64, 300, bias=True).to(torch.bfloat16)
+    weight = head.weight.detach()
+    # torch 2.13 has the out_dtype product on CUDA only: on the CPU the fp32 copy stays
+    assert fp32_accumulating_head(weight, head.bias) is None
+    assert fp32_projection(head, torch.bfloat16)[1] == FP32
+    monkeypatch.setattr(torch, "mm", _emulated_mm(correct=True))
+    project = fp32_accumulating_head(weight, head.bias, devices=("cpu",))
+    assert project is not None
+    hidden = torch.randn(2, 5, 64).to(torch.bfloat16)
+    logits = project(hidden)
+    assert logits.dtype == torch.float32 and logits.shape == (2, 5, 300)
+    exact = torch.nn.functional.linear(hidden.float(), weight.float(), head.bias.float())
+    assert torch.allclose(logits, exact, atol=1e-5)
+    # a product that disagrees with the widened one on the probe is not used
+    monkeypatch.setattr(torch, "mm", _emulated_mm(correct=False))
+    assert fp32_accumulating_head(weight, head.bias, devices=("cpu",)) is None
+
+
+def test_a_wider_hidden_state_keeps_the_fp32_copy(monkeypatch):
+    """Rounding an fp32 hidden state to bf16 for the weights' own product would lose what
+    the fp32 copy keeps: the product is used only for hidden states of the weights' dtype."""
+    from runners.backends.transformers import model_probe
+
+    asked = []
+    monkeypatch.setattr(model_probe, "fp32_accumulating_head",
+                        lambda weight, bias: asked.append(weight.dtype) or (lambda h: h))
+    head = torch.nn.Linear(64, 300, bias=False).to(torch.bfloat16)
+    assert model_probe.fp32_projection(head, torch.float32)[1] == model_probe.FP32
+    assert asked == []
+    assert model_probe.fp32_projection(head, torch.bfloat16)[1] == model_probe.FP32_ACCUMULATED
+    assert asked == [torch.bfloat16]
