@@ -11,13 +11,34 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import require_shared_benchmarks, run_cli  # noqa: E402
+from helpers import REPO, require_shared_benchmarks, run_cli  # noqa: E402
 
 # `make test` runs two workers on two cores. torch's OpenMP threads spin while they wait, so
 # a 2-thread forward whose second core is taken by the other worker ran 4.4x slower than
 # alone; passive waiting brings it to a 1-thread forward's speed (a scratch probe, 2026-12-04).
 # Set before torch loads, in this process and every process a test starts.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # once, before any pytest-xdist worker starts
+        compile_bytecode()
+
+
+def compile_bytecode() -> None:
+    """Where PYTHONDONTWRITEBYTECODE is set (this VM; some CI images) no process writes
+    bytecode, so each of the ~300 processes the suite starts (CLI calls, runs, the app's
+    launches, the GPU check's dry run) compiled the project's modules it imports from
+    source again: 0.08 of a CLI call's 0.4 CPU-s. Written here once, a no-op when current,
+    as `make run` does for the app; test modules are left to pytest's assertion rewriting."""
+    if not sys.dont_write_bytecode:
+        return  # every process writes what it compiles
+    import compileall
+    import re
+
+    for folder in ("fragility_tui", "runners", "benchmarks", "tests"):
+        compileall.compile_dir(REPO / folder, quiet=1,
+                               rx=re.compile(r"(^|/)(test_[^/]*|conftest)\.py$"))
 
 
 @pytest.fixture
