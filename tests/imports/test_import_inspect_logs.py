@@ -85,7 +85,7 @@ async def test_the_axes_pane_shows_the_harness_axis_of_two_harnesses(tmp_path):
     from fragility_tui.tui.app import FragilityApp
     from fragility_tui.tui.widgets import ReportTable
 
-    from tests.tui.conftest import screen_text, show_pane, wait_ready
+    from tests.tui.conftest import open_pane, screen_text, wait_ready
 
     db = tmp_path / "s.duckdb"
     run_cli("import-log", str(LOGS / "logs" / "plain"),
@@ -94,7 +94,7 @@ async def test_the_axes_pane_shows_the_harness_axis_of_two_harnesses(tmp_path):
     app = FragilityApp(str(db))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "5")
+        await open_pane(app, pilot, "5")
         table = app.pane("axes").query_one(ReportTable)
         assert table.header() == ["model", "order", "format", "scoring", "all", "harness"]
         assert "harness" in screen_text(app)

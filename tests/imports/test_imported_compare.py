@@ -45,7 +45,7 @@ def test_compare_replays_on_an_imported_config(two_models):
 async def test_the_app_compares_the_imported_runs_at_80x24(two_models, tmp_path):
     from fragility_tui.tui.app import FragilityApp
 
-    from tests.tui.conftest import screen_text, show_pane, wait_ready
+    from tests.tui.conftest import open_pane, screen_text, wait_ready
 
     db = tmp_path / "s.duckdb"
     shutil.copy(two_models, db)
@@ -53,12 +53,12 @@ async def test_the_app_compares_the_imported_runs_at_80x24(two_models, tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
         assert app.view.report.grid.reference == "lm-eval:fragility_starter:acc+k0"
-        await show_pane(app, pilot, "8")
+        await open_pane(app, pilot, "8")
         result = str(app.query_one("#compare-result").render())
         assert "McNemar" in result and "observed" in result
         assert {app.query_one(f"#compare-{x}").value for x in "ab"} == {"smollm2-hf",
                                                                         "gemma-hf"}
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         await pilot.press("enter")
         detail = ""
         for _ in range(100):  # the item's cells load on a worker

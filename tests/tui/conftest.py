@@ -87,39 +87,37 @@ def terminal_bytes(app) -> str:
     return app.screen._compositor.render_full_update().render_segments(app.console)
 
 
-async def press_pane_key(app, pilot, key: str, pane_id: str) -> None:
-    """Ready the app, press a pane's number key and wait until that pane is current. Not
-    show_pane: its wait for every worker can meet a pane's exclusive poll worker cancelled
-    by the next poll (WorkerCancelled) on a loaded machine."""
-    await wait_ready(app, pilot)
-    await pilot.press(key)
-    for _ in range(100):
-        await pilot.pause(0.05)
-        if app.query_one("#panes").current == pane_id:
-            break
+async def open_pane(app, pilot, key: str, timeout: float = 30.0):
+    """Press a pane's digit once the app is ready, wait until that pane is shown and its
+    workers are done; returns the pane. The one way the pilot tests open a pane.
 
-
-async def show_pane(app, pilot, key: str) -> None:
-    """Press a pane's digit and wait until that pane is shown (the hidden panes are composed
-    after the first frame: a key pressed before is honoured when its pane is ready)."""
+    Ready: the grids are listed and, where there is one, the open grid's view computed (a
+    digit pressed earlier is honoured once its pane is composed, after the first frame, but
+    the pane would show no view yet). The workers are waited for one by one: a pane's
+    exclusive worker cancelled by its next run (the Runs pane's poll on a loaded machine) is
+    normal, a failed one raises."""
     import asyncio
 
     from fragility_tui.tui.panes import PANES
 
-    await pilot.press(key)
-    wanted = PANES[int(key) - 1].pane_id if key.isdigit() else None
-    deadline = asyncio.get_running_loop().time() + 10
-    while wanted and app.query_one("#panes").current != wanted:
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"pane {wanted} not shown after 10 s")
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while app.grids is None:
+        if loop.time() > deadline:
+            raise AssertionError(f"grids not listed after {timeout} s")
         await pilot.pause(0.02)
-    from textual.worker import WorkerCancelled
-
-    try:
-        await app.workers.wait_for_complete()
-    except WorkerCancelled:  # the Runs pane's exclusive poll, replaced by the next poll
-        pass
+    if app.grids:
+        await wait_ready(app, pilot, timeout)
+    pane_id = PANES[int(key) - 1].pane_id
+    await pilot.press(key)
+    deadline = loop.time() + timeout
+    while app.query_one("#panes").current != pane_id:
+        if loop.time() > deadline:
+            raise AssertionError(f"pane {pane_id} not shown after {timeout} s")
+        await pilot.pause(0.02)
+    await wait_workers(app)
     await pilot.pause()
+    return app.pane(pane_id)
 
 
 @pytest.fixture

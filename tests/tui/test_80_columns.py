@@ -14,7 +14,7 @@ from rich.segment import Segment
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.panes import PANE_NAMES, pane_class
 
-from .conftest import screen_lines, screen_text, show_pane, wait_ready
+from .conftest import open_pane, screen_lines, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +55,7 @@ async def test_every_pane_leads_with_its_figures_at_80_columns(shipped_store, mo
     app = FragilityApp(str(shipped_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot, timeout=120)
-        await show_pane(app, pilot, "1")
+        await open_pane(app, pilot, "1")
         grids = app.pane("grids").main_table()
         grids.focus()
         await pilot.press("down", "enter")
@@ -68,12 +68,12 @@ async def test_every_pane_leads_with_its_figures_at_80_columns(shipped_store, mo
         for key, (pane_id, _, _) in enumerate(PANE_NAMES, start=1):
             if pane_id in ("compare", "runs", "grids"):
                 continue  # the tour's engineer's panes; Grids and Runs need no view
-            await show_pane(app, pilot, str(key))
+            await open_pane(app, pilot, str(key))
             shown = " ".join(screen_text(app).split())
             assert " ".join(pane_class(pane_id).help.split()) in shown, pane_id
 
         # Pairs: verdict and both decisions whole, beside the pair they belong to
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         rows = table_lines(app)[1:]
         assert len(rows) == len(report.pairs)
         labels = {(d.a, d.b, d.target): d.label for d in report.decisions
@@ -86,13 +86,13 @@ async def test_every_pane_leads_with_its_figures_at_80_columns(shipped_store, mo
         assert "harness-sensitive" in " ".join(rows)  # the longest label, whole
 
         # Items: fragility in view, right after the item
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         head, first = table_lines(app)[:2]
         assert head.split()[:2] == ["item", "fragility"]
         assert re.search(r"\b[01]\.\d{3}\b", first)
 
         # Bands: the band's figures whole, robust included, at 80 and at 100 columns
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         for width in (80, 100):
             await pilot.resize_terminal(width, 24)
             await pilot.pause(0.2)

@@ -14,7 +14,7 @@ from fragility_tui.tui.view_model import Selection
 from fragility_tui.tui.screens import HelpScreen, ItemScreen, ModelScreen, PairScreen
 from fragility_tui.tui.widgets import ReportTable
 
-from .conftest import SMALL, screen_text, show_pane, wait_listed, wait_ready
+from .conftest import SMALL, open_pane, screen_text, wait_listed, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -37,10 +37,10 @@ async def test_header_badge_and_every_pane(synthetic_store):
                          "5": ("axes", SMALL["n_models"] + 1), "6": ("compression", 10),
                          "7": ("runs", 0)}
         for key, (pane_id, rows) in expected_rows.items():
-            await show_pane(app, pilot, key)
+            await open_pane(app, pilot, key)
             assert app.query_one("#panes").current == pane_id
             assert table(app, pane_id).row_count == rows, pane_id
-        await show_pane(app, pilot, "8")
+        await open_pane(app, pilot, "8")
         assert app.query_one("#panes").current == "compare"
         result = str(app.query_one("#compare-result").render())
         assert "observed" in result and "balanced" in result and "McNemar" in result
@@ -53,7 +53,7 @@ async def test_bands_enter_shows_the_model_configs_and_esc_goes_back(synthetic_s
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         top_model = app.view.report.bands[0].band.model
         await pilot.press("enter")
         await pilot.pause()
@@ -73,7 +73,7 @@ async def test_pairs_enter_lists_items_behind_the_gap_then_item_drilldown(synthe
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         pair = app.view.report.pairs[0]
         await pilot.press("enter")
         await pilot.pause()
@@ -100,7 +100,7 @@ async def test_item_drilldown_matrix_matches_the_cube(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         await pilot.press("down", "enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -129,7 +129,7 @@ async def test_items_filter_query(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         await pilot.press("slash")
         box = app.query_one("#filter", Input)
         assert box.display and box.has_focus
@@ -155,7 +155,7 @@ async def test_filter_and_sort_on_bands(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         bands = table(app, "bands")
         last = app.view.cube.models[-1]
         await pilot.press("slash", *last[-3:], "enter")
@@ -187,14 +187,14 @@ async def test_selection_is_honoured_by_every_pane(synthetic_store):
         assert app.view.cube.shape == (3, int(sum(app.view.full.benchmarks != "hellaswag")
                                                - sum(app.view.full.benchmarks == "truthfulqa")), 24)
         assert "selection: 24/26 configs, 3/4 models, 2/4 benchmarks" in screen_text(app)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         assert table(app, "bands").row_count == 3
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         from fragility_tui.tui.item_table import ITEM_COLUMNS
 
         at = [c.label for c in ITEM_COLUMNS].index("benchmark")
         assert {str(v[at]) for _, v in table(app, "items").all_rows} == {"mmlu", "arc_challenge"}
-        await show_pane(app, pilot, "5")
+        await open_pane(app, pilot, "5")
         assert app.view.report.axes.mean["scoring"] is None  # no cloze in view
 
 
@@ -264,7 +264,7 @@ async def test_copy_export_and_screenshot(synthetic_store, tmp_path, monkeypatch
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         await pilot.press("c")  # copy the current row (OSC 52)
         assert app.clipboard.split("\t")[0] == app.view.report.bands[0].band.model
         await pilot.press("C")  # copy the whole table
@@ -274,7 +274,7 @@ async def test_copy_export_and_screenshot(synthetic_store, tmp_path, monkeypatch
         await pilot.pause()
         shots = list(tmp_path.glob("fragility-*.svg"))
         assert len(shots) == 1 and "<svg" in shots[0].read_text()[:500]
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         for suffix in (".csv", ".parquet", ".md", ".xlsx"):
             await pilot.press("x")
             await pilot.pause()
@@ -331,7 +331,7 @@ async def test_empty_store_says_how_to_start_over_ssh_defaults(tmp_path, monkeyp
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_listed(app, pilot)
         assert "No grids in this store yet" in screen_text(app)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         assert "no grid open" in screen_text(app)
 
 
@@ -358,7 +358,7 @@ async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, 
         progress = [t for t in statuses if "loading shipped grid" in t]
         assert [t.split(",")[0] for t in progress] == [
             "first start: loading shipped grid 1 of 2", "first start: loading shipped grid 2 of 2"]
-        await show_pane(app, pilot, "1")
+        await open_pane(app, pilot, "1")
         text = screen_text(app)
         assert "synthetic-12x3679" in text and "SYNTHETIC" in text
         grids = {g.name: g for g in app.grids}
@@ -415,7 +415,7 @@ async def test_synthetic_item_drilldown_shows_the_true_parameters(synthetic_stor
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 50)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         await pilot.press("down", "enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -490,12 +490,12 @@ async def test_a_plot_is_drawn_again_only_when_its_size_changes(synthetic_store,
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "6")
+        await open_pane(app, pilot, "6")
         await pilot.pause(0.2)
         drawn = len(sizes)
         assert drawn >= 1 and sizes[-1][0] > 0
         for key in "2626":
-            await show_pane(app, pilot, key)
+            await open_pane(app, pilot, key)
             await pilot.pause(0.2)
         assert len(sizes) == drawn  # shown again at the same size: not drawn again
         await pilot.resize_terminal(100, 36)

@@ -14,7 +14,7 @@ from fragility_tui.analysis.report import report_of
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.widgets import ReportTable
 
-from .conftest import show_pane, wait_ready
+from .conftest import open_pane, wait_ready
 
 pytestmark = pytest.mark.anyio
 COLUMN = "fragile only via near-ties"
@@ -60,7 +60,7 @@ async def test_bands_counts_fragile_rows_only_near_ties_make(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         table = app.screen.query_one("#bands ReportTable", ReportTable)
         labels = [c.label for c in table.columns_spec]
         assert labels[-1] == COLUMN
@@ -72,6 +72,6 @@ async def test_bands_has_no_near_tie_column_without_margins(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         table = app.screen.query_one("#bands ReportTable", ReportTable)
         assert COLUMN not in [c.label for c in table.columns_spec]

@@ -16,7 +16,7 @@ from fragility_tui.analysis.calibration import summary_line
 from fragility_tui.store.store import Store
 from fragility_tui.tui.app import FragilityApp
 
-from .conftest import screen_lines, show_pane, wait_ready
+from .conftest import open_pane, screen_lines, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -49,7 +49,7 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=size) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         pairs = app.view.report.pairs
         for k, pair in enumerate(pairs[:2]):
             if k:
@@ -82,7 +82,7 @@ async def test_compare_line_quotes_the_observed_label(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "8")
+        await open_pane(app, pilot, "8")
         await until(pilot, lambda: "reps" in line_text(app, "compare-calibration"))
         a, b = (app.query_one(f"#compare-{x}").value for x in "ab")
         result = expected(synthetic_store.path, app.view, a, b)
@@ -137,9 +137,9 @@ async def test_a_failed_calibration_says_so_instead_of_calibrating(synthetic_sto
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "8")
+        await open_pane(app, pilot, "8")
         await until(pilot, lambda: "failed" in line_text(app, "compare-calibration"))
         text = line_text(app, "compare-calibration")
         assert text.startswith("calibration failed: RuntimeError: no room") and "\x1b" not in text
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         await until(pilot, lambda: "failed" in line_text(app, "pairs-calibration"))

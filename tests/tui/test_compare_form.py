@@ -14,7 +14,7 @@ from fragility_tui.tui.panes.compare_form import CompareFormScreen
 from fragility_tui.tui.panes.run_form import (check_compare_form, check_run_form,
                                               grid_model_name, run_argv)
 
-from .conftest import press_pane_key, screen_text, wait_ready
+from .conftest import open_pane, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -130,7 +130,7 @@ def test_bad_served_fields_name_the_field(tmp_path):
 
 # ---------------------------------------------------------------- in the app, at 80×24
 async def open_compare_form(app, pilot):
-    await press_pane_key(app, pilot, "8", "compare")
+    await open_pane(app, pilot, "8")
     app.pane("compare").focus_main()
     await pilot.press("n")
     for _ in range(100):
@@ -234,13 +234,7 @@ async def test_the_palette_opens_the_compare_form(synthetic_store):
 async def test_the_run_form_offers_the_openai_backend(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_ready(app, pilot)
-        await pilot.press("7")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if app.query_one("#panes").current == "runs":
-                break
-        pane = app.pane("runs")
+        pane = await open_pane(app, pilot, "7")
         launched = []
         pane.launch = lambda argv, what: launched.append(argv)
         assert not pane.query_one("#run-base-url").display  # only with openai

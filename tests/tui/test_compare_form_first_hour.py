@@ -19,7 +19,7 @@ from fragility_tui.tui.panes.compare_sequence import SequenceReady
 from fragility_tui.tui.panes.run_form import NEW_GRID, check_sequential_form
 from fragility_tui.tui.sequence import SequencePlan, SequenceSettings, replay_state
 
-from .conftest import press_pane_key, screen_text, terminal_bytes, wait_ready, wait_workers
+from .conftest import open_pane, screen_text, terminal_bytes, wait_ready, wait_workers
 from .test_compare_form import open_compare_form
 
 pytestmark = pytest.mark.anyio
@@ -47,8 +47,7 @@ async def test_the_settled_box_shows_a_tick_only_when_ticked_and_no_issue_number
 async def test_the_form_opened_from_the_sequence_view_is_ticked(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
-        await press_pane_key(app, pilot, "8", "compare")
-        pane = app.pane("compare")
+        pane = await open_pane(app, pilot, "8")
         pane.focus_main()
         await pilot.press("v")
         await wait_workers(app)
@@ -103,8 +102,7 @@ async def test_both_run_forms_propose_a_new_grid_over_the_shipped_one(shipped_st
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot, timeout=120)
         assert app.grid_name == "starter-real"
-        await press_pane_key(app, pilot, "7", "runs")
-        runs = app.pane("runs")
+        runs = await open_pane(app, pilot, "7")
         assert runs.query_one("#run-grid", Input).value == NEW_GRID
         launched = []
         runs.launch = lambda argv, what: launched.append(argv)
@@ -160,8 +158,7 @@ async def test_a_new_comparison_clears_the_last_pairs_figures_and_the_last_chunk
         synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await press_pane_key(app, pilot, "8", "compare")
-        pane = app.pane("compare")
+        pane = await open_pane(app, pilot, "8")
         await wait_workers(app)
         await pilot.pause(0.3)
         plot = pane.query_one("#compare-plot")

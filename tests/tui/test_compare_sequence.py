@@ -19,7 +19,7 @@ from fragility_tui.tui.panes.run_form import check_sequential_form
 from fragility_tui.tui.sequence import (RUNNING, STOPPED, SequencePlan, SequenceSettings,
                                         live_state, replay_state, verdict_line)
 
-from .conftest import press_pane_key, screen_text, wait_workers
+from .conftest import open_pane, screen_text, wait_workers
 from .test_compare_form import model_folder, open_compare_form
 
 pytestmark = pytest.mark.anyio
@@ -189,8 +189,7 @@ def synthetic_store_app(store):
 
 
 async def _compare_pane(app, pilot):
-    await press_pane_key(app, pilot, "8", "compare")
-    pane = app.pane("compare")
+    pane = await open_pane(app, pilot, "8")
     pane.focus_main()
     await wait_workers(app)
     await pilot.pause()

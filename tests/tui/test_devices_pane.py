@@ -14,7 +14,7 @@ from textual.widgets import Select
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.panes.run_form import run_argv
 
-from .conftest import screen_text, show_pane, wait_ready
+from .conftest import open_pane, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 GPUS = ("0, NVIDIA A100-SXM4-40GB, 1024, 40960, 7\n"
@@ -51,7 +51,7 @@ async def test_two_gpus_listed_with_memory_in_strip_and_form(synthetic_store, tw
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "7")
+        await open_pane(app, pilot, "7")
         await until(pilot, lambda: "cuda:1" in flat(app), "the devices strip")
         shown = flat(app)
         assert "cuda:0 NVIDIA A100-SXM4-40GB 1.0/40.0 GiB 7%" in shown

@@ -9,7 +9,7 @@ from textual.widgets import Input
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.confirm import ConfirmScreen
 
-from .conftest import press_pane_key, show_pane, wait_ready
+from .conftest import open_pane, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -21,8 +21,7 @@ def add_run(store, status: str) -> str:
 
 
 async def open_runs(app, pilot):
-    await press_pane_key(app, pilot, "7", "runs")
-    pane = app.pane("runs")
+    pane = await open_pane(app, pilot, "7")
     for _ in range(40):  # the pane reads the run rows once a second
         await pilot.pause(0.1)
         if pane.runs or not app.gateway.runs():
@@ -79,8 +78,7 @@ async def test_escape_leaves_the_compare_pickers(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "8")
-        pane = app.pane("compare")
+        pane = await open_pane(app, pilot, "8")
         pane.query_one("#compare-a").focus()
         await pilot.pause()
         await pilot.press("escape")
@@ -155,8 +153,7 @@ async def test_a_blank_compare_choice_clears_the_previous_result(synthetic_store
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "8")
-        pane = app.pane("compare")
+        pane = await open_pane(app, pilot, "8")
         for _ in range(200):
             await pilot.pause(0.05)
             if "vs  B" in str(pane.query_one("#compare-result").render()):

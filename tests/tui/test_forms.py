@@ -8,7 +8,7 @@ from textual.widgets import SelectionList
 from fragility_tui.text import cut_middle, distinct_labels
 from fragility_tui.tui.app import FragilityApp
 
-from .conftest import screen_text, show_pane, wait_ready
+from .conftest import open_pane, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +27,7 @@ async def test_the_run_form_is_readable(synthetic_store, size):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=size) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "7")
+        await open_pane(app, pilot, "7")
         text = screen_text(app)
         for label in ("model", "items", "grid", "per bench", "configs", "quantise", "flags"):
             assert f" {label} " in text

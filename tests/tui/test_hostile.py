@@ -13,7 +13,7 @@ from fragility_tui.store.store import CellRow, Store
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.screens import ItemScreen, PairScreen
 
-from .conftest import screen_lines, show_pane, terminal_bytes, wait_ready
+from .conftest import open_pane, screen_lines, terminal_bytes, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -79,14 +79,14 @@ async def test_hostile_text_in_every_pane(tmp_path):
         text = assert_clean_screen(app, "grids")
         assert "hostile [bold]grid[/]" in text  # the grid name, literally
         for key in "2345678":
-            await show_pane(app, pilot, key)
+            await open_pane(app, pilot, key)
             text = assert_clean_screen(app, f"pane {key}")
             if key == "2":
                 assert "[bold]model-a[/]" in text and "model-b␛[31m" in text
             if key == "4":
                 assert "[bold]B[/]" in text
         # Runs: the provenance card of a run whose fields are hostile
-        await show_pane(app, pilot, "7")
+        await open_pane(app, pilot, "7")
         # not poll().wait(): the pane's once-a-second poll can replace that exclusive worker
         for _ in range(100):  # (WorkerCancelled); wait for the rows instead
             if app.pane("runs").runs:
@@ -99,7 +99,7 @@ async def test_hostile_text_in_every_pane(tmp_path):
         assert "␛]52;c;aGVsbG8=␇" in text  # the OSC 52 attempt, defused and visible
         await pilot.press("escape")
         # Items: drill into every item and walk every cell of the first model's row
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         for row in range(3):
             app.pane("items").main_table().move_cursor(row=row)
             await pilot.press("enter")
@@ -121,7 +121,7 @@ async def test_hostile_text_in_every_pane(tmp_path):
             await pilot.press("escape")
             await pilot.pause()
         # Pairs drill-down lists the same hostile items
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, PairScreen)

@@ -9,7 +9,7 @@ import pytest
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.virtual_table import VirtualTable
 
-from .conftest import screen_text, show_pane, wait_ready
+from .conftest import open_pane, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -24,7 +24,7 @@ async def test_the_last_of_3679_items_is_reachable_and_sorts_by_fragility(shippe
     app = FragilityApp(str(shipped_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot, timeout=120)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         table = items_table(app)
         assert table.row_count == len(app.view.cube.items) == 3679
         await pilot.click(table)
@@ -56,8 +56,7 @@ async def test_a_filter_returns_every_match(shipped_store, monkeypatch):
     app = FragilityApp(str(shipped_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot, timeout=120)
-        await show_pane(app, pilot, "4")
-        pane = app.pane("items")
+        pane = await open_pane(app, pilot, "4")
         pane.apply_filter("frag>0.2")
         await pilot.pause()
         expected = int((app.view.fragility > 0.2).sum())
@@ -74,7 +73,7 @@ async def test_the_model_drilldown_shows_every_item_in_one_compact_row(synthetic
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         await pilot.press("enter")
         await pilot.pause()
         screen = app.screen
@@ -121,7 +120,7 @@ async def test_a_big_grid_shows_its_bands_before_the_bootstrap_statistics(synthe
             await pilot.pause(0.05)
         assert app.view.partial and app.computing
         assert "bands ready" in str(app.query_one("#status").render())
-        for key, pane in (("2", "bands"), ("3", "pairs")):  # not show_pane: it waits for
+        for key, pane in (("2", "bands"), ("3", "pairs")):  # not open_pane: it waits for
             await pilot.press(key)                        # the worker held above
             while app.query_one("#panes").current != pane:
                 await pilot.pause(0.05)
@@ -132,7 +131,7 @@ async def test_a_big_grid_shows_its_bands_before_the_bootstrap_statistics(synthe
         release.set()
         await wait_ready(app, pilot)
         assert not app.view.partial
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         text = screen_text(app)
         assert "computing the statistics" not in text and "Adjacent pairs" in text
 
@@ -147,7 +146,7 @@ async def test_the_item_drilldown_underlines_near_tie_cells(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, ModelScreen)
@@ -181,7 +180,7 @@ async def test_a_sort_takes_the_cursor_to_the_top(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         table = items_table(app)
         await pilot.click(table)
         await pilot.press("end")

@@ -16,7 +16,7 @@ from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.panes import PANES
 from fragility_tui.tui.screens import SelectionScreen
 
-from .conftest import press_pane_key, show_pane, wait_ready
+from .conftest import open_pane, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ async def test_every_offered_key_works_from_every_widget_of_every_pane(synthetic
 
         checked = 0
         for k, pane_class in enumerate(PANES):
-            await press_pane_key(app, pilot, str(k + 1), pane_class.pane_id)
+            await open_pane(app, pilot, str(k + 1))
             pane = app.pane(pane_class.pane_id)
             widgets = [w for w in pane.query("*") if w.focusable and w.visible
                        and w.region.area and not isinstance(w, Input)]
@@ -78,8 +78,7 @@ async def test_tour_step_2_s_opens_the_selection_after_picking_a_and_b(synthetic
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "8")
-        pane = app.pane("compare")
+        pane = await open_pane(app, pilot, "8")
         picker = pane.query_one("#compare-a")
         picker.focus()
         await pilot.press("enter", "down", "enter")  # open, next model, pick
@@ -95,7 +94,7 @@ async def test_tour_step_2_s_opens_the_selection_after_picking_a_and_b(synthetic
         await pilot.press("2")
         await pilot.pause(0.3)
         assert app.query_one("#panes").current == "bands"
-        await show_pane(app, pilot, "8")
+        await open_pane(app, pilot, "8")
         picker.focus()
         await pilot.press("escape")
         await pilot.pause()
@@ -108,8 +107,7 @@ async def test_the_run_form_keeps_its_letters_and_the_footer_does_not_offer_them
     changed runs from there), so the footer shows none of them."""
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
-        await press_pane_key(app, pilot, "7", "runs")
-        pane = app.pane("runs")
+        pane = await open_pane(app, pilot, "7")
         pane.main_table().focus()
         await pilot.pause()
         assert {"k", "u", "n", "s"} <= footer_keys(app)

@@ -23,7 +23,7 @@ from fragility_tui.tui import live  # noqa: E402
 from fragility_tui.tui.live import coverage, header_note, pair_coverage  # noqa: E402
 from helpers import REPO, run_cli  # noqa: E402
 
-from .conftest import show_pane  # noqa: E402
+from .conftest import open_pane  # noqa: E402
 from .test_runs_pane import tiny_model_folder, write_items  # noqa: E402,F401
 
 pytestmark = pytest.mark.anyio
@@ -69,7 +69,7 @@ async def test_a_cli_run_fills_the_open_grid_while_it_runs(tmp_path, tiny_model_
     async with app.run_test(size=(120, 40)) as pilot:
         while app.view is None or app.computing:
             await pilot.pause(0.1)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         assert "provisional" not in header(app)
         before = app.view.report.bands
         assert [b.band.model for b in before] == ["tiny-a"]

@@ -14,7 +14,7 @@ from fragility_tui.harness.config_axes import LIK_IDS, PAPER_IDS
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.config_matrix import config_letters, legend, matrix_layout
 
-from .conftest import screen_text, show_pane, wait_ready
+from .conftest import open_pane, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 IMPORTED = ([f"lm-eval:arc_easy:{m}+k{k}" for m in ("acc", "acc_norm") for k in (0, 5, 25)]
@@ -58,7 +58,7 @@ async def test_sixty_configs_at_80x24(sixty):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
         assert "60 configs" in screen_text(app)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         await pilot.press("enter")
         for _ in range(50):
             await pilot.pause(0.1)

@@ -10,7 +10,7 @@ import pytest
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.screens import ItemScreen
 
-from .conftest import show_pane, wait_ready
+from .conftest import open_pane, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -19,18 +19,18 @@ async def test_a_filter_stays_with_its_pane(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         query = f"flips:{app.view.cube.models[0]}"
         await pilot.press("slash", *query, "enter")
         await pilot.pause()
         items = app.pane("items").main_table()
         flipped = len(items.shown_rows)
         assert 0 < flipped < len(app.view.cube.items)
-        await show_pane(app, pilot, "5")  # Axes: its rows are not items
+        await open_pane(app, pilot, "5")  # Axes: its rows are not items
         axes = app.pane("axes").main_table()
         box = app.query_one("#filter")
         assert len(axes.shown_rows) == len(axes.all_rows) > 0 and not box.display
-        await show_pane(app, pilot, "4")  # the Items query is still there, and shown
+        await open_pane(app, pilot, "4")  # the Items query is still there, and shown
         assert box.display and box.value == query and len(items.shown_rows) == flipped
 
 
@@ -38,7 +38,7 @@ async def test_the_item_matrix_cursor_steps_over_the_gaps(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         await pilot.press("down", "enter")
         await app.workers.wait_for_complete()
         await pilot.pause()
@@ -61,8 +61,7 @@ async def test_compare_g_works_with_a_model_picker_focused(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "8")
-        pane = app.pane("compare")
+        pane = await open_pane(app, pilot, "8")
         pane.query_one("#compare-a").focus()
         await pilot.pause()
         assert pane.query_one("#compare-plot").display  # tall enough: plot and table
@@ -77,8 +76,7 @@ async def test_enter_in_a_run_form_field_starts_the_run(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "7")
-        runs = app.pane("runs")
+        runs = await open_pane(app, pilot, "7")
         runs.query_one("#run-configs").focus()
         await pilot.press("enter")  # no model: checked as Start checks it, nothing launched
         await pilot.pause()
@@ -90,7 +88,7 @@ async def test_a_percentage_column_is_copied_in_percent(synthetic_store):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         await pilot.press("C")
         header, first = (line.split("\t") for line in app.clipboard.splitlines()[:2])
         assert header[1] == "ref %"
@@ -106,7 +104,7 @@ async def test_the_model_plot_legend_keeps_builds_apart_beside_the_configs(shipp
     app = FragilityApp(str(shipped_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot, timeout=60)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         await pilot.press("enter", "g")  # 80×24: g shows the plot instead of the table
         await pilot.pause()
         plot = app.screen.query_one("#model-plot")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fragility_tui.tui.app import FragilityApp
-from .conftest import show_pane, wait_ready
+from .conftest import open_pane, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -18,7 +18,7 @@ async def test_the_compare_plot_keeps_six_rows_of_points(synthetic_store, size):
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=size) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "8")
+        await open_pane(app, pilot, "8")
         plot = app.query_one("#compare-plot")
         assert plot.display  # from 30 rows the plot is shown with its table
         assert plot.outer_size.height >= 8 + ROWS_OF_POINTS, plot.outer_size

@@ -11,7 +11,7 @@ from fragility_tui.items.item import Item
 from fragility_tui.store.store import CellRow, Store
 from fragility_tui.tui.app import FragilityApp
 
-from .conftest import screen_text, show_pane, wait_ready
+from .conftest import open_pane, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -38,7 +38,7 @@ async def test_every_pane_works_against_the_fallback_reference(cloze_store):
         assert app.view.report.grid.reference == "cloze_qa"
         assert "reference cloze_qa" in str(app.query_one("#status").render())
         for key in "12345678":
-            await show_pane(app, pilot, key)
+            await open_pane(app, pilot, key)
             assert not app.computing and app.view is not None
         assert "error" not in str(app.query_one("#status").render()).lower()
         assert "cloze-only" in screen_text(app)
@@ -50,11 +50,11 @@ async def test_pairs_and_model_drilldown_use_the_fallback_reference(cloze_store)
     app = FragilityApp(str(cloze_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         pairs = app.pane("pairs").query_one(ReportTable)
         labels = [v[-2] for _, v in pairs.all_rows]
         assert labels and all(label is not None and label.plain for label in labels)
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         await pilot.press("enter")
         await pilot.pause()
         configs = app.screen.query_one("#model-table", ReportTable)

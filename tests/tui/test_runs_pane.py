@@ -22,7 +22,7 @@ from fragility_tui.tui.panes.runs import COLUMNS  # noqa: E402
 
 from helpers import pause_outside_the_store  # noqa: E402
 
-from .conftest import show_pane  # noqa: E402
+from .conftest import open_pane  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 TINY_MODELS = Path(__file__).resolve().parents[1] / "runners" / "tiny_models.py"
@@ -71,8 +71,7 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
     app = FragilityApp(str(db))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
-        await show_pane(app, pilot, "7")
-        pane = app.pane("runs")
+        pane = await open_pane(app, pilot, "7")
         for field, value in (("model", str(tiny_model_folder)), ("items", str(items)),
                              ("grid", "tiny"), ("configs", CONFIGS),
                              ("extra", "--batch-size 1 --threads 1")):
@@ -129,8 +128,7 @@ async def test_a_doomed_run_is_not_launched(tmp_path):
     app = FragilityApp(str(db))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
-        await show_pane(app, pilot, "7")
-        pane = app.pane("runs")
+        pane = await open_pane(app, pilot, "7")
         for field, value in (("model", "smolm2-135m"), ("items", "no/such/items.jsonl"),
                              ("grid", "g")):
             pane.query_one(f"#run-{field}").value = value
@@ -149,8 +147,7 @@ async def test_a_run_refused_at_its_start_says_why_in_the_pane(tmp_path, tiny_mo
     app = FragilityApp(str(db))
     async with app.run_test(size=(120, 40)) as pilot:
         await app.workers.wait_for_complete()
-        await show_pane(app, pilot, "7")
-        pane = app.pane("runs")
+        pane = await open_pane(app, pilot, "7")
         for field, value in (("model", str(tiny_model_folder)), ("items", str(items)),
                              ("grid", "tiny"), ("extra", "--no-such-flag")):
             pane.query_one(f"#run-{field}").value = value
@@ -184,8 +181,7 @@ async def test_a_served_run_s_retry_shows_in_its_status_while_it_lasts(tmp_path)
     app = FragilityApp(str(db))
     async with app.run_test(size=(160, 40)) as pilot:
         await app.workers.wait_for_complete()
-        await show_pane(app, pilot, "7")
-        pane = app.pane("runs")
+        pane = await open_pane(app, pilot, "7")
 
         def status() -> str:
             values = pane.main_table().current_values()

@@ -9,20 +9,19 @@ import pytest
 
 from fragility_tui.tui.app import FragilityApp
 
-from .conftest import screen_text, wait_ready
+from .conftest import open_pane, screen_text
 
 pytestmark = pytest.mark.anyio
 
 
 async def open_runs(app, pilot):
-    await wait_ready(app, pilot)
-    await pilot.press("7")
-    for _ in range(100):  # the pane's first poll (not show_pane: see test_form_keys)
-        await pilot.pause(0.05)
-        if app.pane("runs").main_table().row_count or app.pane("runs").runs == []:
+    pane = await open_pane(app, pilot, "7")
+    for _ in range(100):  # the pane's first poll
+        if pane.main_table().row_count or pane.runs == []:
             break
+        await pilot.pause(0.05)
     await pilot.pause()
-    return app.pane("runs")
+    return pane
 
 
 @pytest.mark.parametrize("size", [(120, 40), (80, 24)])

@@ -13,7 +13,7 @@ from textual.widgets import Select
 
 from fragility_tui.tui.app import FragilityApp
 
-from .conftest import screen_text, show_pane, wait_ready
+from .conftest import open_pane, screen_text, wait_ready
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +91,7 @@ async def test_the_readme_tour_at_80x24(shipped_store):
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot, timeout=120)
         # "press 1, pick starter-real and press Enter"
-        await show_pane(app, pilot, "1")
+        await open_pane(app, pilot, "1")
         grids = app.pane("grids").main_table()
         grids.focus()
         await pilot.press("down")  # the list opens on the shipped synthetic grid
@@ -104,7 +104,7 @@ async def test_the_readme_tour_at_80x24(shipped_store):
 
         # 1. Bands: four overlapping bands, generated answers near chance, likelihood above it,
         # no item right under all 26 configs; Enter lists a model's 26 per-config accuracies
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         shown = screen_text(app)
         screens["1"].append(shown)
         for glyph in ("● reference", "◆ mean", "├─┤ min…max", "▓ robust accuracy"):
@@ -153,8 +153,7 @@ async def test_the_readme_tour_at_80x24(shipped_store):
 
         # 2. Compare: base vs int4 at o0.letter: 21.5% vs 21.9%, Δ̂ −0.4, CI −6.0 to +4.9;
         # harness-sensitive (and underpowered) because cloze_qa says otherwise
-        await show_pane(app, pilot, "8")
-        pane = app.pane("compare")
+        pane = await open_pane(app, pilot, "8")
         pane.query_one("#compare-a", Select).value = BASE
         pane.query_one("#compare-b", Select).value = INT4
         await settle(app, pilot)
@@ -183,14 +182,14 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         app.screen.query_one("#sel-reference", Select).value = "cloze_qa"
         await pilot.press("a")
         await settle(app, pilot)
-        await show_pane(app, pilot, "8")
+        await open_pane(app, pilot, "8")
         await settle(app, pilot)
         shown = screen_text(app)
         screens["2"].append(shown)
         assert "reference cloze_qa" in shown
         assert re.search(r"observed  \S+\s+Δ̂ \+7\.9 pts, 95% CI \[\+[0-9.]+, \+[0-9.]+\] at "
                          r"cloze_qa", shown), shown  # 43.4 − 35.5; the interval excludes 0
-        await show_pane(app, pilot, "2")
+        await open_pane(app, pilot, "2")
         shown = screen_text(app)
         screens["2"].append(shown)
         assert re.search(rf"│ {re.escape(BASE)}\s+43\.4 ", shown), shown
@@ -205,7 +204,7 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         assert app.view.cube.reference == "o0.letter"
 
         # 3. Pairs: every gap fragile (100%); Enter on a pair shows the items behind it
-        await show_pane(app, pilot, "3")
+        await open_pane(app, pilot, "3")
         screens["3"].append(screen_text(app))
         assert "fragile share mean 100.0 %" in screen_text(app)
         app.pane("pairs").main_table().focus()
@@ -221,7 +220,7 @@ async def test_the_readme_tour_at_80x24(shipped_store):
 
         # Items: flips:INT4 lists the items whose answer moves with the harness; Enter on
         # one shows the matrix and, for a cell, the exact prompt the model saw
-        await show_pane(app, pilot, "4")
+        await open_pane(app, pilot, "4")
         await pilot.press("slash")
         await pilot.pause()
         app.main_screen.query_one("#filter").value = f"flips:{INT4}"
