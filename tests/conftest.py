@@ -18,6 +18,10 @@ from helpers import REPO, require_shared_benchmarks, run_cli  # noqa: E402
 # alone; passive waiting brings it to a 1-thread forward's speed (a scratch probe, 2026-12-04).
 # Set before torch loads, in this process and every process a test starts.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# The same for numpy's OpenBLAS, whose threads spin ~0.1 s after every call: the CLI sets
+# this before numpy loads (cli.quiet_blas_threads), so the app and every command ran with
+# it, but the test processes themselves (the in-process analysis and app tests) did not.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 def pytest_configure(config):
