@@ -70,7 +70,9 @@ def test_the_tour_quotes_the_shipped_real_grid(samples_db):
     decision = next(d for d in report["decisions"] if (d["a"], d["b"]) == (fp32, int4)
                     and d["target"] == "observed")
     assert decision["label"] == "harness-sensitive" and "underpowered" in decision["flags"]
-    assert decision["harness_configs"] == ["cloze_qa"]
+    # the twin of cloze_qa with a BOS token: its interval, simultaneous over the other 47
+    # configs, excludes zero (cloze_qa's own no longer does beside the extension configs)
+    assert decision["harness_configs"] == ["cloze_qa+bos"] and "`cloze_qa+bos`" in tour
     low, high = (100 * x for x in decision["ci"])
     assert f"95% interval {low:.1f} to +{high:.1f}".replace("-", "−") in tour
 

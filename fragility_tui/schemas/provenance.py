@@ -176,6 +176,7 @@ class ModelProvenance:
     max_new_tokens: Any = None
     numerics: dict = field(default_factory=dict)
     cpu_linear: Any = None  # which fp32 linear kernel ran on a CPU
+    sdpa_kernels: Any = None  # the SDPA backends enabled on a GPU (None on a CPU)
     # --backend openai: what served the model, and the configs it refused with the reason
     served_model: Any = None
     endpoint_host: Any = None

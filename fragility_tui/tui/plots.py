@@ -201,10 +201,11 @@ def legend_labels(models: list[str], highlight: str | None) -> list[str]:
 
 def _x_max_beside_legend(plot: PlotWidget, configs: int, legend_width: int) -> float:
     """The x limit that puts the last config left of a legend `legend_width` columns wide
-    at the plot's top right; LEGEND_ROOM while the plot is too narrow or not laid out."""
+    at the plot's top right (more configs than columns share columns: 48 at 80 columns);
+    LEGEND_ROOM while the plot is not laid out or leaves no column beside the legend."""
     canvas = plot.size.width - plot.margin_left
     room = canvas - legend_width - 2  # columns left of the legend, one kept blank
-    if room < configs:
+    if room < 1:
         return (configs - 0.5) * LEGEND_ROOM
     return -0.5 + configs * canvas / room
 

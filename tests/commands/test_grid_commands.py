@@ -120,8 +120,9 @@ def test_shipped_sample_grid_loads(tmp_path):
     assert sorted(v["true_rank"] for v in truth["models"].values()) == list(range(1, 13))
     assert truth["item_uids"][0] == item.item_uid and len(truth["discrimination"]) == 3679
     real = grids["starter-real"]  # Issue 6: 4 real models x >= 240 items x 26 configs, complete
+    # (issue 56: and the 22 extension configs)
     assert (real["models"], real["items"], real["configs"], real["complete"],
-            real["synthetic"]) == (4, 265, 26, True, False)
+            real["synthetic"]) == (4, 265, 48, True, False)
     store = Store(db)
     assert {r.status for r in store.runs("starter-real")} == {"finished"}
     models = {m["model"]: m for m in store.list_models("starter-real")}

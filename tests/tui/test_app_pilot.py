@@ -338,7 +338,7 @@ async def test_empty_store_says_how_to_start_over_ssh_defaults(tmp_path, monkeyp
 async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, monkeypatch):
     """`make run` on a fresh machine: the app paints before the store is touched (no blank
     screen while the shipped grids load), then the Grids pane lists both, the real one with
-    4 models x 265 items x 26 configs, complete."""
+    4 models x 265 items x 48 configs (the paper's 26 and 22 extension configs), complete."""
     from fragility_tui.cli import main
 
     db = tmp_path / "fresh.duckdb"
@@ -363,7 +363,7 @@ async def test_first_start_shows_the_shipped_synthetic_and_real_grids(tmp_path, 
         assert "synthetic-12x3679" in text and "SYNTHETIC" in text
         grids = {g.name: g for g in app.grids}
         real = grids["starter-real"]
-        assert (real.models, real.items, real.configs, real.complete) == (4, 265, 26, True)
+        assert (real.models, real.items, real.configs, real.complete) == (4, 265, 48, True)
         assert "starter-real" in text and "real" in text
 
 

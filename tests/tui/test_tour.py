@@ -61,7 +61,7 @@ def check_tour_figures(screens: dict[str, list[str]], scoring: dict[str, list[fl
     steps = tour_steps()
     figures = {k: tour_figures(v) for k, v in steps.items()}
     assert sum(len(f) for k, f in figures.items() if k != "intro") >= 20, figures
-    for k in ("1", "2", "3"):
+    for k in ("1", "2", "3", "4"):
         shown = "\n".join(screens[k])
         for figure, end, percent in figures[k]:
             if end is not None:
@@ -99,8 +99,8 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         await pilot.press("enter")
         await settle(app, pilot)
         assert app.view.grid == "starter-real"
-        assert "grid: starter-real  4 models × 265 items × 26 configs" in screen_text(app)
-        screens: dict[str, list[str]] = {"1": [], "2": [], "3": []}  # what each step shows
+        assert "grid: starter-real  4 models × 265 items × 48 configs" in screen_text(app)
+        screens: dict[str, list[str]] = {"1": [], "2": [], "3": [], "4": []}  # each step's
 
         # 1. Bands: four overlapping bands, generated answers near chance, likelihood above it,
         # no item right under all 26 configs; Enter lists a model's 26 per-config accuracies
@@ -110,9 +110,12 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         for glyph in ("● reference", "◆ mean", "├─┤ min…max", "▓ robust accuracy"):
             assert glyph in shown
         cube = app.view.cube
-        generated = [k for k, c in enumerate(cube.configs) if not c.startswith("cloze")]
-        cloze = [k for k, c in enumerate(cube.configs) if c.startswith("cloze")]
-        assert len(generated) == 24 and len(cloze) == 2
+        by_scoring = {}
+        for k, c in enumerate(cube.configs):
+            by_scoring.setdefault(cube.axes(c)["scoring"], []).append(k)
+        generated, cloze = by_scoring["generate"], by_scoring["likelihood"]
+        # the paper's 24 and 2, each with o0.letter's / cloze_qa's two BOS flips; 18 .lik
+        assert (len(generated), len(cloze), len(by_scoring["letter_lik"])) == (26, 4, 18)
         for m, model in enumerate(cube.models):
             assert 0.20 <= cube.bits[m][:, generated].mean() <= 0.245, model  # 20–24%
             assert 0.355 <= cube.bits[m][:, cloze].mean(axis=0).max() <= 0.485, model
@@ -137,19 +140,26 @@ async def test_the_readme_tour_at_80x24(shipped_store):
             await pilot.press("enter")
             await pilot.pause(0.5)
             assert isinstance(app.screen, ModelScreen)
-            assert max(t.row_count for t in app.screen.query(ReportTable)) >= 26
+            assert max(t.row_count for t in app.screen.query(ReportTable)) >= len(cube.configs)
             shown = screen_text(app)
             screens["1"].append(shown)
-            line = next((s for s in shown.splitlines() if s.strip().startswith("mean %:")), "")
-            assert line, f"no mean per scoring on the model drill-down:\n{shown}"
-            for name, mean in re.findall(r"(\w+) (\d+\.\d) \(\d+ configs?\)", line):
-                scoring.setdefault(name, []).append(float(mean))
+            lines = shown.splitlines()
+            at = next((k for k, s in enumerate(lines) if s.strip().startswith("mean %:")), None)
+            assert at is not None, f"no mean per scoring on the model drill-down:\n{shown}"
+            # at 80 columns the line wraps once: its continuation is the next screen line
+            line = " ".join([lines[at].strip()] + [s.strip() for s in lines[at + 1:at + 2]
+                                                   if "config" in s])
+            for name, mean in re.findall(r"([a-z][a-z ]*?) (\d+\.\d) \(\d+ configs?\)",
+                                         line.split(":", 1)[1].replace("·", "\n")):
+                scoring.setdefault(name.strip(), []).append(float(mean))
             m = cube.models.index(app.screen.model)
-            assert f"generated {100 * cube.bits[m][:, generated].mean():.1f} (24 configs)" in line
-            assert f"likelihood {100 * cube.bits[m][:, cloze].mean():.1f} (2 configs)" in line
+            lik = by_scoring["letter_lik"]
+            assert f"generated {100 * cube.bits[m][:, generated].mean():.1f} (26 configs)" in line
+            assert f" likelihood {100 * cube.bits[m][:, cloze].mean():.1f} (4 configs)" in line
+            assert f"letter likelihood {100 * cube.bits[m][:, lik].mean():.1f} (18 configs)" in line
             await pilot.press("escape")
             await pilot.pause()
-        assert len(scoring["generated"]) == len(scoring["likelihood"]) == 4
+        assert {len(v) for v in scoring.values()} == {4} and len(scoring) == 3, scoring
 
         # 2. Compare: base vs int4 at o0.letter: 21.5% vs 21.9%, Δ̂ −0.4, CI −6.0 to +4.9;
         # harness-sensitive (and underpowered) because cloze_qa says otherwise
@@ -250,6 +260,16 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         detail = str(app.screen.query_one("#cell-detail").render())
         assert "prompt as the model saw it (raw prompt" in detail and "Answer:" in detail
         assert "✓" in screen_text(app) and "✗" in screen_text(app)  # the models × configs matrix
+
+        # 4. Axes: the extension configs as axes of their own (scoring holds the .lik
+        # configs, bos the flips); the mean preserved fraction of each
+        await open_pane(app, pilot, "5")
+        shown = screen_text(app)
+        screens["4"].append(shown)
+        mean = app.view.report.axes.mean
+        assert list(mean)[:5] == ["order", "format", "scoring", "all", "bos"], mean
+        for axis in ("scoring", "bos"):
+            assert re.search(rf"{axis} [^\n]* {mean[axis]:.2f}", shown), (axis, shown)
 
         # every figure the tour's steps quote is on the screens of its step
         check_tour_figures(screens, scoring)
