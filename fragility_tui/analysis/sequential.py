@@ -22,10 +22,19 @@ each sequence is updated, and the comparison stops as soon as it is settled. The
   its share of alpha, and the target's bounds are the weighted sums of theirs. The observed
   target uses one sequence over the whole pool when the order is uniformly random, and the
   same per-benchmark construction (weights N_b / N) when the order is stratified.
-- Alpha is split by a union bound so that every sequence holds at once with probability at
-  least 1 - alpha: half to the decision (the lead target at the reference config), a
-  quarter shared evenly by the other configs in view (the harness-sensitive reading), a
-  quarter to the other target at the reference.
+- Alpha (issue 58). The decision's sequence (the lead target at the reference config), the
+  only one the stopping rule reads, gets the whole alpha: with probability at least
+  1 - alpha it covers its Δ at every chunk, so a declared winner has the wrong sign with
+  probability at most alpha. The readings are exploratory, outside that alpha: the other
+  configs in view share alpha/4 evenly (the harness-sensitive reading: together they hold
+  with probability at least 1 - alpha/4) and the other target at the reference gets
+  alpha/4, their levels before issue 58; every sequence at once holds with probability at
+  least 1 - 3 alpha/2 (union bound). Until issue 58 the decision got alpha/2 so that every
+  sequence held at once at 1 - alpha; the simulations (benchmarks/sequential_sim.py
+  --issue58) measured what that cost: a 5-point gap at 25% discordance settled on a median
+  33% of a 3,679-item pool; 27% with the whole alpha, 22% with the growth bet's prior draws
+  and the zoomed grid too (analysis/betting_cs.py), while with no difference a winner is
+  named in 3.0% of runs and the sequence covers in 97.0% (docs/spec.md, "Settle sooner").
 """
 
 from __future__ import annotations
@@ -66,12 +75,30 @@ def item_order(benchmarks, item_ids, seed: int, stratified: bool) -> np.ndarray:
     return np.concatenate(parts)[order]
 
 
+DECISION_SHARE = 1.0  # the decision's alpha as a share of alpha (1/2 until issue 58)
+READINGS = ("harness_sensitive", "other_target")  # exploratory: outside the decision's alpha
+
+
 def split_alpha(alpha: float, n_other_configs: int) -> dict:
-    """The union bound: the decision alpha/2, each other config alpha/4/(C-1), the other
-    target alpha/4 (all sequences at once hold with probability >= 1 - alpha)."""
-    return {"decision": alpha / 2,
+    """The sequences' levels: the decision alpha (the only sequence the stopping rule reads;
+    DECISION_SHARE of it), each other config alpha/4/(C-1), the other target alpha/4. The
+    last two are exploratory readings outside the decision's alpha: the other configs hold
+    together with probability >= 1 - alpha/4, the other target with >= 1 - alpha/4, every
+    sequence at once with >= 1 - 3 alpha/2 (union bound)."""
+    return {"decision": alpha * DECISION_SHARE,
             "per_other_config": alpha / 4 / n_other_configs if n_other_configs else 0.0,
             "other_target": alpha / 4}
+
+
+def guarantee(alphas: dict, n_other_configs: int) -> dict:
+    """What the levels cover, for the JSON: the decision's alpha, the exploratory readings'
+    own levels, and every sequence at once (the union bound)."""
+    others = alphas["per_other_config"] * n_other_configs
+    return {"decision_alpha": alphas["decision"],
+            "exploratory": list(READINGS),
+            "harness_sensitive_alpha": others,
+            "other_target_alpha": alphas["other_target"],
+            "simultaneous_alpha": alphas["decision"] + others + alphas["other_target"]}
 
 
 @dataclass
@@ -100,8 +127,10 @@ class Step:
         return {"items": self.items, "delta": self.delta, "lower": self.lower,
                 "upper": self.upper, "other_target": {"delta": self.other_delta,
                                                       "lower": self.other_lower,
-                                                      "upper": self.other_upper},
-                "harness_sensitive": list(self.harness_sensitive)}
+                                                      "upper": self.other_upper,
+                                                      "exploratory": True},
+                "harness_sensitive": list(self.harness_sensitive),
+                "harness_sensitive_exploratory": True}
 
 
 @dataclass
@@ -123,6 +152,7 @@ class SequentialResult:
     scope: str = "population"
     configs: dict = field(default_factory=dict)  # config -> (delta, lower, upper)
     budget: str | None = None  # stop 'budget': max-items, max-seconds or max-tokens
+    levels: dict = field(default_factory=dict)  # guarantee(): what the alphas cover
 
     @property
     def final(self) -> Step | None:
@@ -134,7 +164,9 @@ class SequentialResult:
                 "pool": self.pool, "share_saved": 1.0 - self.items_used / self.pool,
                 "scope": self.scope, "target": self.target, "reference": self.reference,
                 "margin": self.margin,
-                "alpha": self.alpha, "alpha_split": self.alphas, "seed": self.seed,
+                "alpha": self.alpha, "alpha_split": self.alphas,
+                "guarantee": self.levels,
+                "seed": self.seed,
                 "chunk": self.chunk, "budget": self.budget,
                 "path": [s.to_json() for s in self.path],
                 "configs": {c: {"delta": d, "lower": lo, "upper": hi}
@@ -191,6 +223,7 @@ class SequentialComparison:
         sizes = np.bincount(self.strata, minlength=len(names))
         self.sizes, self.n_items = sizes, len(self.strata)
         self.alphas = split_alpha(alpha, len(self.configs) - 1)
+        self.levels = guarantee(self.alphas, len(self.configs) - 1)
         self.alpha = alpha
         n_pool, alphas, self._slot = [], [], {}
 
@@ -285,7 +318,8 @@ class SequentialRun:
         self.chunk, self.margin = chunk, margin
         self.result = SequentialResult("pool-exhausted", None, 0, self.pool, target,
                                        reference, margin, alpha, self.comp.alphas, seed,
-                                       chunk, self.order, scope=scope)
+                                       chunk, self.order, scope=scope,
+                                       levels=self.comp.levels)
         self.done = False
 
     def set_row(self, index: int, row) -> None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import json
 import sys
 
-from fragility_tui.commands.compare_text import points, pool_delta, reading, seq, verdict
+from fragility_tui.commands.compare_text import (alpha_words, other_words, points, pool_delta,
+                                                 reading, reversed_words, seq, verdict)
 from fragility_tui.errors import InputError
 
 
@@ -211,9 +212,9 @@ def _print_text(out: dict, args) -> None:
     w(f"compare {args.a} vs {args.b} on {args.grid} (a replay of recorded cells): reference "
       f"{out['reference']}, {out['target']} target, {out['scope']} scope, "
       f"margin {args.margin:g} points, "
-      f"alpha {out['alpha']:g} (decision {a['decision']:g}), seed {out['seed']}, "
+      f"{alpha_words(out['alpha'], a['decision'], out['target'])}, seed {out['seed']}, "
       f"chunk {out['chunk']}, pool {out['pool']} items\n")
-    other = "balanced" if out["target"] == "observed" else "observed"
+    other = other_words(out["target"])
     for s in out["path"]:
         o = s["other_target"]
         state = reading(s, out["margin"])
@@ -221,6 +222,6 @@ def _print_text(out: dict, args) -> None:
                 f"{seq(s['lower'], s['upper'])}  {other} {points(o['delta'])} "
                 f"{seq(o['lower'], o['upper'])}  decision: {state}")
         if s["harness_sensitive"]:
-            line += f"  reversed by {', '.join(s['harness_sensitive'])}"
+            line += reversed_words(s["harness_sensitive"])
         w(line + "\n")
     w(verdict(out, args) + "\n")

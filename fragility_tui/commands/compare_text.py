@@ -12,27 +12,46 @@ def seq(lo, hi) -> str:
     return f"[{100 * lo:+.1f}, {100 * hi:+.1f}]"
 
 
+def alpha_words(alpha: float, decision: float, target: str) -> str:
+    """The header's alpha: the decision's level and the readings that are exploratory
+    (issue 58: outside the decision's alpha, analysis/sequential.py)."""
+    other = "balanced" if target == "observed" else "observed"
+    return (f"alpha {alpha:g} (decision {decision:g}; exploratory readings: the {other} "
+            f"target, the other configs)")
+
+
+def other_words(target: str) -> str:
+    """The other target's label on a progress line: an exploratory reading."""
+    return f"{'balanced' if target == 'observed' else 'observed'} (exploratory)"
+
+
+def reversed_words(configs) -> str:
+    return f"  reversed by {', '.join(configs)} (exploratory)"
+
+
 def header_line(args, a: str, b: str, result, source: str, n_configs: int) -> str:
     a_split = result.alphas
     return (f"compare {a} vs {b} on {args.grid} ({source}): reference "
             f"{result.reference}, {result.target} target, {result.scope} scope, "
-            f"margin {args.margin:g} points, alpha {result.alpha:g} "
-            f"(decision {a_split['decision']:g}), seed {result.seed}, chunk {result.chunk}, "
+            f"margin {args.margin:g} points, "
+            f"{alpha_words(result.alpha, a_split['decision'], result.target)}, "
+            f"seed {result.seed}, chunk {result.chunk}, "
             f"pool {result.pool} items, {n_configs} configs")
 
 
 def progress_line(step, result) -> str:
-    """One chunk: items done, Δ̂ and its sequence, the other target's, the decision so far
-    (the stopping rule's reading of this chunk) and any harness-sensitive configs."""
+    """One chunk: items done, Δ̂ and its sequence, the other target's (exploratory), the
+    decision so far (the stopping rule's reading of this chunk) and any harness-sensitive
+    configs (exploratory)."""
     from fragility_tui.analysis.sequential import settled
 
-    other = "balanced" if result.target == "observed" else "observed"
     state = settled(step.delta, step.lower, step.upper, result.margin) or "open"
     line = (f"  {step.items:>5}/{result.pool}  Δ̂ {points(step.delta)}  sequence "
-            f"{seq(step.lower, step.upper)}  {other} {points(step.other_delta)} "
+            f"{seq(step.lower, step.upper)}  {other_words(result.target)} "
+            f"{points(step.other_delta)} "
             f"{seq(step.other_lower, step.other_upper)}  decision: {state}")
     if step.harness_sensitive:
-        line += f"  reversed by {', '.join(step.harness_sensitive)}"
+        line += reversed_words(step.harness_sensitive)
     return line
 
 
@@ -62,8 +81,10 @@ def verdict(out: dict, args) -> str:
                      + (f"; the whole pool's Δ is {points(out['pool_delta'])}"
                         if out["pool_delta"] is not None else ""))
         if last["harness_sensitive"]:
-            lines.append("  harness-sensitive: " + ", ".join(last["harness_sensitive"])
-                         + " support the opposite winner (simultaneous sequences)")
+            lines.append("  harness-sensitive (exploratory): "
+                         + ", ".join(last["harness_sensitive"])
+                         + " support the opposite winner (the other configs' sequences, "
+                         "together at alpha/4, outside the decision's alpha)")
     if not out["replay"]:
         if out["seconds_used"] is not None:
             lines.append(f"  cost (the comparison's runs, as recorded): "

@@ -4,12 +4,12 @@ and say, for any later one with another seed or reference, that the first one's 
 stands and this one is not independent evidence. A service, below the commands and the app,
 so both record and read it with the same functions (the app without importing a command).
 
-Why: the population scope's guarantee (a wrong winner with probability at most α/2) is over
-the draw of the item order for one comparison chosen in advance. Another `--seed` on the same
-grid is another order of the same cells; another `--reference` after reading `report` is a
-choice made after seeing the answers. Running either until one settles is many looks at one
-grid, and their errors add up beyond α/2. The record cannot stop anyone; it makes the first
-verdict the one every later run reports beside its own.
+Why: the population scope's guarantee (a wrong winner with probability at most α, the
+decision's level) is over the draw of the item order for one comparison chosen in advance.
+Another `--seed` on the same grid is another order of the same cells; another `--reference`
+after reading `report` is a choice made after seeing the answers. Running either until one
+settles is many looks at one grid, and their errors add up beyond α. The record cannot stop
+anyone; it makes the first verdict the one every later run reports beside its own.
 """
 
 from __future__ import annotations
@@ -108,7 +108,7 @@ def first_line(out: dict) -> str | None:
             f"this grid at reference {first['reference']}, seed {first['seed']}{when}: "
             f"{verdict}. That verdict stands; this one (reference {out['reference']}, seed "
             f"{out['seed']}) reads the same cells in another order or at another reference "
-            "and is not independent evidence: its error is not bounded by alpha/2 on its "
+            "and is not independent evidence: its error is not bounded by alpha on its "
             "own")
 
 

@@ -215,7 +215,7 @@ def sequence_text(state: SequenceState) -> Text:
         parts.append(f"{state.spent['runs']} runs, {state.spent['seconds']:.0f} s, "
                      f"{state.spent['tokens']:,} tokens")
     if last is not None and last.harness_sensitive:
-        parts.append("reversed by " + ", ".join(last.harness_sensitive))
+        parts.append("reversed by " + ", ".join(last.harness_sensitive) + " (exploratory)")
     if parts:
         text.append(" · ".join(parts) + "\n")
     text.append("live comparison · " if state.live else "replay of the grid's cells · ",
