@@ -44,6 +44,19 @@ def runs_json(db) -> dict:
     return {r["grid"]: r for r in json.loads(out.stdout)}
 
 
+def runs_read_here(db) -> dict:
+    """What `runs list --json` lists, read in this process: the cheap poll while waiting
+    (a `runs list` process every 0.2 s took a core from the runs it watched); {} while the
+    store cannot be read (a run writing to it)."""
+    from fragility_tui.processes import effective_status
+
+    try:
+        runs = [r.with_status(effective_status(r)).to_dict() for r in Store(db).runs()]
+    except Exception:  # the file being created or locked: look again
+        return {}
+    return {r["grid"]: json.loads(json.dumps(r, default=str)) for r in runs}
+
+
 def wait_for(predicate, what: str, procs, timeout=180):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -63,10 +76,10 @@ CONFIGS = "o0.letter,o1.letter,cloze_qa"
 N_ITEMS = 60  # 60 one-item batches: the holder is still running while the others check
 
 
-def holder_and_waiter(db):
+def holder_and_waiter(listed: dict):
     """(holder, waiter) once one run is running with cells and the other is queued behind
     it; whichever of two runs started at once takes the slot first is the holder."""
-    runs = list(runs_json(db).values())
+    runs = list(listed.values())
     running = [r for r in runs if r["status"] == "running" and (r["cells_done"] or 0) > 0]
     queued = [r for r in runs if r["status"] == "queued"]
     if len(running) == 1 and len(queued) == 1 and \
@@ -81,8 +94,11 @@ def start_two(tiny_folder, tmp_path):
     Store(db)
     procs = {grid: start(*common(tiny_folder, items, db), "--grid", grid, "--configs", CONFIGS)
              for grid in ("one", "two")}
-    holder, waiter = wait_for(lambda: holder_and_waiter(db), "one running, one queued",
-                              list(procs.values()))
+    wait_for(lambda: holder_and_waiter(runs_read_here(db)), "one running, one queued",
+             list(procs.values()))
+    # and so `runs list` shows them (normally at the first look)
+    holder, waiter = wait_for(lambda: holder_and_waiter(runs_json(db)),
+                              "one running, one queued in `runs list`", list(procs.values()))
     return db, items, procs, holder, waiter
 
 
