@@ -30,6 +30,24 @@ def tiny_folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def whole(tiny_folder, tmp_path_factory):
+    """(items, cells) of the single-process grid the Ray launches are compared with
+    (test_ray_launch.py, test_ray_nodes.py): 8 items under test_ray_launch's configs, run
+    once per test process (it was once per module)."""
+    from helpers import run_cli
+    from test_ray_launch import common_args
+    from test_run_loop import cells_of, write_items
+
+    from fragility_tui.store.store import Store
+
+    tmp = tmp_path_factory.mktemp("ray")
+    items = write_items(tmp / "items.jsonl", 8)
+    db = tmp / "whole.duckdb"
+    run_cli("run", *common_args(tiny_folder, items), db=db, timeout=300, check=True)
+    return items, cells_of(Store(db), "g")
+
+
+@pytest.fixture(scope="session")
 def tiny_tokenizer():
     return make_tokenizer()
 

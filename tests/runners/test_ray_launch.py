@@ -19,7 +19,7 @@ from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.store.parts import visible_files  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from helpers import run_cli  # noqa: E402
-from test_run_loop import REPO, assert_same_cells, cells_of, write_items  # noqa: E402
+from test_run_loop import REPO, assert_same_cells, cells_of  # noqa: E402
 
 CONFIGS = "o0.letter,o1.paren,cloze_qa"
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
@@ -29,15 +29,6 @@ def common_args(tiny_folder, items):
     return ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
             "--threads", "1", "--display", "plain", "--grid", "g", "--configs", CONFIGS,
             "--prompt-mode", "chat", "--batch-size", "1"]
-
-
-@pytest.fixture(scope="module")
-def whole(tiny_folder, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("ray")
-    items = write_items(tmp / "items.jsonl", 8)
-    db = tmp / "whole.duckdb"
-    run_cli("run", *common_args(tiny_folder, items), db=db, timeout=300, check=True)
-    return items, cells_of(Store(db), "g")
 
 
 @pytest.mark.slow

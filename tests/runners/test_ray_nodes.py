@@ -27,7 +27,7 @@ torch = pytest.importorskip("torch")
 ray = pytest.importorskip("ray")
 
 from fragility_tui.store.store import Store  # noqa: E402
-from test_ray_launch import CONFIGS, RAY_ENV, common_args, whole  # noqa: E402,F401 (fixture)
+from test_ray_launch import CONFIGS, RAY_ENV, common_args  # noqa: E402
 from test_run_loop import REPO, assert_same_cells, cells_of  # noqa: E402
 
 # The machine's own address: a driver given 127.0.0.1 still looks the cluster up by this one.
