@@ -197,23 +197,25 @@ async def test_the_compare_form_starts_both_runs_and_waits_for_the_pair(syntheti
         assert app.compare_runs.awaited == "fresh"  # looked for until the first run makes it
 
 
-@pytest.mark.parametrize("field", ["#cf-start", "#cf-b-build", "#cf-device"])
-async def test_app_letters_do_not_act_behind_the_compare_form(synthetic_store, field):
+async def test_app_letters_do_not_act_behind_the_compare_form(synthetic_store):
     """A modal screen's binding chain stops at itself (Textual 8), so a letter typed on the
-    Start button or a menu never quits, exports or switches panes behind the form."""
+    Start button or a menu never quits, exports or switches panes behind the form. One app,
+    a form of its own for each field (opened afresh after the last one's Esc)."""
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
-        form = await open_compare_form(app, pilot)
-        form.query_one(field).focus()
-        await pilot.pause()
-        for key in ("s", "x", "c", "2", "n", "q"):
-            await pilot.press(key)
+        for field in ("#cf-start", "#cf-b-build", "#cf-device"):
+            form = await open_compare_form(app, pilot)
+            form.query_one(field).focus()
             await pilot.pause()
-            assert app.screen is form, key  # no selection, export, pane switch, quit
-        assert app.is_running
-        await pilot.press("escape")
-        await pilot.pause()
-        assert app.screen is not form
+            for key in ("s", "x", "c", "2", "n", "q"):
+                await pilot.press(key)
+                await pilot.pause()
+                # no selection, export, pane switch, quit
+                assert app.screen is form, (field, key)
+            assert app.is_running
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.screen is not form, field
 
 
 async def test_the_palette_opens_the_compare_form(synthetic_store):

@@ -31,35 +31,36 @@ async def open_runs(app, pilot):
     return pane, launched
 
 
-@pytest.mark.parametrize("field", ["#run-model", "#run-sample", "#run-quantize", "#run-start"])
-async def test_escape_leaves_the_run_form_from_any_field(synthetic_store, field):
-    app = FragilityApp(str(synthetic_store.path))
+async def test_escape_leaves_the_run_form_from_any_field(synthetic_store):
+    app = FragilityApp(str(synthetic_store.path))  # one app: each field from the table
     async with app.run_test(size=(120, 40)) as pilot:
         pane, _ = await open_runs(app, pilot)
-        pane.query_one(field).focus()
-        await pilot.pause()
-        await pilot.press("escape")
-        await pilot.pause()
-        assert app.focused is pane.main_table()
+        for field in ("#run-model", "#run-sample", "#run-quantize", "#run-start"):
+            pane.query_one(field).focus()
+            await pilot.pause()
+            assert app.focused is pane.query_one(field)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert app.focused is pane.main_table(), field
 
 
-@pytest.mark.parametrize("field", ["#run-start", "#run-quantize"])
-async def test_app_letters_do_not_fire_while_the_form_has_focus(synthetic_store, field):
+async def test_app_letters_do_not_fire_while_the_form_has_focus(synthetic_store):
     """On the Start button or the quantise menu, `u`, `k`, `n`, `s`, `q` and a pane digit
     do nothing (before: `u` resumed and `k` cancelled the selected run, `q` quit)."""
     add_run(synthetic_store, "cancelled")
-    app = FragilityApp(str(synthetic_store.path))
+    app = FragilityApp(str(synthetic_store.path))  # one app: a field, then the other
     async with app.run_test(size=(120, 40)) as pilot:
         pane, launched = await open_runs(app, pilot)
         assert pane.runs, "the run row is listed"
-        pane.query_one(field).focus()
-        await pilot.pause()
-        for key in ("u", "k", "n", "s", "x", "2", "q"):
-            await pilot.press(key)
+        for field in ("#run-start", "#run-quantize"):
+            pane.query_one(field).focus()
             await pilot.pause()
-        assert launched == [] and len(app.screen_stack) == 1
-        assert app.query_one("#panes").current == "runs" and app.is_running
-        assert app.focused is pane.query_one(field)
+            for key in ("u", "k", "n", "s", "x", "2", "q"):
+                await pilot.press(key)
+                await pilot.pause()
+            assert launched == [] and len(app.screen_stack) == 1, field
+            assert app.query_one("#panes").current == "runs" and app.is_running, field
+            assert app.focused is pane.query_one(field)
 
 
 async def test_letters_typed_in_a_field_are_text(synthetic_store):

@@ -13,6 +13,8 @@ from fragility_tui.grid.simulate import simulate
 from fragility_tui.store.store import Store
 from fragility_tui.tui.app import FragilityApp
 
+from .conftest import wait_while
+
 WIDE, SMALL_TERM = (120, 40), (80, 24)
 
 
@@ -35,8 +37,8 @@ def steps(*keys: str):
     """run_before: wait for the first view, then press keys, letting workers finish."""
     async def run(pilot):
         app = pilot.app
-        while app.view is None or app.computing:
-            await pilot.pause(0.05)
+        await wait_while(app, pilot, lambda: app.view is None or app.computing, 60,
+                         "app not ready")
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
