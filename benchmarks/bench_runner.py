@@ -26,8 +26,10 @@ the machine (two torch threads slow down ~10x while another process uses a core)
 
 (e) the extension configs' cost: `paper` against `paper,lik` on the (b) items (bench_configs).
 (f) the prompt tokens each config set asks for, planned without running (bench_config_tokens).
+(g) five solved examples: `paper` against `paper+k5`, `o0.letter.lik+k5` and `lik+k5`, and
+    lm-eval's 5-shot label-likelihood task on the same items (bench_fewshot).
 
-usage: python benchmarks/bench_runner.py [--parts lmeval,grid,overlap,tokens,configs,memory]
+usage: python benchmarks/bench_runner.py [--parts lmeval,grid,overlap,tokens,configs,fewshot,memory]
        [--threads 2]
        [--device cpu|cuda] [--dtype fp32|bf16|fp16] [--baseline-rev c6c171a]
        [--baseline-items 16] [--grid-repeats 3] [--json PATH]
@@ -128,11 +130,7 @@ def arc_easy_items(path: Path, count: int):
     from fragility_tui.items.loaders import load_items
 
     items, _ = load_items(SHARED / "arc_easy_test.jsonl", per_benchmark=count, seed=0)
-    with open(path, "w") as fh:
-        for item in items:
-            fh.write(json.dumps({"id": item.source_id, "benchmark": item.benchmark,
-                                 "subject": item.subject, "question": item.question,
-                                 "choices": list(item.choices), "gold": item.gold}) + "\n")
+    write_items(path, items)
     return items
 
 
@@ -458,6 +456,119 @@ def bench_config_tokens(per_benchmark: int) -> dict:
     return figures
 
 
+FEWSHOT_CASES = (  # (label, --configs) of (g), in the order run
+    ("paper", "paper"), ("paper+k5", "paper+k5"), ("o0.letter.lik+k5", "o0.letter.lik+k5"),
+    ("lik+k5", "lik+k5"))
+LETTER_LIK_TASK = (  # lm-eval's label-likelihood task over our o0.letter prompt, 5-shot
+    "task: {task}\ndataset_path: json\ndataset_kwargs: {{data_files: {{test: {items}}}}}\n"
+    "output_type: multiple_choice\ntest_split: test\nfewshot_split: test\n"
+    'doc_to_text: "Question: {{{{question.strip()}}}}\\nA. {{{{choices[0].strip()}}}}\\n'
+    'B. {{{{choices[1].strip()}}}}\\nC. {{{{choices[2].strip()}}}}\\n'
+    'D. {{{{choices[3].strip()}}}}\\nAnswer:"\n'
+    'doc_to_choice: ["A", "B", "C", "D"]\ndoc_to_target: gold\ntarget_delimiter: " "\n'
+    "metric_list: [{{metric: acc}}]\n")
+
+
+def write_items(path: Path, items) -> Path:
+    """Items in the shared schema, so lm-eval and our runner read the very same docs."""
+    with open(path, "w") as fh:
+        for item in items:
+            fh.write(json.dumps({"id": item.source_id, "benchmark": item.benchmark,
+                                 "subject": item.subject, "question": item.question,
+                                 "choices": list(item.choices), "gold": item.gold}) + "\n")
+    return path
+
+
+def bench_fewshot(work: Path, threads: int, per_benchmark: int) -> dict:
+    """(g) five solved examples (issue 56): whole runs of `paper`, `paper+k5`,
+    `o0.letter.lik+k5` (one config: the lettered prompt after five solved examples, scored
+    by the labels' log-likelihoods) and `lik+k5` (its 18 orders and formats) on the (b)
+    items, in the model's own prompt mode, each once and then again in reverse order;
+    beside them lm-evaluation-harness running the same 5-shot label-likelihood task
+    (LETTER_LIK_TASK, one task per benchmark, examples drawn by lm-eval from the
+    benchmark's other items, as ours are: so the same kind of prompts, not the same shots)
+    as a whole command before and after ours. Ratios of run seconds (ours: the run's own
+    recorded seconds and the command's; lm-eval: the command's, model load included)."""
+    from fragility_tui.items.loaders import load_many
+
+    python = lmeval_venv()
+    files = [str(SHARED / f"{name}.jsonl") for name in GRID_FILES]
+    items, _ = load_many(files, per_benchmark=per_benchmark, seed=0)
+    measured: dict[str, list] = {label: [] for label, _ in FEWSHOT_CASES}
+    lmeval: list[dict] = []
+
+    def run_lmeval(k: int) -> None:
+        if isinstance(python, str):
+            return
+        from fragility_tui.hashing import sha256_file
+        from runners.models.load import converted_gguf_folder, resolve_spec
+        import torch
+
+        gguf = resolve_spec(MODEL).path
+        folder = converted_gguf_folder(gguf, sha256_file(gguf),
+                                       getattr(torch, TORCH_DTYPES[DTYPE]))
+        tasks = work / "tasks"
+        names = []
+        if not tasks.is_dir():
+            tasks.mkdir()
+        for benchmark in sorted({item.benchmark for item in items}):
+            name = f"k5_letter_lik_{benchmark}"
+            path = write_items(work / f"{benchmark}.jsonl",
+                               [item for item in items if item.benchmark == benchmark])
+            (tasks / f"{name}.yaml").write_text(LETTER_LIK_TASK.format(task=name, items=path))
+            names.append(name)
+        out = work / f"lmeval-out-{k}"
+        wall, _ = run_command(
+            [str(Path(python).parent / "lm_eval"), "run", "--model", "hf", "--model_args",
+             f"pretrained={folder},dtype={TORCH_DTYPES[DTYPE]}", "--device", DEVICE,
+             "--include_path", str(tasks), "--tasks", ",".join(names), "--num_fewshot", "5",
+             "--batch_size", "8", "--seed", "0", "--log_samples", "--output_path", str(out)],
+            threads=threads)
+        contexts = {line["arguments"]["gen_args_0"]["arg_0"]
+                    for path in out.rglob("samples_*.jsonl")
+                    for line in map(json.loads, path.read_text().splitlines())}
+        lmeval.append({"command_s": wall, "docs": len(contexts)})
+        print(f"    lm-eval 5-shot letter likelihood: {wall:.1f} s command, "
+              f"{len(contexts)} docs", flush=True)
+
+    run_lmeval(0)
+    for k, (label, configs) in enumerate(FEWSHOT_CASES + FEWSHOT_CASES[::-1]):
+        db = work / f"fewshot{k}.duckdb"
+        wall, _ = fragility_run(db, "g", files, configs, threads, per_benchmark)
+        run = last_run(db)
+        tokens = run["provenance"]["batching"][MODEL]["tokens"]
+        measured[label].append({"run_seconds": run["seconds"], "command_s": wall,
+                                "cells": run["cells_done"],
+                                "prompt_forwarded": tokens["prompt_forwarded"]})
+        print(f"    {label:>16}: {run['seconds']:.1f} s run, {wall:.1f} s command, "
+              f"{tokens['prompt_forwarded']:,} prompt tokens forwarded", flush=True)
+    run_lmeval(1)
+
+    def total(label, key):
+        return sum(r[key] for r in measured[label])
+
+    ratios = {label: {key: round(total(label, key) / total("paper", key), 3)
+                      for key in ("run_seconds", "command_s", "prompt_forwarded")}
+              for label, _ in FEWSHOT_CASES}
+    for label, _ in FEWSHOT_CASES[1:]:
+        print(f"(g) {label} / paper on {len(items)} items: run seconds "
+              f"{ratios[label]['run_seconds']:.2f}x, command {ratios[label]['command_s']:.2f}x, "
+              f"prompt tokens forwarded {ratios[label]['prompt_forwarded']:.2f}x")
+    figures = {"runs": measured, "items": len(items), "ratios": ratios}
+    if lmeval:
+        lm_s = sum(r["command_s"] for r in lmeval)
+        figures["lmeval"] = {"runs": lmeval, "version": LMEVAL_VERSION}
+        for label in ("o0.letter.lik+k5", "lik+k5"):
+            figures["lmeval"][f"{label}_command_over_lmeval"] = round(
+                total(label, "command_s") / lm_s, 3)
+            print(f"    {label} command / lm-eval's 5-shot letter-likelihood command: "
+                  f"{total(label, 'command_s') / lm_s:.2f}x", flush=True)
+    else:
+        figures["lmeval"] = {"skipped": python}
+        print(f"    lm-eval skipped: {python}")
+    return figures
+
+
 def longest_starter_items(path: Path, count: int) -> Path:
     from fragility_tui.items.loaders import load_items
 
@@ -507,7 +618,7 @@ def bench_memory(work: Path, threads: int, baseline_rev: str, baseline_items: in
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="lmeval,grid,overlap,tokens,configs,memory")
+    parser.add_argument("--parts", default="lmeval,grid,overlap,tokens,configs,fewshot,memory")
     parser.add_argument("--overlap-items", type=int, default=3,
                         help="items per benchmark in (d)")
     parser.add_argument("--threads", type=int, default=2)
@@ -550,6 +661,9 @@ def main(argv=None) -> int:
         if "configs" in parts:
             (work / "e").mkdir()
             figures["configs"] = bench_configs(work / "e", args.threads, args.per_benchmark)
+        if "fewshot" in parts:
+            (work / "g").mkdir()
+            figures["fewshot"] = bench_fewshot(work / "g", args.threads, args.per_benchmark)
         if "memory" in parts:
             (work / "c").mkdir()
             figures["memory"] = bench_memory(work / "c", args.threads, args.baseline_rev,
