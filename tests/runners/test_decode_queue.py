@@ -10,7 +10,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from runners.backends.transformers import decoding  # noqa: E402
+from runners.backends.transformers import decoding, scoring  # noqa: E402
 from runners.backends.transformers.decoding import decode_order, decode_room, take_rows  # noqa: E402
 from test_scoring import _assert_matches_reference, _scorer  # noqa: E402
 
@@ -52,3 +52,41 @@ def test_ordering_by_leaves_pads_fewer_decoding_queries(tiny_model, tiny_tokeniz
                                            max_slots=1000)
     assert by_leaves.stats.decode_calls == by_keys.stats.decode_calls
     assert by_leaves.stats.decode_padding < 0.5 * by_keys.stats.decode_padding
+
+
+def test_rows_finished_in_one_step_are_refilled_together(tiny_model, tiny_tokenizer,
+                                                         monkeypatch):
+    """Issue 59: the rows that finish in a step take their waiting groups at once, with one
+    copy from the pool, one head call and one judge, and answer as the plain loop does. A
+    tight budget keeps groups waiting, one leaf a row makes rows finish together."""
+    for module in (decoding, scoring):
+        monkeypatch.setattr(module, "DECODE_GROUP_LEAVES", 1)
+    rounds, heads = [], []
+    refill, first_logits = decoding.DecodingRows.refill, decoding.DecodingRows._first_logits
+
+    def counted_refill(self, rows):
+        filled = refill(self, rows)
+        rounds.append(len(filled))
+        return filled
+
+    def counted_head(self, rows):
+        heads.append(len(rows))
+        return first_logits(self, rows)
+
+    monkeypatch.setattr(decoding.DecodingRows, "refill", counted_refill)
+    monkeypatch.setattr(decoding.DecodingRows, "_first_logits", counted_head)
+    calls = 0
+    init = decoding.DecodingRows.__init__
+
+    def counted_init(self, *args, **kwargs):
+        nonlocal calls
+        calls += 1
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(decoding.DecodingRows, "__init__", counted_init)
+    _assert_matches_reference(tiny_model, tiny_tokenizer, _scorer(tiny_model, tiny_tokenizer),
+                              True, max_slots=600)
+    filled = [n for n in rounds if n]
+    assert filled and max(filled) > 1, rounds  # several rows in one round
+    # one head call as each call's rows start, then one per round that filled rows
+    assert len(heads) - len(filled) == calls and len(heads) < sum(heads)

@@ -109,3 +109,19 @@ def test_a_cache_that_runs_out_of_room_grows_and_keeps_its_rows():
     assert torch.equal(keys[:, 0, :4, 0].round(), INDEX[[0, 2]].float())
     assert torch.equal(keys[0, 0, 4:, 0], torch.tensor([80.0, 81, 82, 83, 84]))
 
+
+
+def test_refilling_several_rows_at_once_copies_each_rows_slots():
+    """A step's finished rows are refilled together (DecodingRows.refill): one copy per
+    layer for all of them, the same rows as one copy each."""
+    pool = _pool(9, KVScratch())
+    together, one_by_one = pool.gather(INDEX, room=1), pool.gather(INDEX, room=1)
+    slots = torch.tensor([[9, 8, 0, 0], [5, 6, 7, 0]])
+    pool.fill_rows(together, [2, 0], slots)
+    pool.fill_row(one_by_one, 2, slots[0])
+    pool.fill_row(one_by_one, 0, slots[1])
+    for layer in range(LAYERS):
+        assert torch.equal(_rows(together, layer), _rows(one_by_one, layer))
+        assert torch.equal(together.layers[layer].values, one_by_one.layers[layer].values)
+    assert torch.equal(_rows(together), torch.tensor([[5, 6, 7, 0], [4, 5, 6, 7],
+                                                       [9, 8, 0, 0]], dtype=torch.float32))

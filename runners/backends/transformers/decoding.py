@@ -106,6 +106,9 @@ class DecodingRows:
         self.key_positions[:, :width] = to_device(pool.positions[gather], device)
         self.lengths = to_device(lengths, device)
         self.fed = torch.zeros(count, most, dtype=torch.long, device=device)  # per leaf
+        # The host's bound on the next query position (a leaf advances one per step):
+        # the sliding-window test needs no read-back from the device.
+        self.top_position = int(lengths.max())
         self.cache = pool.gather(gather, room=room)
         self.first_logits = self._first_logits(self.leaves)
         self._forget(self.leaves)
@@ -144,37 +147,47 @@ class DecodingRows:
     def refillable(self, still: list[list]) -> list[int]:
         return [r for r, going in enumerate(still) if not going] if self.queue else []
 
-    def refill(self, r: int) -> bool:
-        """Put the next waiting group into finished row r (its keys first, masked padding
-        after, its new tokens appended where every row's are); False when none waits or it
-        does not fit."""
-        if not self.queue or len(self.queue[0][1]) > self.cache.get_seq_length():
-            return False
-        group, keys = self.queue.popleft()
-        slots = torch.zeros(self.cache.get_seq_length(), dtype=torch.long)
-        slots[:len(keys)] = keys
-        self.pool.fill_row(self.cache, r, slots)
-        visible, lengths = self._see(group, keys, self.visible.shape[1])
-        device = self.calls.device
-        self.visible[r] = False
-        self.visible[r, :, :len(keys)] = to_device(visible, device)
-        self.lengths[r] = to_device(lengths, device)
-        self.fed[r] = 0
-        self.key_positions[r, :self.keys] = to_device(self.pool.positions[slots], device)
-        self.leaves[r], self.active[r] = group, list(range(len(group)))
-        self.first_logits = self._first_logits([group])
-        self._forget([group])
+    def refill(self, rows: list[int]) -> list[int]:
+        """Put the next waiting groups into finished rows `rows`, one each in order, while a
+        group waits and fits (its keys first, masked padding after, its new tokens appended
+        where every row's are); the rows refilled. All of them with one copy from the pool
+        per layer and one head call for their leaves' first logits (`first_logits`, in the
+        order of the rows returned)."""
+        length, device = self.cache.get_seq_length(), self.calls.device
+        filled, slots = [], []
+        for r in rows:
+            if not self.queue or len(self.queue[0][1]) > length:
+                break
+            group, keys = self.queue.popleft()
+            row_slots = torch.zeros(length, dtype=torch.long)
+            row_slots[:len(keys)] = keys
+            visible, lengths = self._see(group, keys, self.visible.shape[1])
+            self.visible[r] = False
+            self.visible[r, :, :len(keys)] = to_device(visible, device)
+            self.lengths[r] = to_device(lengths, device)
+            self.fed[r] = 0
+            self.top_position = max(self.top_position, int(lengths.max()))
+            self.key_positions[r, :self.keys] = to_device(self.pool.positions[row_slots],
+                                                          device)
+            self.leaves[r], self.active[r] = group, list(range(len(group)))
+            filled.append(r)
+            slots.append(row_slots)
+        if filled:
+            self.pool.fill_rows(self.cache, filled, torch.stack(slots))
+            groups = [self.leaves[r] for r in filled]
+            self.first_logits = self._first_logits(groups)
+            self._forget(groups)
         if not self.queue:
             self.pool.release()
-        return True
+        return filled
 
     def step(self, going: list[list[tuple[int, int]]], stats: ScoreStats):
         """Feed each going leaf its token; the logits of the next, in row order."""
         calls, device = self.calls, self.calls.device
         keep = [r for r, row in enumerate(going) if row]
         if len(keep) < len(going):
-            kept = torch.tensor(keep, device=device)
-            self.cache.batch_select_indices(kept)
+            self.cache.batch_select_indices(torch.tensor(keep))  # on the host: no sync
+            kept = to_device(torch.tensor(keep), device)
             self.visible, self.lengths = self.visible[kept], self.lengths[kept]
             self.fed, self.key_positions = self.fed[kept], self.key_positions[kept]
             self.leaves = [self.leaves[r] for r in keep]
@@ -199,7 +212,8 @@ class DecodingRows:
         key_positions = self.key_positions[:, :keys + width]
         if self.tree_masks:
             own = torch.eye(width, dtype=torch.bool, device=device).expand(count, width, width)
-            mask = calls.tree_mask(torch.cat([seen, own], dim=2), positions, key_positions)
+            mask = calls.tree_mask(torch.cat([seen, own], dim=2), positions, key_positions,
+                                   self.top_position)
         else:  # one leaf per row: a key-padding mask says it all
             mask = torch.cat([seen[:, 0], real], dim=1).long()
         # The real queries' features by index (row-major, as `entries` lists them), not by
@@ -211,6 +225,7 @@ class DecodingRows:
         self.visible[:, :, keys:keys + width] = False
         self.visible[row_index, leaf, keys + query] = True
         self.fed[row_index, leaf] += 1
+        self.top_position += 1
         self.keys = keys + width
         self.active = [[slot for slot, _ in row] for row in going]
         stats.decode_calls += 1

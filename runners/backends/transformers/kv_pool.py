@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import torch
 
+from runners.backends.transformers.model_calls import to_device
+
 
 class KVPool:
     """Keys and values of every token forwarded in a batch, each once.
@@ -60,7 +62,7 @@ class KVPool:
                 layers.append(DynamicLayer())
                 continue
             if keys.device not in on:
-                on[keys.device] = flat.to(keys.device)
+                on[keys.device] = to_device(flat, keys.device)  # the host goes on
             at, shape = on[keys.device], (rows, length + room, *keys.shape[1:])
             layers.append(roomy_layer(*(self._gathered(t, at, shape, (len(layers), kind))
                                         for kind, t in enumerate((keys, values))), length))
@@ -83,14 +85,27 @@ class KVPool:
     def fill_row(self, cache, row: int, slots: torch.Tensor) -> None:
         """Row `row` of a gathered cache becomes the slots `slots` (its first len(slots)
         positions), copied straight from the pool into the row."""
+        self.fill_rows(cache, [row], slots[None])
+
+    def fill_rows(self, cache, rows: list[int], slots: torch.Tensor) -> None:
+        """Rows `rows` of a gathered cache become the slots `slots` [len(rows), length]
+        (their first `length` positions): one copy per layer and kind for all of them (a
+        step's refilled rows together), straight into the row where there is one."""
+        count, length = slots.shape
         at = {}
         for layer, keys, values in zip(cache.layers, self.keys, self.values):
             if keys is None:
                 continue
             if keys.device not in at:
-                at[keys.device] = slots.to(keys.device)
+                at[keys.device] = (to_device(slots.reshape(-1), keys.device),
+                                   to_device(torch.tensor(rows), keys.device))
+            flat, where = at[keys.device]
             for pool, buffer in zip((keys, values), layer.token_major_states()):
-                torch.index_select(pool, 0, at[keys.device], out=buffer[row, :len(slots)])
+                if count == 1:
+                    torch.index_select(pool, 0, flat, out=buffer[rows[0], :length])
+                else:
+                    buffer[where, :length] = pool.index_select(0, flat).view(
+                        count, length, *pool.shape[1:])
 
     def store(self, cache, offset: int, rows: torch.Tensor, cols: torch.Tensor,
               slots: torch.Tensor) -> None:
@@ -108,7 +123,8 @@ class KVPool:
             for source, pool in zip(token_major(layer), (keys, values)):
                 count, width, heads, dim = source.shape
                 if (pool.device, width) not in index:
-                    index[pool.device, width] = (rows * width + offset + cols).to(pool.device)
+                    index[pool.device, width] = to_device(rows * width + offset + cols,
+                                                          pool.device)
                 # Whole [heads, dim] blocks picked straight into the slot range.
                 flat = source.view(count * width, heads, dim)
                 torch.index_select(flat, 0, index[pool.device, width], out=pool[first:end])
@@ -230,7 +246,9 @@ def _roomy_layer_class():
 
         def batch_select_indices(self, indices: torch.Tensor) -> None:
             """Keep rows `indices`: ascending ones (dropping finished rows) are moved down
-            in place, a row copy each, rather than copying the whole cache."""
+            in place, a row copy each, rather than copying the whole cache. The scorer
+            passes them on the host (DecodingRows.step): read from a device tensor, every
+            layer would make the host wait for the device."""
             kept = indices.tolist()
             if all(a < b for a, b in zip(kept, kept[1:])):
                 for to, source in enumerate(kept):
@@ -239,7 +257,7 @@ def _roomy_layer_class():
                             buffer[to, :self.length] = buffer[source, :self.length]
                 self.rows = len(kept)
             else:
-                indices = indices.to(self._keys.device)  # layers of a sharded model differ
+                indices = to_device(indices, self._keys.device)  # sharded layers differ
                 self._keys, self._values = self._keys[indices], self._values[indices]
                 self.rows = len(kept)
             self._views()

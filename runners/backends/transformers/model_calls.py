@@ -84,12 +84,16 @@ class ModelCalls:
         return self.head(out.last_hidden_state if self.head_split else out.logits)
 
     def tree_mask(self, visible: torch.Tensor, query_positions: torch.Tensor,
-                  key_positions: torch.Tensor):
+                  key_positions: torch.Tensor, top_position: int):
         """The additive 4D mask for `visible` [rows, queries, keys]; per layer type when a
-        sliding window is shorter than these positions (windows count logical positions)."""
+        sliding window is shorter than these positions (windows count logical positions).
+        `top_position`: the host's bound on the largest query position (reading the
+        positions' maximum off the device would make the host wait for it); a bound above
+        the window with every position below it only adds a sliding mask equal to the full
+        one."""
         masks = {"full_attention": visible}
         window = self.sliding_window
-        if window is not None and int(query_positions.max()) >= window:
+        if window is not None and top_position >= window:
             near = query_positions[:, :, None] - key_positions[:, None, :] < window
             masks["sliding_attention"] = visible & near
         additive = {kind: self._additive(mask) for kind, mask in masks.items()}

@@ -129,7 +129,8 @@ class Scorer:
         mark_logprob_nodes(roots, scored_from)
         mark_scored_leaves(roots, len(gen))
         result = BatchResult()
-        result.stats.unique_prompt_tokens = count_tokens(build_tree(sequences, share=True))
+        shared = roots if self.prefix_reuse else build_tree(sequences, share=True)
+        result.stats.unique_prompt_tokens = count_tokens(shared)  # one tree when reusing
         result.stats.total_prompt_tokens = sum(map(len, sequences))
         pool = KVPool(count_tokens(roots, forwarded=True), self.scratch)
         pending = PendingLogprobs(self.prefill_constants.chunk_rows)
@@ -286,10 +287,11 @@ class Scorer:
             width, width, dtype=torch.bool, device=device).tril()
         visible = torch.cat([to_device(prefix_real, device)[:, None, :] & real[:, :, None], packed],
                             dim=2)
+        top_position = int(positions.max())  # on the host
         positions = to_device(positions, device)
         return self.calls.tree_mask(visible, positions,
                                     torch.cat([to_device(key_positions, device), positions],
-                                              dim=1))
+                                              dim=1), top_position)
 
     # -- decoding -----------------------------------------------------------------------
 
@@ -316,13 +318,19 @@ class Scorer:
         while True:
             still = self._judge(gen, state.leaves, state.active, logits, generated, margins,
                                 result)
-            for row in state.refillable(still):  # rows that are done take waiting groups
-                while not still[row] and state.refill(row):
+            # Rows that are done take waiting groups: all of them at once (one copy, one
+            # head call, one judge); a row whose new leaves all stop at once goes again.
+            empty = state.refillable(still)
+            while empty and (filled := state.refill(empty)):
+                for row in filled:
                     generated.update({i: [] for i in state.leaves[row]})
                     margins.update({i: math.inf for i in state.leaves[row]})
-                    still[row] = self._judge(gen, [state.leaves[row]], [state.active[row]],
-                                             state.first_logits, generated, margins,
-                                             result)[0]
+                judged = self._judge(gen, [state.leaves[r] for r in filled],
+                                     [state.active[r] for r in filled], state.first_logits,
+                                     generated, margins, result)
+                for row, going in zip(filled, judged):
+                    still[row] = going
+                empty = [row for row in filled if not still[row]]
             if not any(still):
                 return
             logits = state.step(still, result.stats)
