@@ -43,7 +43,7 @@ test: install
 # DEVICE / DTYPE: where the reference check runs (`make test-reference DEVICE=cuda DTYPE=bf16`
 # on a GPU box); by default the CPU in fp32.
 test-reference: install  # the full 40-item real-model reference check (~25 min on 2 cores)
-	FRAGILITY_REFERENCE_PER_BENCHMARK=10 FRAGILITY_REFERENCE_DEVICE=$(or $(DEVICE),cpu) \
+	FRAGILITY_REFERENCE_PER_BENCHMARK=10 FRAGILITY_REFERENCE_ONE_AT_A_TIME=1 FRAGILITY_REFERENCE_DEVICE=$(or $(DEVICE),cpu) \
 	  FRAGILITY_REFERENCE_DTYPE=$(or $(DTYPE),fp32) $(PY) -m pytest -q -s tests/runners/test_smollm2.py
 
 # One GPU, offline, <= 8 minutes, nothing downloaded or converted (benchmarks/gpu_check.py, docs/runner.md).

@@ -356,3 +356,30 @@ def test_pending_logprobs_send_a_shared_parent_row_through_the_head_once():
         expected = torch.log_softmax(torch.cat([parent[None], rows]) @ weight.T, dim=-1)
         assert torch.allclose(got[span], expected[torch.arange(len(targets)), targets],
                               atol=1e-5)
+
+
+def test_the_plain_loops_batched_generate_answers_as_one_prompt_at_a_time(tiny_model,
+                                                                          tiny_tokenizer):
+    """plain_loop.reference_cells (an item's generation prompts in one left-padded
+    model.generate, what `make test` checks SmolLM2 against) gives reference_cell's text
+    and answer for every config, away from float-noise ties, and the same scores."""
+    from runners.backends.transformers.plain_loop import reference_cell, reference_cells
+
+    compared = 0
+    with torch.inference_mode():
+        for item in ITEMS:
+            together = reference_cells(tiny_model, tiny_tokenizer, item, CONFIG_IDS, SEED,
+                                       chat=True)
+            assert list(together) == list(CONFIG_IDS)
+            for config_id, batched in together.items():
+                alone = reference_cell(tiny_model, tiny_tokenizer, item, config_id, SEED,
+                                       chat=True)
+                if alone.scores is not None:
+                    assert batched.scores == alone.scores and batched.pred == alone.pred
+                    continue
+                if min(alone.margin, batched.margin) < 1e-4:
+                    continue  # a float-noise tie may go either way
+                assert (batched.output, batched.pred) == (alone.output, alone.pred), config_id
+                assert batched.margin == pytest.approx(alone.margin, abs=1e-4)
+                compared += 1
+    assert compared >= len(ITEMS) * 24 // 2, compared
