@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import gc
+from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
@@ -14,10 +15,9 @@ from fragility_tui.tui.view_model import Selection
 from fragility_tui.tui.screens import HelpScreen, ItemScreen, ModelScreen, PairScreen
 from fragility_tui.tui.widgets import ReportTable
 
-from .conftest import SMALL, open_pane, screen_text, wait_listed, wait_ready
+from .conftest import SMALL, open_pane, screen_text, wait_listed, wait_ready, walk_checks
 
 pytestmark = pytest.mark.anyio
-
 
 
 def table(app, pane_id: str) -> ReportTable:
@@ -25,265 +25,218 @@ def table(app, pane_id: str) -> ReportTable:
         app.pane(pane_id).main_table()
 
 
-async def test_header_badge_and_every_pane(synthetic_store):
+async def test_one_app_walks_the_panes_drilldowns_filters_help_and_exports(
+        synthetic_store, tmp_path, monkeypatch):
+    """The read-only checks of this file on one app (issue 60: each started its own on the
+    same store at the same size). In this order because each leaves the app as the next
+    expects: a drill-down is left with Esc, a filter cleared; the Bands sort, which changes
+    which model is on its first row, comes last."""
+    monkeypatch.chdir(tmp_path)  # the screenshot and the exports land here
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        text = screen_text(app)
-        assert "grid: synthetic-small" in text and "SYNTHETIC" in text
-        assert f"{SMALL['n_models']} models × {SMALL['n_items']} items × 26 configs" in text
-        expected_rows = {"1": ("grids", 1), "2": ("bands", SMALL["n_models"]),
-                         "3": ("pairs", SMALL["n_models"] - 1), "4": ("items", SMALL["n_items"]),
-                         "5": ("axes", SMALL["n_models"] + 1), "6": ("compression", 10),
-                         "7": ("runs", 0)}
-        for key, (pane_id, rows) in expected_rows.items():
-            await open_pane(app, pilot, key)
-            assert app.query_one("#panes").current == pane_id
-            assert table(app, pane_id).row_count == rows, pane_id
-        await open_pane(app, pilot, "8")
-        assert app.query_one("#panes").current == "compare"
-        result = str(app.query_one("#compare-result").render())
-        assert "observed" in result and "balanced" in result and "McNemar" in result
-        assert table(app, "compare").row_count == 4  # one row per benchmark
-        top = [b.band.model for b in app.view.report.bands[:2]]
-        assert [app.query_one(f"#compare-{x}").value for x in "ab"] == top
+        await walk_checks(app, pilot, check_header_badge_and_every_pane,
+                          check_bands_enter_shows_the_model_configs_and_esc_goes_back,
+                          check_pairs_enter_lists_items_behind_the_gap_then_item_drilldown,
+                          check_item_drilldown_matrix_matches_the_cube,
+                          check_items_filter_query,
+                          check_help_lists_every_binding_and_palette_has_panes,
+                          partial(check_copy_export_and_screenshot, tmp_path=tmp_path),
+                          check_filter_and_sort_on_bands)
+    check_the_exported_files(app, tmp_path)
 
 
-async def test_bands_enter_shows_the_model_configs_and_esc_goes_back(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await open_pane(app, pilot, "2")
-        top_model = app.view.report.bands[0].band.model
+async def check_header_badge_and_every_pane(app, pilot):
+    text = screen_text(app)
+    assert "grid: synthetic-small" in text and "SYNTHETIC" in text
+    assert f"{SMALL['n_models']} models × {SMALL['n_items']} items × 26 configs" in text
+    expected_rows = {"1": ("grids", 1), "2": ("bands", SMALL["n_models"]),
+                     "3": ("pairs", SMALL["n_models"] - 1), "4": ("items", SMALL["n_items"]),
+                     "5": ("axes", SMALL["n_models"] + 1), "6": ("compression", 10),
+                     "7": ("runs", 0)}
+    for key, (pane_id, rows) in expected_rows.items():
+        await open_pane(app, pilot, key)
+        assert app.query_one("#panes").current == pane_id
+        assert table(app, pane_id).row_count == rows, pane_id
+    await open_pane(app, pilot, "8")
+    assert app.query_one("#panes").current == "compare"
+    result = str(app.query_one("#compare-result").render())
+    assert "observed" in result and "balanced" in result and "McNemar" in result
+    assert table(app, "compare").row_count == 4  # one row per benchmark
+    top = [b.band.model for b in app.view.report.bands[:2]]
+    assert [app.query_one(f"#compare-{x}").value for x in "ab"] == top
+
+
+async def check_bands_enter_shows_the_model_configs_and_esc_goes_back(app, pilot):
+    await open_pane(app, pilot, "2")
+    top_model = app.view.report.bands[0].band.model
+    await pilot.press("enter")
+    await pilot.pause()
+    assert isinstance(app.screen, ModelScreen) and app.screen.model == top_model
+    configs = app.screen.query_one(ReportTable)
+    assert configs.row_count == 26
+    first = configs.all_rows[0][1]
+    assert first[0] == "o0.letter"
+    assert first[1] == pytest.approx(app.view.report.bands[0].band.reference)
+    await pilot.press("escape")
+    await pilot.pause()
+    assert not isinstance(app.screen, ModelScreen)
+    assert app.query_one("#panes").current == "bands"
+
+
+async def check_pairs_enter_lists_items_behind_the_gap_then_item_drilldown(app, pilot):
+    await open_pane(app, pilot, "3")
+    pair = app.view.report.pairs[0]
+    await pilot.press("enter")
+    await pilot.pause()
+    assert isinstance(app.screen, PairScreen)
+    assert (app.screen.a, app.screen.b) == (pair.a, pair.b)
+    rows = app.screen.query_one(ReportTable).all_rows
+    parts = [values[0] for _, values in rows]
+    assert parts.count("stable: A only") == pair.a_only_stable
+    assert parts.count("stable: B only") == pair.b_only_stable
+    if rows:
         await pilot.press("enter")
+        await app.workers.wait_for_complete()
         await pilot.pause()
-        assert isinstance(app.screen, ModelScreen) and app.screen.model == top_model
-        configs = app.screen.query_one(ReportTable)
-        assert configs.row_count == 26
-        first = configs.all_rows[0][1]
-        assert first[0] == "o0.letter"
-        assert first[1] == pytest.approx(app.view.report.bands[0].band.reference)
+        assert isinstance(app.screen, ItemScreen)
         await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, ModelScreen)
-        assert app.query_one("#panes").current == "bands"
-
-
-async def test_pairs_enter_lists_items_behind_the_gap_then_item_drilldown(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await open_pane(app, pilot, "3")
-        pair = app.view.report.pairs[0]
-        await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, PairScreen)
-        assert (app.screen.a, app.screen.b) == (pair.a, pair.b)
-        rows = app.screen.query_one(ReportTable).all_rows
-        parts = [values[0] for _, values in rows]
-        assert parts.count("stable: A only") == pair.a_only_stable
-        assert parts.count("stable: B only") == pair.b_only_stable
-        if rows:
-            await pilot.press("enter")
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-            assert isinstance(app.screen, ItemScreen)
-            await pilot.press("escape")
-            await pilot.pause()
-            assert isinstance(app.screen, PairScreen)
-        await pilot.press("escape")
-        await pilot.pause()
-        assert app.query_one("#panes").current == "pairs"
+    await pilot.press("escape")
+    await pilot.pause()
+    assert app.query_one("#panes").current == "pairs"
 
 
-async def test_item_drilldown_matrix_matches_the_cube(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await open_pane(app, pilot, "4")
-        await pilot.press("down", "enter")
-        await app.workers.wait_for_complete()
-        await pilot.pause()
-        screen = app.screen
-        assert isinstance(screen, ItemScreen)
-        k = app.view.cube.items.index(screen.item_uid)
-        assert k == 1
-        matrix = screen.query_one("#bit-matrix", DataTable)
-        assert matrix.row_count == SMALL["n_models"]
-        configs = list(app.view.cube.configs)
-        assert [c.key.value for c in matrix.columns.values() if not c.key.value.startswith(
-            ("model", "gap-"))] == configs  # all 26, one character each, canonical order
-        for m, model in enumerate(app.view.cube.models):
-            row = matrix.get_row(model)
-            marks = [str(row[screen.column_of(c)]) for c in configs]
-            expected = ["✓" if b else "✗" for b in app.view.cube.bits[m, k]]
-            assert marks == expected, model
-        await pilot.press("right")  # from o0.letter onto o0.paren
-        await pilot.pause()
-        detail = str(screen.query_one("#cell-detail").render())
-        assert "× o0.paren" in detail and "(A) " in detail  # the re-rendered paren prompt
-        assert len(screen.cells) == SMALL["n_models"] * 26
+async def check_item_drilldown_matrix_matches_the_cube(app, pilot):
+    await open_pane(app, pilot, "4")
+    await pilot.press("down", "enter")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, ItemScreen)
+    k = app.view.cube.items.index(screen.item_uid)
+    assert k == 1
+    matrix = screen.query_one("#bit-matrix", DataTable)
+    assert matrix.row_count == SMALL["n_models"]
+    configs = list(app.view.cube.configs)
+    assert [c.key.value for c in matrix.columns.values() if not c.key.value.startswith(
+        ("model", "gap-"))] == configs  # all 26, one character each, canonical order
+    for m, model in enumerate(app.view.cube.models):
+        row = matrix.get_row(model)
+        marks = [str(row[screen.column_of(c)]) for c in configs]
+        expected = ["✓" if b else "✗" for b in app.view.cube.bits[m, k]]
+        assert marks == expected, model
+    await pilot.press("right")  # from o0.letter onto o0.paren
+    await pilot.pause()
+    detail = str(screen.query_one("#cell-detail").render())
+    assert "× o0.paren" in detail and "(A) " in detail  # the re-rendered paren prompt
+    assert len(screen.cells) == SMALL["n_models"] * 26
+    await pilot.press("escape")  # back to the Items pane for the next check
+    await pilot.pause()
+    assert not isinstance(app.screen, ItemScreen)
 
 
-async def test_items_filter_query(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await open_pane(app, pilot, "4")
-        await pilot.press("slash")
-        box = app.query_one("#filter", Input)
-        assert box.display and box.has_focus
-        await pilot.press(*"bench:mmlu")
-        await pilot.pause()
-        items = table(app, "items")
-        n_mmlu = int((app.view.cube.benchmarks == "mmlu").sum())
-        assert items.row_count == n_mmlu > 0
-        box.value = "frag>0.9"
-        await pilot.pause()
-        expected = int((app.view.fragility > 0.9).sum())
-        assert items.row_count == expected
-        model = app.view.cube.models[0]
-        box.value = f"flips:{model}"
-        await pilot.pause()
-        assert items.row_count == int((app.view.classes[0] == 2).sum())
-        await pilot.press("escape")
-        await pilot.pause()
-        assert not box.display and items.row_count == SMALL["n_items"]
+async def check_items_filter_query(app, pilot):
+    await open_pane(app, pilot, "4")
+    await pilot.press("slash")
+    box = app.query_one("#filter", Input)
+    assert box.display and box.has_focus
+    await pilot.press(*"bench:mmlu")
+    await pilot.pause()
+    items = table(app, "items")
+    n_mmlu = int((app.view.cube.benchmarks == "mmlu").sum())
+    assert items.row_count == n_mmlu > 0
+    box.value = "frag>0.9"
+    await pilot.pause()
+    expected = int((app.view.fragility > 0.9).sum())
+    assert items.row_count == expected
+    model = app.view.cube.models[0]
+    box.value = f"flips:{model}"
+    await pilot.pause()
+    assert items.row_count == int((app.view.classes[0] == 2).sum())
+    await pilot.press("escape")
+    await pilot.pause()
+    assert not box.display and items.row_count == SMALL["n_items"]
 
 
-async def test_filter_and_sort_on_bands(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await open_pane(app, pilot, "2")
-        bands = table(app, "bands")
-        last = app.view.cube.models[-1]
-        await pilot.press("slash", *last[-3:], "enter")
-        await pilot.pause()
-        assert bands.row_count == 1 and bands.current_values()[0] == last
-        await pilot.press("escape")
-        await pilot.pause()
-        assert bands.row_count == SMALL["n_models"]
-        await pilot.press("o", "o")  # sort by model, then reverse
-        names = [v[0] for _, v in bands.shown_rows]
-        assert names == sorted(names, reverse=True)
+async def check_filter_and_sort_on_bands(app, pilot):
+    await open_pane(app, pilot, "2")
+    bands = table(app, "bands")
+    last = app.view.cube.models[-1]
+    await pilot.press("slash", *last[-3:], "enter")
+    await pilot.pause()
+    assert bands.row_count == 1 and bands.current_values()[0] == last
+    await pilot.press("escape")
+    await pilot.pause()
+    assert bands.row_count == SMALL["n_models"]
+    await pilot.press("o", "o")  # sort by model, then reverse
+    names = [v[0] for _, v in bands.shown_rows]
+    assert names == sorted(names, reverse=True)
 
 
-async def test_selection_is_honoured_by_every_pane(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await pilot.press("s")
-        await pilot.pause()
-        from fragility_tui.tui.screens import SelectionScreen
+async def check_help_lists_every_binding_and_palette_has_panes(app, pilot):
+    await pilot.press("f1")
+    await pilot.pause()
+    assert isinstance(app.screen, HelpScreen)
+    help_table = app.screen.query_one(DataTable)
+    rows = [" ".join(str(c) for c in help_table.get_row_at(k)) for k in range(help_table.row_count)]
+    text = "\n".join(rows)
+    from fragility_tui.tui.panes import PANES
 
-        assert isinstance(app.screen, SelectionScreen)
-        await pilot.press("escape")
-        await pilot.pause()
-        gen = tuple(c for c in app.view.full.configs if not c.startswith("cloze"))
-        models = app.view.full.models[:3]
-        app.choose_selection(Selection(configs=gen, models=models, benchmarks=("mmlu", "arc_challenge")))
-        await wait_ready(app, pilot)
-        assert app.view.cube.shape == (3, int(sum(app.view.full.benchmarks != "hellaswag")
-                                               - sum(app.view.full.benchmarks == "truthfulqa")), 24)
-        assert "selection: 24/26 configs, 3/4 models, 2/4 benchmarks" in screen_text(app)
-        await open_pane(app, pilot, "2")
-        assert table(app, "bands").row_count == 3
-        await open_pane(app, pilot, "4")
-        from fragility_tui.tui.item_table import ITEM_COLUMNS
-
-        at = [c.label for c in ITEM_COLUMNS].index("benchmark")
-        assert {str(v[at]) for _, v in table(app, "items").all_rows} == {"mmlu", "arc_challenge"}
-        await open_pane(app, pilot, "5")
-        assert app.view.report.axes.mean["scoring"] is None  # no cloze in view
-
-
-async def test_selection_form_refuses_to_drop_the_reference(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await pilot.press("s")
-        await pilot.pause()
-        from textual.widgets import SelectionList
-
-        configs = app.screen.query_one("#sel-configs", SelectionList)
-        configs.deselect("o0.letter")
-        await pilot.press("a")
-        await pilot.pause()
-        assert "the reference config o0.letter must be in view" in str(app.screen.query_one("#selection-error").render())
-        configs.select("o0.letter")
-        configs.deselect("cloze_qa")
-        await pilot.press("a")
-        await wait_ready(app, pilot)
-        chosen = app.session.selection
-        assert chosen.configs is not None and "cloze_qa" not in chosen.configs
+    for b in FragilityApp.BINDINGS + ReportTable.BINDINGS:
+        if b.key.isdigit():
+            assert f"{b.key} {b.description}" in text  # the "1 … 8" row names each pane
+        else:
+            assert (b.tooltip or b.description) in text, b.key
+    for pane in PANES:
+        for b in pane.__dict__.get("BINDINGS", []):
+            assert b.tooltip in text, (pane.title, b.key)
+    await pilot.press("escape")
+    await pilot.pause()
+    assert not isinstance(app.screen, HelpScreen)
+    await pilot.press("question_mark")
+    await pilot.pause()
+    assert isinstance(app.screen, HelpScreen)
+    await pilot.press("escape")
+    # the command palette offers every pane
+    titles = [c.title for c in app.get_system_commands(app.screen)]
+    assert all(f"Pane: {p.title} ({k + 1})" in titles for k, p in enumerate(PANES))
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*"Pane: Compression")
+    await pilot.pause(0.3)
+    await pilot.press("enter")
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    assert app.query_one("#panes").current == "compression"
 
 
-async def test_help_lists_every_binding_and_palette_has_panes(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await pilot.press("f1")
+async def check_copy_export_and_screenshot(app, pilot, tmp_path):
+    await open_pane(app, pilot, "2")
+    await pilot.press("c")  # copy the current row (OSC 52)
+    assert app.clipboard.split("\t")[0] == app.view.report.bands[0].band.model
+    await pilot.press("C")  # copy the whole table
+    lines = app.clipboard.strip().split("\n")
+    assert lines[0].startswith("model\tref %") and len(lines) == SMALL["n_models"] + 1
+    await pilot.press("P")  # SVG screenshot into the working directory
+    await pilot.pause()
+    shots = list(tmp_path.glob("fragility-*.svg"))
+    assert len(shots) == 1 and "<svg" in shots[0].read_text()[:500]
+    await open_pane(app, pilot, "3")
+    for suffix in (".csv", ".parquet", ".md", ".xlsx"):
+        await pilot.press("x")
         await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
-        help_table = app.screen.query_one(DataTable)
-        rows = [" ".join(str(c) for c in help_table.get_row_at(k)) for k in range(help_table.row_count)]
-        text = "\n".join(rows)
-        from fragility_tui.tui.panes import PANES
-
-        for b in FragilityApp.BINDINGS + ReportTable.BINDINGS:
-            if b.key.isdigit():
-                assert f"{b.key} {b.description}" in text  # the "1 … 8" row names each pane
-            else:
-                assert (b.tooltip or b.description) in text, b.key
-        for pane in PANES:
-            for b in pane.__dict__.get("BINDINGS", []):
-                assert b.tooltip in text, (pane.title, b.key)
-        await pilot.press("escape")
-        await pilot.pause()
-        assert not isinstance(app.screen, HelpScreen)
-        await pilot.press("question_mark")
-        await pilot.pause()
-        assert isinstance(app.screen, HelpScreen)
-        await pilot.press("escape")
-        # the command palette offers every pane
-        titles = [c.title for c in app.get_system_commands(app.screen)]
-        assert all(f"Pane: {p.title} ({k + 1})" in titles for k, p in enumerate(PANES))
-        await pilot.press("ctrl+p")
-        await pilot.pause()
-        await pilot.press(*"Pane: Compression")
-        await pilot.pause(0.3)
+        box = app.screen.query_one("#export-path", Input)
+        assert box.value.startswith("fragility-pairs-") and box.value.endswith(".csv")
+        box.value = str(tmp_path / f"pairs{suffix}")
         await pilot.press("enter")
-        await app.workers.wait_for_complete()
         await pilot.pause()
-        assert app.query_one("#panes").current == "compression"
+    assert any("unknown export format" in str(n.message) for n in app._notifications)
 
 
-async def test_copy_export_and_screenshot(synthetic_store, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_ready(app, pilot)
-        await open_pane(app, pilot, "2")
-        await pilot.press("c")  # copy the current row (OSC 52)
-        assert app.clipboard.split("\t")[0] == app.view.report.bands[0].band.model
-        await pilot.press("C")  # copy the whole table
-        lines = app.clipboard.strip().split("\n")
-        assert lines[0].startswith("model\tref %") and len(lines) == SMALL["n_models"] + 1
-        await pilot.press("P")  # SVG screenshot into the working directory
-        await pilot.pause()
-        shots = list(tmp_path.glob("fragility-*.svg"))
-        assert len(shots) == 1 and "<svg" in shots[0].read_text()[:500]
-        await open_pane(app, pilot, "3")
-        for suffix in (".csv", ".parquet", ".md", ".xlsx"):
-            await pilot.press("x")
-            await pilot.pause()
-            box = app.screen.query_one("#export-path", Input)
-            assert box.value.startswith("fragility-pairs-") and box.value.endswith(".csv")
-            box.value = str(tmp_path / f"pairs{suffix}")
-            await pilot.press("enter")
-            await pilot.pause()
-        assert any("unknown export format" in str(n.message) for n in app._notifications)
+def check_the_exported_files(app, tmp_path):
+    """What check_copy_export_and_screenshot's exports wrote, read once the app is gone."""
     assert not (tmp_path / "pairs.xlsx").exists()
     pairs = app.view.report.pairs
     rows = list(csv.reader((tmp_path / "pairs.csv").open()))
@@ -295,6 +248,60 @@ async def test_copy_export_and_screenshot(synthetic_store, tmp_path, monkeypatch
     lines = (tmp_path / "pairs.md").read_text().splitlines()
     assert lines[0].startswith("| A | B |") and "| gap Δ |" in lines[0]
     assert len(lines) == len(pairs) + 2
+
+
+async def test_the_selection_form_then_a_selection_on_one_app(synthetic_store):
+    """Both selection checks on one app (issue 60): the form's refusal and the selection it
+    applies, then a selection chosen over it that every pane honours."""
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_ready(app, pilot)
+        await walk_checks(app, pilot, check_selection_form_refuses_to_drop_the_reference,
+                          check_selection_is_honoured_by_every_pane)
+
+
+async def check_selection_is_honoured_by_every_pane(app, pilot):
+    await pilot.press("s")
+    await pilot.pause()
+    from fragility_tui.tui.screens import SelectionScreen
+
+    assert isinstance(app.screen, SelectionScreen)
+    await pilot.press("escape")
+    await pilot.pause()
+    gen = tuple(c for c in app.view.full.configs if not c.startswith("cloze"))
+    models = app.view.full.models[:3]
+    app.choose_selection(Selection(configs=gen, models=models, benchmarks=("mmlu", "arc_challenge")))
+    await wait_ready(app, pilot)
+    assert app.view.cube.shape == (3, int(sum(app.view.full.benchmarks != "hellaswag")
+                                           - sum(app.view.full.benchmarks == "truthfulqa")), 24)
+    assert "selection: 24/26 configs, 3/4 models, 2/4 benchmarks" in screen_text(app)
+    await open_pane(app, pilot, "2")
+    assert table(app, "bands").row_count == 3
+    await open_pane(app, pilot, "4")
+    from fragility_tui.tui.item_table import ITEM_COLUMNS
+
+    at = [c.label for c in ITEM_COLUMNS].index("benchmark")
+    assert {str(v[at]) for _, v in table(app, "items").all_rows} == {"mmlu", "arc_challenge"}
+    await open_pane(app, pilot, "5")
+    assert app.view.report.axes.mean["scoring"] is None  # no cloze in view
+
+
+async def check_selection_form_refuses_to_drop_the_reference(app, pilot):
+    await pilot.press("s")
+    await pilot.pause()
+    from textual.widgets import SelectionList
+
+    configs = app.screen.query_one("#sel-configs", SelectionList)
+    configs.deselect("o0.letter")
+    await pilot.press("a")
+    await pilot.pause()
+    assert "the reference config o0.letter must be in view" in str(app.screen.query_one("#selection-error").render())
+    configs.select("o0.letter")
+    configs.deselect("cloze_qa")
+    await pilot.press("a")
+    await wait_ready(app, pilot)
+    chosen = app.session.selection
+    assert chosen.configs is not None and "cloze_qa" not in chosen.configs
 
 
 async def test_grids_pane_opens_another_grid(synthetic_store, monkeypatch):
