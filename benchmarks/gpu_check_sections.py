@@ -154,7 +154,8 @@ def invariance(report, loaded, scorer, items, configs, real: int, name: str,
         moved, outside = flips(reference.cells, other.cells)
         report.row(f"{name} shuffled, budget {tokens}",
                    f"{len(moved)} flips, {len(outside)} outside bf16 near-ties, "
-                   f"{other.batches} batches", "FAIL" if outside else "ok")
+                   f"{other.batches} batches; {near_tie_share(other.cells)}",
+                   "FAIL" if outside else "ok")
 
 
 def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> None:
