@@ -5,6 +5,7 @@ checks and the `fragility-tui run` arguments they build, and the Compare form in
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 from textual.widgets import Input, Select
@@ -14,7 +15,7 @@ from fragility_tui.tui.panes.compare_form import CompareFormScreen
 from fragility_tui.tui.panes.run_form import (check_compare_form, check_run_form,
                                               grid_model_name, run_argv)
 
-from .conftest import open_pane, screen_text, wait_ready
+from .conftest import open_pane, screen_text, wait_ready, walk_checks
 
 pytestmark = pytest.mark.anyio
 
@@ -140,124 +141,132 @@ async def open_compare_form(app, pilot):
     raise AssertionError("the Compare form did not open")
 
 
-async def test_a_bad_compare_form_says_which_field(synthetic_store, tmp_path):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        form = await open_compare_form(app, pilot)
-        launched = []
-        app.pane("runs").launch = lambda argv, what: launched.append(argv)
-        form.query_one("#cf-model-a", Input).value = str(tmp_path / "no-such-model")
-        form.query_one("#cf-model-b", Input).value = "smollm2-135m-instruct"
-        form.query_one("#cf-grid", Input).value = "mine"
-        await pilot.pause()
-        form.query_one("#cf-model-a", Input).focus()
-        await pilot.press("enter")
-        await pilot.pause()
-        error = str(form.query_one("#cf-error").render())
-        assert error.startswith("model A:") and "no-such-model" in error
-        assert "model A:" in screen_text(app)  # on screen at 80×24, not only in the widget
-        assert isinstance(app.screen, CompareFormScreen) and launched == []
-        form.query_one("#cf-model-a", Input).value = "gemma3-270m"
-        form.query_one("#cf-grid", Input).value = "synthetic-small"  # the open grid
-        await pilot.pause()
-        await pilot.click("#cf-start")
-        await pilot.pause()
-        error = str(form.query_one("#cf-error").render())
-        assert error.startswith("grid: synthetic-small is SYNTHETIC") and launched == []
-        await pilot.press("escape")  # Esc leaves the form, nothing started
-        await pilot.pause()
-        assert not isinstance(app.screen, CompareFormScreen) and launched == []
-
-
-async def test_the_compare_form_starts_both_runs_and_waits_for_the_pair(synthetic_store,
-                                                                       tmp_path):
+async def test_one_app_walks_the_compare_and_run_forms(synthetic_store, tmp_path):
+    """The form checks of this file that start nothing, on one app at 80×24 (issue 60: each
+    started its own). In this order because each leaves the app as the next expects: every
+    form is left with Esc or its Start; the one that starts both runs (recorded) and leaves
+    the app waiting for their grid comes last."""
     a, b = model_folder(tmp_path, "ckpt-a"), model_folder(tmp_path, "ckpt-b")
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
-        form = await open_compare_form(app, pilot)
-        assert form.query_one("#cf-grid", Input).value == "my-grid"  # never a synthetic grid
-        launched = []
-        app.pane("runs").launch = lambda argv, what: launched.append(argv)
-        for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", "fresh"),
-                             ("configs", "o0.letter")):
-            form.query_one(f"#cf-{field}", Input).value = value
-        form.query_one("#cf-device", Select).value = "cpu"
-        await pilot.pause()
-        await pilot.click("#cf-start")
-        await pilot.pause()
-        assert not isinstance(app.screen, CompareFormScreen)
-        assert [argv[argv.index("--model") + 1] for argv in launched] == [str(a), str(b)]
-        for argv in launched:
-            assert argv[argv.index("--grid") + 1] == "fresh"
-            assert argv[argv.index("--device") + 1] == "cpu"
-            assert argv[argv.index("--db") + 1] == str(synthetic_store.path)
-        assert app.query_one("#panes").current == "compare"
-        text = " ".join(screen_text(app).split())
-        assert "waiting for the first cells of ckpt-a and ckpt-b in grid fresh" in text
-        assert app.compare_runs.awaited == "fresh"  # looked for until the first run makes it
+        await walk_checks(
+            app, pilot, check_app_letters_do_not_act_behind_the_compare_form,
+            partial(check_a_bad_compare_form_says_which_field, tmp_path=tmp_path),
+            check_the_palette_opens_the_compare_form,
+            partial(check_the_run_form_offers_the_openai_backend, db=synthetic_store.path),
+            partial(check_the_compare_form_starts_both_runs_and_waits_for_the_pair, a=a, b=b,
+                    db=synthetic_store.path))
 
 
-async def test_app_letters_do_not_act_behind_the_compare_form(synthetic_store):
+async def check_app_letters_do_not_act_behind_the_compare_form(app, pilot):
     """A modal screen's binding chain stops at itself (Textual 8), so a letter typed on the
     Start button or a menu never quits, exports or switches panes behind the form. One app,
     a form of its own for each field (opened afresh after the last one's Esc)."""
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        for field in ("#cf-start", "#cf-b-build", "#cf-device"):
-            form = await open_compare_form(app, pilot)
-            form.query_one(field).focus()
+    for field in ("#cf-start", "#cf-b-build", "#cf-device"):
+        form = await open_compare_form(app, pilot)
+        form.query_one(field).focus()
+        await pilot.pause()
+        for key in ("s", "x", "c", "2", "n", "q"):
+            await pilot.press(key)
             await pilot.pause()
-            for key in ("s", "x", "c", "2", "n", "q"):
-                await pilot.press(key)
-                await pilot.pause()
-                # no selection, export, pane switch, quit
-                assert app.screen is form, (field, key)
-            assert app.is_running
-            await pilot.press("escape")
-            await pilot.pause()
-            assert app.screen is not form, field
+            # no selection, export, pane switch, quit
+            assert app.screen is form, (field, key)
+        assert app.is_running
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is not form, field
 
 
-async def test_the_palette_opens_the_compare_form(synthetic_store):
+async def check_a_bad_compare_form_says_which_field(app, pilot, tmp_path):
+    form = await open_compare_form(app, pilot)
+    launched = []
+    app.pane("runs").launch = lambda argv, what: launched.append(argv)
+    form.query_one("#cf-model-a", Input).value = str(tmp_path / "no-such-model")
+    form.query_one("#cf-model-b", Input).value = "smollm2-135m-instruct"
+    form.query_one("#cf-grid", Input).value = "mine"
+    await pilot.pause()
+    form.query_one("#cf-model-a", Input).focus()
+    await pilot.press("enter")
+    await pilot.pause()
+    error = str(form.query_one("#cf-error").render())
+    assert error.startswith("model A:") and "no-such-model" in error
+    assert "model A:" in screen_text(app)  # on screen at 80×24, not only in the widget
+    assert isinstance(app.screen, CompareFormScreen) and launched == []
+    form.query_one("#cf-model-a", Input).value = "gemma3-270m"
+    form.query_one("#cf-grid", Input).value = "synthetic-small"  # the open grid
+    await pilot.pause()
+    await pilot.click("#cf-start")
+    await pilot.pause()
+    error = str(form.query_one("#cf-error").render())
+    assert error.startswith("grid: synthetic-small is SYNTHETIC") and launched == []
+    await pilot.press("escape")  # Esc leaves the form, nothing started
+    await pilot.pause()
+    assert not isinstance(app.screen, CompareFormScreen) and launched == []
+
+
+async def check_the_palette_opens_the_compare_form(app, pilot):
     from fragility_tui.tui.palette import app_commands
 
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await wait_ready(app, pilot)
-        command = next(c for c in app_commands(app) if c.title.startswith("Compare in one go"))
-        command.callback()
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, CompareFormScreen):
-                break
-        assert isinstance(app.screen, CompareFormScreen)
+    command = next(c for c in app_commands(app) if c.title.startswith("Compare in one go"))
+    command.callback()
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if isinstance(app.screen, CompareFormScreen):
+            break
+    assert isinstance(app.screen, CompareFormScreen)
+    await pilot.press("escape")  # leave the form for the next check
+    await pilot.pause()
+    assert not isinstance(app.screen, CompareFormScreen)
 
 
-async def test_the_run_form_offers_the_openai_backend(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(80, 24)) as pilot:
-        pane = await open_pane(app, pilot, "7")
-        launched = []
-        pane.launch = lambda argv, what: launched.append(argv)
-        assert not pane.query_one("#run-base-url").display  # only with openai
-        pane.query_one("#run-backend", Select).value = "openai"
-        await pilot.pause()
-        assert pane.query_one("#run-base-url").display
-        for field, value in (("grid", "served"), ("base-url", "http://10.0.0.2:8000/v1"),
-                             ("served-model", "meta-llama/Llama-3.1-70B-Instruct"),
-                             ("api-key-env", "OPENAI_API_KEY")):
-            pane.query_one(f"#run-{field}", Input).value = value
-        pane.query_one("#run-endpoint", Select).value = "chat"
-        await pilot.pause()
-        pane.query_one("#run-start").press()
-        await pilot.pause()
-        assert launched == [["run", "--display", "none", "--grid", "served", "--backend",
-                             "openai", "--base-url", "http://10.0.0.2:8000/v1",
-                             "--served-model", "meta-llama/Llama-3.1-70B-Instruct",
-                             "--api-key-env", "OPENAI_API_KEY", "--endpoint", "chat",
-                             "--db", str(synthetic_store.path)]]
-        text = screen_text(app)
-        assert "base URL" in text and "key var" in text  # the fields fit at 80×24
+async def check_the_run_form_offers_the_openai_backend(app, pilot, db):
+    pane = await open_pane(app, pilot, "7")
+    launched = []
+    pane.launch = lambda argv, what: launched.append(argv)
+    assert not pane.query_one("#run-base-url").display  # only with openai
+    pane.query_one("#run-backend", Select).value = "openai"
+    await pilot.pause()
+    assert pane.query_one("#run-base-url").display
+    for field, value in (("grid", "served"), ("base-url", "http://10.0.0.2:8000/v1"),
+                         ("served-model", "meta-llama/Llama-3.1-70B-Instruct"),
+                         ("api-key-env", "OPENAI_API_KEY")):
+        pane.query_one(f"#run-{field}", Input).value = value
+    pane.query_one("#run-endpoint", Select).value = "chat"
+    await pilot.pause()
+    pane.query_one("#run-start").press()
+    await pilot.pause()
+    assert launched == [["run", "--display", "none", "--grid", "served", "--backend",
+                         "openai", "--base-url", "http://10.0.0.2:8000/v1",
+                         "--served-model", "meta-llama/Llama-3.1-70B-Instruct",
+                         "--api-key-env", "OPENAI_API_KEY", "--endpoint", "chat",
+                         "--db", str(db)]]
+    text = screen_text(app)
+    assert "base URL" in text and "key var" in text  # the fields fit at 80×24
+
+
+async def check_the_compare_form_starts_both_runs_and_waits_for_the_pair(app, pilot, a, b,
+                                                                        db):
+    form = await open_compare_form(app, pilot)
+    assert form.query_one("#cf-grid", Input).value == "my-grid"  # never a synthetic grid
+    launched = []
+    app.pane("runs").launch = lambda argv, what: launched.append(argv)
+    for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", "fresh"),
+                         ("configs", "o0.letter")):
+        form.query_one(f"#cf-{field}", Input).value = value
+    form.query_one("#cf-device", Select).value = "cpu"
+    await pilot.pause()
+    await pilot.click("#cf-start")
+    await pilot.pause()
+    assert not isinstance(app.screen, CompareFormScreen)
+    assert [argv[argv.index("--model") + 1] for argv in launched] == [str(a), str(b)]
+    for argv in launched:
+        assert argv[argv.index("--grid") + 1] == "fresh"
+        assert argv[argv.index("--device") + 1] == "cpu"
+        assert argv[argv.index("--db") + 1] == str(db)
+    assert app.query_one("#panes").current == "compare"
+    text = " ".join(screen_text(app).split())
+    assert "waiting for the first cells of ckpt-a and ckpt-b in grid fresh" in text
+    assert app.compare_runs.awaited == "fresh"  # looked for until the first run makes it
 
 
 async def test_a_compare_run_that_fails_to_start_is_reported_where_the_user_is(
