@@ -16,7 +16,7 @@ from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.panes import PANES
 from fragility_tui.tui.screens import SelectionScreen
 
-from .conftest import open_pane, wait_ready
+from .conftest import open_pane, wait_ready, walk_checks
 
 pytestmark = pytest.mark.anyio
 
@@ -32,45 +32,66 @@ def footer_keys(app) -> set[str]:
             if active.binding.show and active.enabled}
 
 
-async def test_every_offered_key_works_from_every_widget_of_every_pane(synthetic_store):
+async def test_one_app_walks_every_pane_s_keys_then_the_run_form_s(synthetic_store):
+    """Both checks at 120×40 on one app (issue 60: each started its own); the first leaves
+    no widget focused and its recorder removed."""
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_ready(app, pilot)
-        fired: list[str] = []
+        await walk_checks(
+            app, pilot, check_every_offered_key_works_from_every_widget_of_every_pane,
+            check_the_run_form_keeps_its_letters_and_the_footer_does_not_offer_them)
 
-        async def record(action, default_namespace=None, namespaces=None) -> bool:
-            fired.append(action if isinstance(action, str) else str(action))
-            return True
 
-        checked = 0
-        for k, pane_class in enumerate(PANES):
-            await open_pane(app, pilot, str(k + 1))
-            pane = app.pane(pane_class.pane_id)
-            widgets = [w for w in pane.query("*") if w.focusable and w.visible
-                       and w.region.area and not isinstance(w, Input)]
-            assert widgets, pane_class.pane_id
-            for widget in widgets:
-                widget.focus()
-                await pilot.pause()
-                assert app.focused is widget
-                offered = {key: active.binding.action
-                           for key, active in app.screen.active_bindings.items()
-                           if active.enabled and printable(key)}
-                app.run_action = record
-                try:
-                    for key, action in offered.items():
-                        fired.clear()
-                        # press returns once the key is handled (the binding's action is
-                        # awaited in the key's handling) and the screen is idle
-                        await pilot.press(key)
-                        assert fired and fired[0] == action, (
-                            f"{pane_class.pane_id}: {key!r} ({action}) offered with "
-                            f"{type(widget).__name__}#{widget.id} focused, but it did nothing")
-                        checked += 1
-                finally:
-                    del app.run_action
-            app.screen.set_focus(None)  # the run form keeps digits: leave it before the next
-        assert checked > 100
+async def check_every_offered_key_works_from_every_widget_of_every_pane(app, pilot):
+    fired: list[str] = []
+
+    async def record(action, default_namespace=None, namespaces=None) -> bool:
+        fired.append(action if isinstance(action, str) else str(action))
+        return True
+
+    checked = 0
+    for k, pane_class in enumerate(PANES):
+        await open_pane(app, pilot, str(k + 1))
+        pane = app.pane(pane_class.pane_id)
+        widgets = [w for w in pane.query("*") if w.focusable and w.visible
+                   and w.region.area and not isinstance(w, Input)]
+        assert widgets, pane_class.pane_id
+        for widget in widgets:
+            widget.focus()
+            await pilot.pause()
+            assert app.focused is widget
+            offered = {key: active.binding.action
+                       for key, active in app.screen.active_bindings.items()
+                       if active.enabled and printable(key)}
+            app.run_action = record
+            try:
+                for key, action in offered.items():
+                    fired.clear()
+                    # press returns once the key is handled (the binding's action is
+                    # awaited in the key's handling) and the screen is idle
+                    await pilot.press(key)
+                    assert fired and fired[0] == action, (
+                        f"{pane_class.pane_id}: {key!r} ({action}) offered with "
+                        f"{type(widget).__name__}#{widget.id} focused, but it did nothing")
+                    checked += 1
+            finally:
+                del app.run_action
+        app.screen.set_focus(None)  # the run form keeps digits: leave it before the next
+    assert checked > 100
+
+
+async def check_the_run_form_keeps_its_letters_and_the_footer_does_not_offer_them(app, pilot):
+    """On the run form's Start button, letters stay dropped (issue 24: `u` and `k` once
+    changed runs from there), so the footer shows none of them."""
+    pane = await open_pane(app, pilot, "7")
+    pane.main_table().focus()
+    await pilot.pause()
+    assert {"k", "u", "n", "s"} <= footer_keys(app)
+    pane.query_one("#run-start").focus()
+    await pilot.pause()
+    assert not {key for key in footer_keys(app) if printable(key)}
+    assert app.query_one(Footer)
 
 
 async def test_tour_step_2_s_opens_the_selection_after_picking_a_and_b(synthetic_store):
@@ -100,19 +121,3 @@ async def test_tour_step_2_s_opens_the_selection_after_picking_a_and_b(synthetic
         await pilot.press("escape")
         await pilot.pause()
         assert app.focused is pane.main_table()
-
-
-async def test_the_run_form_keeps_its_letters_and_the_footer_does_not_offer_them(
-        synthetic_store):
-    """On the run form's Start button, letters stay dropped (issue 24: `u` and `k` once
-    changed runs from there), so the footer shows none of them."""
-    app = FragilityApp(str(synthetic_store.path))
-    async with app.run_test(size=(120, 40)) as pilot:
-        pane = await open_pane(app, pilot, "7")
-        pane.main_table().focus()
-        await pilot.pause()
-        assert {"k", "u", "n", "s"} <= footer_keys(app)
-        pane.query_one("#run-start").focus()
-        await pilot.pause()
-        assert not {key for key in footer_keys(app) if printable(key)}
-        assert app.query_one(Footer)
