@@ -52,6 +52,20 @@ def _positive_or_auto(text: str, flag: str) -> int | None:
     return value
 
 
+def _workers_or_auto(text: str) -> int | None:
+    """--plan-workers: a count of processes (0: none), or auto (None)."""
+    if text == "auto":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise InputError(f"--plan-workers must be 0 or more, or auto, got {text!r}",
+                         field="--plan-workers")
+    return value
+
+
 def _require_minimum(args: argparse.Namespace, flag: str, minimum: int,
                      wording: str | None = None) -> None:
     if getattr(args, flag[2:].replace("-", "_")) < minimum:
@@ -115,6 +129,7 @@ def spec_from_args(args: argparse.Namespace):
                    max_new_tokens=args.max_new_tokens,
                    trust_remote_code=args.trust_remote_code, threads=args.threads,
                    prefix_reuse=not args.no_prefix_reuse, overlap=not args.no_overlap,
+                   plan_workers=_workers_or_auto(args.plan_workers),
                    name=args.name or None,
                    prompt_mode=args.prompt_mode, shard=shard, backend=args.backend,
                    server=server if served else None)

@@ -255,9 +255,13 @@ class ItemPlanner:
     item set up front would hold every token list in memory at once)."""
 
     def __init__(self, loaded, todo: list, seed: int, encoder=None, *,
-                 own_tokenizer: bool = False, pools: dict | None = None):
+                 own_tokenizer: bool = False, pools: dict | None = None,
+                 processes=None):
         """`pools`: the run's whole item set by benchmark, which +kN examples come from
-        (not only the items left to do: a resumed run draws the same examples)."""
+        (not only the items left to do: a resumed run draws the same examples).
+        `processes`: a make_pool(encoder, todo, seed, pools) whose `take()` gives the
+        items' plans in order, made in other processes ahead of the batches
+        (runners.run.plan_pool); None: planned here, on the caller's thread."""
         self.todo, self.seed, self.next, self.pools = todo, seed, 0, pools
         # own_tokenizer: planning runs on the host worker (runners.run.host_work) while the
         # scorer decodes with the model's tokenizer on the main thread; a Rust tokenizer
@@ -267,6 +271,7 @@ class ItemPlanner:
         self.encoder = encoder or Encoder(tokenizer, loaded.is_instruct,
                                           getattr(loaded, "template_args", None) or {})
         self.ready: list[PlannedItem] = []
+        self.processes = processes(self.encoder, todo, seed, pools) if processes else None
 
     def __bool__(self) -> bool:
         return bool(self.ready) or self.next < len(self.todo)
@@ -283,10 +288,22 @@ class ItemPlanner:
     def put_back(self, chunk: list[PlannedItem]) -> None:
         self.ready[:0] = chunk
 
+    def close(self) -> None:
+        """Stop the planning processes, if any (a run's end, whatever its outcome)."""
+        if self.processes is not None:
+            self.processes.close()
+
     def _plan(self) -> PlannedItem:
         item, configs = self.todo[self.next]
         self.next += 1
-        gen, lik = [], []
-        plan = plan_item(self.encoder, item, configs, self.seed, gen, lik, self.pools)
-        unique = count_tokens(build_tree([r.tokens for r in gen] + [r.tokens for r in lik]))
-        return PlannedItem(plan, gen, lik, unique)
+        if self.processes is not None:
+            return self.processes.take()
+        return plan_one(self.encoder, item, configs, self.seed, self.pools)
+
+
+def plan_one(encoder, item, configs, seed: int, pools) -> PlannedItem:
+    """One item's prompts, rendered and tokenised, and the size of its prompt tree."""
+    gen, lik = [], []
+    plan = plan_item(encoder, item, configs, seed, gen, lik, pools)
+    unique = count_tokens(build_tree([r.tokens for r in gen] + [r.tokens for r in lik]))
+    return PlannedItem(plan, gen, lik, unique)

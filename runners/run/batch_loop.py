@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 from fragility_tui.store.runs import RunStatus
 from runners.run.host_work import HostTiming, HostWorker
+from runners.run.plan_pool import PlanPool, auto_workers
 from fragility_tui.harness.fewshot import pools_by_benchmark
 from runners.plan.item_requests import ItemPlanner
 from runners.plan.score_types import ScoreStats
+
+
+def plan_workers(spec, device: str) -> int:
+    """Planning processes for this model: `--plan-workers N`, or by the device (auto)."""
+    if spec.plan_workers is None:
+        return auto_workers(device)
+    return spec.plan_workers
 
 
 @dataclass
@@ -44,10 +53,13 @@ class ModelBatches:
     def run_batches(self, todo: list, stopper) -> str:
         run, spec = self.run, self.run.spec
         overlap = spec.overlap and run.backend.overlaps_host_work
-        planner = ItemPlanner(self.loaded, todo, spec.seed,
-                              run.backend.text_encoder(self.scorer), own_tokenizer=overlap,
-                              pools=pools_by_benchmark(run.inputs.pool or run.inputs.items))
+        encoder = run.backend.text_encoder(self.scorer)
+        workers = plan_workers(spec, self.loaded.device) if encoder is None and todo else 0
+        planner = ItemPlanner(self.loaded, todo, spec.seed, encoder, own_tokenizer=overlap,
+                              pools=pools_by_benchmark(run.inputs.pool or run.inputs.items),
+                              processes=partial(PlanPool, workers=workers) if workers else None)
         worker, timing = HostWorker(overlap), HostTiming(overlap, items=len(todo))
+        timing.plan_workers = workers
         clock = getattr(getattr(self.scorer, "calls", None), "clock", None)
         calls_before, started = clock.seconds if clock else 0.0, time.perf_counter()
         self.mark = time.monotonic()  # rates count scoring, not loading
@@ -58,6 +70,7 @@ class ModelBatches:
                 self._collect()
             finally:
                 worker.close()
+                planner.close()
                 timing.wall_s = time.perf_counter() - started
                 timing.model_call_s = (clock.seconds - calls_before if clock
                                        else timing.wall_s)  # served: the server's calls

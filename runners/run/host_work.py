@@ -88,6 +88,7 @@ class HostTiming:
     worker_s: float = 0.0  # planning + parsing + writing
     scorer_host_s: float = 0.0  # inside scorer.score, outside model calls
     first_batch_wait_s: float | None = None  # planning the first batch: nothing else to do
+    plan_workers: int = 0  # planning processes (runners.run.plan_pool); 0: the host thread
 
     def record(self) -> dict:
         no_call = max(0.0, self.wall_s - self.model_call_s)
@@ -101,4 +102,5 @@ class HostTiming:
                 "plan_parse_write_s": round(self.worker_s, 3),
                 "first_batch_wait_s": (None if self.first_batch_wait_s is None
                                        else round(self.first_batch_wait_s, 3)),
-                "scorer_host_s": round(self.scorer_host_s, 3)}
+                "scorer_host_s": round(self.scorer_host_s, 3),
+                "plan_workers": self.plan_workers}

@@ -64,6 +64,7 @@ class RunSpec:
     server: dict | None = None  # openai: base_url, served_model, api_key_env (never the key),...
     add_items: bool = False  # may add items to a grid that holds another item set
     overlap: bool = True  # plan and write on a host thread beside the model calls (host_work)
+    plan_workers: int | None = None  # planning processes (plan_pool); None: by the device
     order_seed: int | None = None  # the item order's seed; None (older runs): `seed`
     # Only these items of the sampled set (after sampling, like `shard`): a chunk of a
     # sequential comparison (`compare A B --items SRC`, fragility_tui/commands/compare_live.py)
