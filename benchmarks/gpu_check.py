@@ -3,8 +3,8 @@
 Built for the reference air-gapped box (docs/runner.md, *The reference air-gapped box*): one
 H200, no network, torch and transformers preinstalled, no duckdb, textual, platformdirs, gguf,
 optimum-quanto or vLLM. It downloads and converts nothing: every model is built in-process
-(benchmarks/gpu_check_models.py) and the items are the project's own starter items (or
-../shared/benchmarks where it exists). Sections, each guarded so one failure is a FAIL row
+(benchmarks/gpu_check_models.py) and the items are 400 real ones that travel with it
+(benchmarks/configs/gpu_check_items.jsonl). Sections, each guarded so one failure is a FAIL row
 and the rest still runs:
 
 - versions: Python, torch, CUDA, cuDNN, transformers, vLLM, optimum-quanto, the GPU, SDPA
@@ -52,22 +52,41 @@ for path in (REPO, HERE):
         sys.path.insert(0, str(path))
 SHARED = REPO.parent / "shared" / "benchmarks"
 BENCHMARK_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
-ITEMS = {"cuda": 256, "cpu": 4}  # enough on a GPU to fill the real budget's batch
+# 400 real items that travel with the check (233 KB; the GPU box has no ../shared): 100 per
+# benchmark, round robin, so prompt lengths are the real mix's (~1,480 unique tokens an
+# item), not the starter items' (~850). `python benchmarks/gpu_check.py --write-items`
+# makes it again from ../shared/benchmarks.
+SHIPPED_ITEMS = HERE / "configs" / "gpu_check_items.jsonl"
+SHIPPED_PER_BENCHMARK = 100
+ITEMS = {"cuda": 400, "cpu": 4}  # on a GPU: every shipped item
+
+
+def round_robin(per_benchmark: int):
+    """`per_benchmark` items of each benchmark (seeded sample), interleaved."""
+    from fragility_tui.items.loaders import load_items as load
+
+    groups = [load(SHARED / f"{name}.jsonl", per_benchmark=per_benchmark, seed=0)[0]
+              for name in BENCHMARK_FILES]
+    return [it for group in zip(*groups) for it in group]
+
+
+def write_items(path: Path = SHIPPED_ITEMS) -> int:
+    import json
+
+    items = round_robin(SHIPPED_PER_BENCHMARK)
+    path.write_text("".join(json.dumps(it.to_json()) + "\n" for it in items))
+    return len(items)
 
 
 def load_items(count: int):
-    """`count` items (round robin over the benchmarks), from ../shared/benchmarks where it
-    exists, else the project's own starter items (always in the tree)."""
+    """The first `count` shipped real items (the same on every machine)."""
     from fragility_tui.items.loaders import load_items as load
 
-    per = max(1, -(-count // 4))
-    if SHARED.is_dir():
-        groups = [load(SHARED / f"{name}.jsonl", per_benchmark=per, seed=0)[0]
-                  for name in BENCHMARK_FILES]
-        items = [it for group in zip(*groups) for it in group]
-        return items[:count], "../shared/benchmarks"
-    items, _ = load(REPO / "sample_grids" / "starter_items.jsonl", per_benchmark=per, seed=0)
-    return items[:count], "sample_grids/starter_items.jsonl"
+    items, _ = load(SHIPPED_ITEMS, per_benchmark=None)
+    if count > len(items):
+        raise SystemExit(f"gpu-check: --items {count}: {SHIPPED_ITEMS.name} holds "
+                         f"{len(items)}")
+    return items[:count], f"benchmarks/configs/{SHIPPED_ITEMS.name}"
 
 
 def check_configs(device: str) -> list[str]:
@@ -92,7 +111,12 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default=None, metavar="SECTION[,SECTION]",
                         help="run only these sections (families, llama3-8b, qwen3-8b, quanto, "
                              "vllm; versions always): a short job re-checking one of them")
+    parser.add_argument("--write-items", action="store_true",
+                        help=f"write {SHIPPED_ITEMS.name} from ../shared/benchmarks and stop")
     args = parser.parse_args(argv)
+    if args.write_items:
+        print(f"wrote {write_items()} items to {SHIPPED_ITEMS}")
+        return 0
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     from runners.backends.base import configure_allocator
 

@@ -18,7 +18,7 @@ FULL_GRID = (3679, 26)  # the paper-sized grid: items x configs
 # Per device: families run, items per section, the dense yardstick's shape.
 SIZES = {
     "cuda": {"families": None, "family_configs": None, "invariance_items": 16,
-             "throughput_items": 128, "dense": (64, 512), "fixed_budgets": (512, 4096, 32768),
+             "throughput_items": 400, "dense": (64, 512), "fixed_budgets": (512, 4096, 32768),
              "quanto_items": 2},
     "cpu": {"families": ("llama", "gemma3_text"), "family_configs": 4, "invariance_items": 2,
             "throughput_items": 4, "dense": (4, 64), "fixed_budgets": (512, 1024, 4096),

@@ -199,3 +199,19 @@ def test_the_injected_out_of_memory_recovers_at_the_smallest_real_budget(tmp_pat
     row = report.rows[-1]
     assert row["check"] == "tiny out-of-memory recovery (injected)", row
     assert row["verdict"] == "ok", row
+
+
+def test_the_shipped_items_are_the_real_mix(shared_benchmarks):
+    """The 400 items that travel with the check (issue 59 item 7) are 100 of each real
+    benchmark, interleaved, exactly what `gpu_check.py --write-items` makes from
+    ../shared/benchmarks; every machine loads the same ones."""
+    import gpu_check
+
+    items, source = gpu_check.load_items(400)
+    assert source == "benchmarks/configs/gpu_check_items.jsonl"
+    assert [it.benchmark for it in items[:4]] == ["arc_challenge", "hellaswag", "mmlu",
+                                                  "truthfulqa"]
+    assert [it.to_json() for it in items] == [it.to_json()
+                                              for it in gpu_check.round_robin(100)]
+    with pytest.raises(SystemExit, match="holds 400"):
+        gpu_check.load_items(401)
