@@ -8,6 +8,7 @@ from typing import Callable
 
 import torch
 
+from runners.backends.transformers.model_calls import to_device
 from runners.plan.prefix_tree import Node
 
 
@@ -106,17 +107,21 @@ class PendingLogprobs:
         if not self.spans:
             return []
         rows = torch.cat(self.rows)
-        row_of = torch.tensor(self.row_of, device=rows.device)
-        targets = torch.tensor(self.targets, device=rows.device)
-        logprobs = torch.empty(len(targets), dtype=torch.float32, device=rows.device)
+        device = rows.device
+        # Which targets each chunk of rows predicts is worked out on the host and sent over
+        # without waiting: a `nonzero` on the device made the host wait for it per chunk.
+        row_of, targets = torch.tensor(self.row_of), torch.tensor(self.targets)
+        logprobs = torch.empty(len(targets), dtype=torch.float32, device=device)
         for start in range(0, len(rows), self.chunk_rows):
-            logits = head(rows[start:start + self.chunk_rows])
-            mine = ((row_of >= start) & (row_of < start + len(logits))).nonzero()[:, 0]
-            local = row_of[mine] - start
+            end = min(start + self.chunk_rows, len(rows))
+            logits = head(rows[start:end])
+            mine = ((row_of >= start) & (row_of < end)).nonzero()[:, 0]
+            local, wanted = (to_device(t, device) for t in (row_of[mine] - start,
+                                                            targets[mine]))
             # log-softmax at the targets only: no vocabulary-sized output
-            logprobs[mine] = (logits[local, targets[mine]]
-                              - torch.logsumexp(logits, dim=-1)[local]).float()
-        logprobs = logprobs.cpu()
+            logprobs[to_device(mine, device)] = (
+                logits[local, wanted] - torch.logsumexp(logits, dim=-1)[local]).float()
+        logprobs = logprobs.cpu()  # the batch's one read-back of its scores
         nan = torch.tensor([float("nan")])
         return [torch.cat([nan, logprobs[first:first + count]]) if lead_nan
                 else logprobs[first:first + count] for first, count, lead_nan in self.spans]
