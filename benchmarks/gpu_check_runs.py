@@ -33,19 +33,26 @@ def sync(device: str) -> None:
 
 
 def score_pass(loaded, scorer, items: list, configs: list, budget, *, order=None,
-               seed: int = 0, on_batch=None, max_batches: int | None = None) -> Pass:
+               seed: int = 0, on_batch=None, max_batches: int | None = None,
+               plan_workers: int = 0) -> Pass:
     """Score `items` (in `order` when given) in batches that fit `budget` (a TokenBudget,
     shrunk and retried on out-of-memory as a run does). `on_batch(number)` runs before each
     batch's calls (the check injects an out-of-memory there); `max_batches` stops the pass
-    after that many batches have run."""
+    after that many batches have run; `plan_workers`: planned in that many processes
+    (runners/run/plan_pool.py) instead of on the host thread, as `run --plan-workers`."""
+    from functools import partial
+
     from runners.plan.budget import attempt
     from runners.plan.item_requests import ItemPlanner, cells_for
     from runners.plan.numerics import tolerance
     from runners.run.host_work import HostWorker
+    from runners.run.plan_pool import PlanPool
 
     items = [items[i] for i in order] if order else list(items)
     planner = ItemPlanner(loaded, [(item, list(configs)) for item in items], seed,
-                          own_tokenizer=True)
+                          own_tokenizer=True,
+                          processes=partial(PlanPool, workers=plan_workers) if plan_workers
+                          else None)
     worker, done, limits = HostWorker(True), Pass(), tolerance(loaded.dtype)
     sync(loaded.device)
     started = time.perf_counter()
@@ -86,7 +93,28 @@ def score_pass(loaded, scorer, items: list, configs: list, budget, *, order=None
         done.seconds = time.perf_counter() - started
     finally:
         worker.close()
+        planner.close()
     return done
+
+
+def count_syncs(device: str, run):
+    """(run()'s result, the synchronising CUDA calls torch flagged while it ran:
+    `torch.cuda.set_sync_debug_mode("warn")`, which misses some; None off CUDA). Each
+    flagged call costs a Python warning: count in a pass that is not the one timed."""
+    import warnings
+
+    import torch
+
+    if not device.startswith("cuda"):
+        return run(), None
+    torch.cuda.set_sync_debug_mode("warn")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = run()
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    return result, sum("synchroniz" in str(w.message).lower() for w in caught)
 
 
 def flips(reference: dict, other: dict) -> tuple[list, list]:

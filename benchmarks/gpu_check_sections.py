@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from gpu_check_models import EIGHT_B, GENERATION_CAP, build_eight_b, shipped_tokenizer
-from gpu_check_runs import dense_rate, flips, near_tie_share, score_pass, sync
+from gpu_check_runs import count_syncs, dense_rate, flips, near_tie_share, score_pass, sync
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests" / "runners"  # family_cases.py: the family tests' own cases
@@ -163,8 +163,36 @@ def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> 
     dense decoder forward of the same weights, and the wall time of the full grid."""
     from runners.plan.budget import RAMP_STEPS
 
+    from runners.run.plan_pool import auto_workers
+
     cuda = loaded.device.startswith("cuda")
-    done = score_pass(loaded, scorer, items, configs, budget_of(real, RAMP_STEPS if cuda else 0))
+    ramp = RAMP_STEPS if cuda else 0
+    done = score_pass(loaded, scorer, items, configs, budget_of(real, ramp))
+    # A/B in one job (issue 59 item 7): planning in processes, as `run` plans beside a GPU
+    # by default (the dry run: one process, to walk the path); then the host syncs of a
+    # shorter pass, counted apart from the timed ones.
+    workers = auto_workers(loaded.device) if cuda else 1
+    if workers:
+        pooled = score_pass(loaded, scorer, items, configs, budget_of(real, ramp),
+                            plan_workers=workers)
+        moved, outside = flips(done.cells, pooled.cells)
+        report.row(f"{name} planned in {workers} process{'es' if workers > 1 else ''}",
+                   f"{pooled.tokens_per_s:.0f} tokens/s ({pooled.seconds:.1f} s against "
+                   f"{done.seconds:.1f} s planned on the host thread: "
+                   f"{done.seconds / pooled.seconds:.2f}x); {len(moved)} flips, "
+                   f"{len(outside)} outside bf16 near-ties", "FAIL" if outside else "ok")
+        report.figures.setdefault(name, {}).update(
+            plan_workers=workers, planned_in_processes_s=round(pooled.seconds, 3),
+            planned_on_thread_s=round(done.seconds, 3))
+    counted = items[:32]
+    counted_pass, syncs = count_syncs(loaded.device, lambda: score_pass(
+        loaded, scorer, counted, configs, budget_of(real, ramp)))
+    if syncs is not None:
+        report.row(f"{name} host syncs", f"{syncs} synchronising calls flagged by torch over "
+                   f"{len(counted)} items ({syncs / len(counted):.1f} an item; "
+                   f"{counted_pass.stats.decode_calls} decoding steps)")
+        report.figures.setdefault(name, {})["host_syncs_per_item"] = round(
+            syncs / len(counted), 2)
     rows, length = sizes(loaded.device)["dense"]
     dense = dense_rate(loaded.model, loaded.device, rows, length)
     per_item = done.seconds / len(items) * 26 / len(configs)
