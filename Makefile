@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
-.PHONY: install run test test-reference test-bf16 test-fast bench gpu-check synthetic-grid sample-grid clean \
+.PHONY: install run test test-reference test-bf16 test-fast bench gpu-check gpu-check-items synthetic-grid sample-grid clean \
 	wheelhouse install-offline test-lowest \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 sample-grid-extensions \
 	sample-grid-export ext-smollm2 ext-smollm2-int8 ext-smollm2-int4 ext-gemma3 llama-server serve-smollm2 test-llama-server
@@ -53,6 +53,11 @@ test-reference: install  # the full 40-item real-model reference check (~25 min 
 GPU_CHECK_PY ?= $(if $(wildcard $(PY)),$(PY),python3)
 gpu-check:
 	$(GPU_CHECK_PY) benchmarks/gpu_check.py --device $(or $(DEVICE),cuda) --out $(or $(OUT),gpu-check-out)
+
+# The 400 real items the GPU check runs, written from ../shared/benchmarks into build/ for a
+# job to carry to a box without ../shared (real benchmark data is not committed).
+gpu-check-items:
+	$(GPU_CHECK_PY) benchmarks/gpu_check.py --write-items
 
 # Offline install (README, "Offline install"). On a connected machine, `make wheelhouse`
 # downloads into WHEELS the wheels a target lacks, for its Python and platform (PY, PLATFORM;

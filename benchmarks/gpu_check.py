@@ -3,8 +3,9 @@
 Built for the reference air-gapped box (docs/runner.md, *The reference air-gapped box*): one
 H200, no network, torch and transformers preinstalled, no duckdb, textual, platformdirs, gguf,
 optimum-quanto or vLLM. It downloads and converts nothing: every model is built in-process
-(benchmarks/gpu_check_models.py) and the items are 400 real ones that travel with it
-(benchmarks/configs/gpu_check_items.jsonl). Sections, each guarded so one failure is a FAIL row
+(benchmarks/gpu_check_models.py) and the items are 400 real ones (../shared/benchmarks, or
+on the box the build/gpu_check_items.jsonl that --write-items made and the job carried).
+Sections, each guarded so one failure is a FAIL row
 and the rest still runs:
 
 - versions: Python, torch, CUDA, cuDNN, transformers, vLLM, optimum-quanto, the GPU, SDPA
@@ -52,13 +53,14 @@ for path in (REPO, HERE):
         sys.path.insert(0, str(path))
 SHARED = REPO.parent / "shared" / "benchmarks"
 BENCHMARK_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
-# 400 real items that travel with the check (233 KB; the GPU box has no ../shared): 100 per
-# benchmark, round robin, so prompt lengths are the real mix's (~1,480 unique tokens an
-# item), not the starter items' (~850). `python benchmarks/gpu_check.py --write-items`
-# makes it again from ../shared/benchmarks.
-SHIPPED_ITEMS = HERE / "configs" / "gpu_check_items.jsonl"
-SHIPPED_PER_BENCHMARK = 100
-ITEMS = {"cuda": 400, "cpu": 4}  # on a GPU: every shipped item
+# 400 real items that travel with the check (233 KB; the GPU box has no ../shared, and
+# real benchmark data is not committed here): 100 per benchmark, round robin, so prompt
+# lengths are the real mix's (~1,480 unique tokens an item), not the starter items' (~850).
+# `python benchmarks/gpu_check.py --write-items` writes them where ../shared exists; the
+# job carries build/ (ignored by git) to the box.
+ITEMS_FILE = REPO / "build" / "gpu_check_items.jsonl"
+PER_BENCHMARK = 100
+ITEMS = {"cuda": 400, "cpu": 4}  # on a GPU: every one of them
 
 
 def round_robin(per_benchmark: int):
@@ -70,23 +72,32 @@ def round_robin(per_benchmark: int):
     return [it for group in zip(*groups) for it in group]
 
 
-def write_items(path: Path = SHIPPED_ITEMS) -> int:
+def write_items(path: Path | None = None) -> int:
     import json
 
-    items = round_robin(SHIPPED_PER_BENCHMARK)
+    path = path or ITEMS_FILE
+    items = round_robin(PER_BENCHMARK)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(it.to_json()) + "\n" for it in items))
     return len(items)
 
 
 def load_items(count: int):
-    """The first `count` shipped real items (the same on every machine)."""
+    """The first `count` of the 400 real items: from ../shared/benchmarks where it exists,
+    else the file --write-items wrote (on the box); no starter-item fallback."""
     from fragility_tui.items.loaders import load_items as load
 
-    items, _ = load(SHIPPED_ITEMS, per_benchmark=None)
+    if SHARED.is_dir():
+        items, source = round_robin(PER_BENCHMARK), "../shared/benchmarks"
+    elif ITEMS_FILE.is_file():
+        items, source = load(ITEMS_FILE, per_benchmark=None)[0], "build/" + ITEMS_FILE.name
+    else:
+        raise SystemExit(f"gpu-check: no real items: neither {SHARED} nor {ITEMS_FILE}; run "
+                         "`python benchmarks/gpu_check.py --write-items` beside "
+                         "../shared/benchmarks and carry build/ with the job")
     if count > len(items):
-        raise SystemExit(f"gpu-check: --items {count}: {SHIPPED_ITEMS.name} holds "
-                         f"{len(items)}")
-    return items[:count], f"benchmarks/configs/{SHIPPED_ITEMS.name}"
+        raise SystemExit(f"gpu-check: --items {count}: {source} gives {len(items)}")
+    return items[:count], source
 
 
 def check_configs(device: str) -> list[str]:
@@ -112,10 +123,10 @@ def main(argv=None) -> int:
                         help="run only these sections (families, llama3-8b, qwen3-8b, quanto, "
                              "vllm; versions always): a short job re-checking one of them")
     parser.add_argument("--write-items", action="store_true",
-                        help=f"write {SHIPPED_ITEMS.name} from ../shared/benchmarks and stop")
+                        help=f"write build/{ITEMS_FILE.name} from ../shared/benchmarks and stop")
     args = parser.parse_args(argv)
     if args.write_items:
-        print(f"wrote {write_items()} items to {SHIPPED_ITEMS}")
+        print(f"wrote {write_items()} items to {ITEMS_FILE}")
         return 0
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     from runners.backends.base import configure_allocator

@@ -201,17 +201,25 @@ def test_the_injected_out_of_memory_recovers_at_the_smallest_real_budget(tmp_pat
     assert row["verdict"] == "ok", row
 
 
-def test_the_shipped_items_are_the_real_mix(shared_benchmarks):
-    """The 400 items that travel with the check (issue 59 item 7) are 100 of each real
-    benchmark, interleaved, exactly what `gpu_check.py --write-items` makes from
-    ../shared/benchmarks; every machine loads the same ones."""
+def test_the_check_runs_the_real_mix_and_carries_it_to_the_box(shared_benchmarks, tmp_path,
+                                                                monkeypatch):
+    """Issue 59 item 7: 400 real items, 100 of each benchmark, interleaved, from
+    ../shared/benchmarks; on the box (no ../shared) the file `--write-items` wrote and the
+    job carried gives the same items; with neither, a clear error, no starter fallback."""
     import gpu_check
 
     items, source = gpu_check.load_items(400)
-    assert source == "benchmarks/configs/gpu_check_items.jsonl"
+    assert source == "../shared/benchmarks"
     assert [it.benchmark for it in items[:4]] == ["arc_challenge", "hellaswag", "mmlu",
                                                   "truthfulqa"]
-    assert [it.to_json() for it in items] == [it.to_json()
-                                              for it in gpu_check.round_robin(100)]
-    with pytest.raises(SystemExit, match="holds 400"):
+    monkeypatch.setattr(gpu_check, "ITEMS_FILE", tmp_path / "build" / "items.jsonl")
+    assert gpu_check.write_items() == 400
+    monkeypatch.setattr(gpu_check, "SHARED", tmp_path / "no-shared")
+    carried, source = gpu_check.load_items(400)
+    assert source == "build/items.jsonl"
+    assert [it.to_json() for it in carried] == [it.to_json() for it in items]
+    with pytest.raises(SystemExit, match="gives 400"):
         gpu_check.load_items(401)
+    gpu_check.ITEMS_FILE.unlink()
+    with pytest.raises(SystemExit, match="no real items"):
+        gpu_check.load_items(4)
