@@ -82,15 +82,19 @@ def write_items(path: Path | None = None) -> int:
     return len(items)
 
 
-def load_items(count: int):
+def load_items(count: int, cuda: bool = True):
     """The first `count` of the 400 real items: from ../shared/benchmarks where it exists,
-    else the file --write-items wrote (on the box); no starter-item fallback."""
+    else the file --write-items wrote (on the box). No starter-item fallback on a GPU; the
+    CPU dry run, which checks paths, not figures, takes the starter items there."""
     from fragility_tui.items.loaders import load_items as load
 
     if SHARED.is_dir():
         items, source = round_robin(PER_BENCHMARK), "../shared/benchmarks"
     elif ITEMS_FILE.is_file():
         items, source = load(ITEMS_FILE, per_benchmark=None)[0], "build/" + ITEMS_FILE.name
+    elif not cuda:
+        starter = REPO / "sample_grids" / "starter_items.jsonl"
+        items, source = load(starter, per_benchmark=None)[0], "sample_grids/starter_items.jsonl"
     else:
         raise SystemExit(f"gpu-check: no real items: neither {SHARED} nor {ITEMS_FILE}; run "
                          "`python benchmarks/gpu_check.py --write-items` beside "
@@ -160,7 +164,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("FRAGILITY_CACHE_DIR", str(work / "cache"))
     print(f"gpu-check on {device}", flush=True)
     report.guarded("versions", versions, device)
-    items, source = load_items(args.items or ITEMS["cuda" if cuda else "cpu"])
+    items, source = load_items(args.items or ITEMS["cuda" if cuda else "cpu"], cuda)
     report.row("items", f"{len(items)} from {source}; {len(configs)} configs")
     report.guarded("families", families, device, work, configs)
     report.guarded("llama3-8b", eight_b, device, items, configs, "llama3-8b", memory=True)

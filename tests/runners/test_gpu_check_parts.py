@@ -205,7 +205,8 @@ def test_the_check_runs_the_real_mix_and_carries_it_to_the_box(shared_benchmarks
                                                                 monkeypatch):
     """Issue 59 item 7: 400 real items, 100 of each benchmark, interleaved, from
     ../shared/benchmarks; on the box (no ../shared) the file `--write-items` wrote and the
-    job carried gives the same items; with neither, a clear error, no starter fallback."""
+    job carried gives the same items; with neither, a clear error on a GPU (no starter
+    fallback), the starter items in the CPU dry run."""
     import gpu_check
 
     items, source = gpu_check.load_items(400)
@@ -223,3 +224,5 @@ def test_the_check_runs_the_real_mix_and_carries_it_to_the_box(shared_benchmarks
     gpu_check.ITEMS_FILE.unlink()
     with pytest.raises(SystemExit, match="no real items"):
         gpu_check.load_items(4)
+    _, source = gpu_check.load_items(4, cuda=False)  # the dry run checks paths, not figures
+    assert source == "sample_grids/starter_items.jsonl"
