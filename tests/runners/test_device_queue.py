@@ -57,7 +57,7 @@ def runs_read_here(db) -> dict:
     return {r["grid"]: json.loads(json.dumps(r, default=str)) for r in runs}
 
 
-def wait_for(predicate, what: str, procs, timeout=180):
+def wait_for(predicate, what: str, procs, timeout=180, every=0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
@@ -68,12 +68,25 @@ def wait_for(predicate, what: str, procs, timeout=180):
                 raise AssertionError(f"{what}: a run exited {p.returncode}: {p.stderr.read()}")
         if all(p.poll() is not None for p in procs):
             raise AssertionError(f"{what}: every run ended first")
-        time.sleep(0.2)
+        time.sleep(every)
     raise AssertionError(f"timed out waiting for {what}")
 
 
 CONFIGS = "o0.letter,o1.letter,cloze_qa"
-N_ITEMS = 60  # 60 one-item batches: the holder is still running while the others check
+# One-item batches. The holder is paused (start_two) as soon as its events file shows a
+# committed batch, so its items only need to outlast one look at that file (0.02 s): 20
+# leave it ~19 batches (~2 s here under load). It was 60, paused only once the other
+# run was queued and a `runs list` process had looked too, and each of the two runs then
+# evaluated all 60 (~8 s apiece of a test's 22 s).
+N_ITEMS = 20
+
+
+def first_batch(events: dict) -> str | None:
+    """The grid whose run has logged a committed batch (the slot's holder: one slot)."""
+    done = [grid for grid, path in events.items()
+            if path.exists() and '"event": "batch"' in path.read_text()]
+    assert len(done) <= 1, f"two runs on one slot: {done}"
+    return done[0] if done else None
 
 
 def holder_and_waiter(listed: dict):
@@ -89,24 +102,38 @@ def holder_and_waiter(listed: dict):
 
 
 def start_two(tiny_folder, tmp_path):
+    """The two runs, once one holds the slot and the other is queued behind it; the holder
+    is returned paused (SIGSTOP, alive, so its slot stays held): the caller sends SIGCONT
+    (or SIGKILL). Paused before the checks, a fast machine cannot finish its batches
+    while they run."""
     items = write_items(tmp_path / "items.jsonl", N_ITEMS)
     db = tmp_path / "s.duckdb"
     Store(db)
-    procs = {grid: start(*common(tiny_folder, items, db), "--grid", grid, "--configs", CONFIGS)
+    events = {grid: tmp_path / f"{grid}.jsonl" for grid in ("one", "two")}
+    procs = {grid: start(*common(tiny_folder, items, db), "--grid", grid, "--configs", CONFIGS,
+                         "--events", str(events[grid]))
              for grid in ("one", "two")}
-    wait_for(lambda: holder_and_waiter(runs_read_here(db)), "one running, one queued",
-             list(procs.values()))
-    # and so `runs list` shows them (normally at the first look)
-    holder, waiter = wait_for(lambda: holder_and_waiter(runs_json(db)),
-                              "one running, one queued in `runs list`", list(procs.values()))
+    # the holder's first committed batch, read from the events files (a look at the store
+    # fails while a run writes to it, and a loaded machine could let a short run end unseen)
+    holder_grid = wait_for(lambda: first_batch(events), "a run's first batch",
+                           list(procs.values()), every=0.02)
+    pause_outside_the_store(procs[holder_grid].pid, db)
+    try:  # the other one queued behind it (it may have started later), seen here ...
+        wait_for(lambda: holder_and_waiter(runs_read_here(db)), "one running, one queued",
+                 list(procs.values()), every=0.1)
+        # ... and so `runs list` shows them (normally at the first look)
+        holder, waiter = wait_for(lambda: holder_and_waiter(runs_json(db)),
+                                  "one running, one queued in `runs list`",
+                                  list(procs.values()))
+    except BaseException:  # no paused run left behind
+        for proc in procs.values():
+            proc.kill()
+        raise
     return db, items, procs, holder, waiter
 
 
 def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path):
-    db, items, procs, a, b = start_two(tiny_folder, tmp_path)
-    # Pause the holder (alive, so its slot stays held) while the checks below run: a fast
-    # machine would otherwise finish its 60 batches before they do.
-    pause_outside_the_store(procs[a["grid"]].pid, db)
+    db, items, procs, a, b = start_two(tiny_folder, tmp_path)  # the holder a is paused
     try:
         _check_while_held(db, tiny_folder, items, a, b, procs)
     finally:
@@ -150,7 +177,7 @@ def _check_both_finish(db, procs, a, b) -> None:
 
 
 def test_killing_the_holder_lets_the_waiter_start(tiny_folder, tmp_path):
-    db, _, procs, a, b = start_two(tiny_folder, tmp_path)
+    db, _, procs, a, b = start_two(tiny_folder, tmp_path)  # the holder a is paused
     procs[a["grid"]].send_signal(signal.SIGKILL)
     procs[a["grid"]].wait()
     assert procs[b["grid"]].wait(timeout=300) == 0, procs[b["grid"]].stderr.read()
