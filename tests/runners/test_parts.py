@@ -15,7 +15,7 @@ from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.store.merge import merge_parts  # noqa: E402
 from fragility_tui.store.parts import PartsStore, visible_files  # noqa: E402
 from fragility_tui.store.store import CellRow, Store  # noqa: E402
-from runners.run.loop import Run  # noqa: E402
+from runners.run.loop import Run, RunSpec  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
 
@@ -190,8 +190,11 @@ def test_a_worker_killed_mid_run_then_rerun_completes_the_whole_grid(tiny_folder
     common = ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
               "--batch-size", "1", "--threads", "1", "--display", "none", "--grid", "g",
               "--configs", ",".join(CONFIGS), "--prompt-mode", "chat"]
-    whole_db = tmp_path / "whole.duckdb"
-    assert run_cli("run", *common, db=whole_db, timeout=300).returncode == 0
+    whole_db = tmp_path / "whole.duckdb"  # the single-process run, in this process
+    assert Run(RunSpec(models=[str(tiny_folder)], items=[str(items)], grid="g",
+                       per_benchmark=None, batch_size=1, threads=1, configs=CONFIGS,
+                       prompt_mode="chat"), Store(whole_db), display="none",
+               events_path=str(tmp_path / "whole.jsonl")).execute() == "finished"
     folder, never = tmp_path / "parts", tmp_path / "never.duckdb"
     worker = [*common, "--out-parts", str(folder), "--shard", "0/1"]
     env = {"FRAGILITY_TUI_DB": str(never)}
@@ -311,8 +314,11 @@ def test_extension_configs_travel_through_parts(tiny_folder, tmp_path):
     configs = "o0.letter,o1.paren.lik,o0.letter+nobos,cloze_qa+bos,o2.digit+k1"
     common = ["--model", str(tiny_folder), "--items", str(items), "--per-benchmark", "0",
               "--threads", "1", "--display", "none", "--grid", "g", "--configs", configs]
-    whole = tmp_path / "whole.duckdb"
-    assert run_cli("run", *common, db=whole, timeout=300).returncode == 0
+    whole = tmp_path / "whole.duckdb"  # the run into a store, in this process
+    assert Run(RunSpec(models=[str(tiny_folder)], items=[str(items)], grid="g",
+                       per_benchmark=None, threads=1, configs=configs.split(",")),
+               Store(whole), display="none",
+               events_path=str(tmp_path / "whole.jsonl")).execute() == "finished"
     folder = tmp_path / "parts"
     run_cli("run", *common, "--out-parts", str(folder), db=tmp_path / "never.duckdb",
             check=True, timeout=300)
