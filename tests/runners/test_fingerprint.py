@@ -51,17 +51,31 @@ def snapshot(store: Store) -> list:
                 for t in ("grids", "items", "models", "runs", "cells")]
 
 
+@pytest.fixture(scope="module")
+def first_run(tiny_folder, tmp_path_factory):
+    """(store file, items) after one finished run of tiny_folder on one item, made once:
+    the refusal tests below each take a copy of the store."""
+    tmp = tmp_path_factory.mktemp("first_run")
+    items = write_items(tmp / "items.jsonl", 1)
+    with pytest.MonkeyPatch.context() as patch:  # own_cache is per test
+        patch.setenv("FRAGILITY_CACHE_DIR", str(tmp / "cache"))
+        assert Run(spec_for(tiny_folder, items), Store(tmp / "s.duckdb"), display="none",
+                   events_path=str(tmp / "a.jsonl")).execute() == "finished"
+    return tmp / "s.duckdb", items
+
+
 @pytest.mark.parametrize("change, differs", [
     ({"dtype": "bf16"}, "dtype fp32 → bf16"),
     ({"max_new_tokens": 8}, "max_new_tokens 16 → 8"),
     ({"quantize": "int8", "name": "tiny-llama"}, "quantization none → optimum-quanto qint8"),
 ])
-def test_a_run_with_other_settings_is_refused_before_loading(tiny_folder, tmp_path, monkeypatch,
-                                                             change, differs):
+def test_a_run_with_other_settings_is_refused_before_loading(tiny_folder, first_run, tmp_path,
+                                                             monkeypatch, change, differs):
+    template, items = first_run
+    for suffix in ("", ".wal"):  # the store holds no file open between operations
+        if Path(f"{template}{suffix}").exists():
+            shutil.copyfile(f"{template}{suffix}", tmp_path / f"s.duckdb{suffix}")
     store = Store(tmp_path / "s.duckdb")
-    items = write_items(tmp_path / "items.jsonl", 1)
-    assert Run(spec_for(tiny_folder, items), store, display="none",
-               events_path=str(tmp_path / "a.jsonl")).execute() == "finished"
     before = snapshot(store)
     import transformers
 
