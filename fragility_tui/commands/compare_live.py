@@ -88,6 +88,9 @@ class LiveComparison:
         self.sides = [Side("A", args.a, *split_quantized(args.a)),
                       Side("B", args.b, *split_quantized(args.b))]
         base = self._spec(self.sides[0])
+        if args.reference and args.reference not in base.configs:  # before any model's files
+            raise InputError(self._not_evaluated(args.reference, base.configs),
+                             field="--reference")
         try:
             inputs = load_run_items(base)
         except InputError as exc:
@@ -112,8 +115,13 @@ class LiveComparison:
         self.configs = [c for c in base.configs if c not in refused]
         self.reference = args.reference or default_reference(self.configs)
         if self.reference not in self.configs:
-            raise InputError(f"the reference {self.reference} is not among the configs "
-                             f"evaluated ({', '.join(self.configs)})", field="--reference")
+            raise InputError(self._not_evaluated(self.reference, self.configs),
+                             field="--reference")
+
+    @staticmethod
+    def _not_evaluated(reference: str, configs) -> str:
+        return (f"the reference {reference} is not among the configs evaluated "
+                f"({', '.join(configs)})")
 
     def _spec(self, side: Side, **extra):
         from runners.run.admission import item_path
