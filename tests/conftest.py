@@ -22,6 +22,17 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # this before numpy loads (cli.quiet_blas_threads), so the app and every command ran with
 # it, but the test processes themselves (the in-process analysis and app tests) did not.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# The user data folder (default store, run event logs, a launcher's parts) of this process and
+# the test processes the tests start: one per `pytest` run (its workers inherit it), not the
+# contributor's own (~/.local/share/fragility-tui had gathered ~1,400 event logs from `make
+# test`); removed when the run ends.
+if "FRAGILITY_TESTS_OWN_DATA" not in os.environ:
+    import atexit
+    import tempfile
+
+    os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="fragility-tests-data-")
+    os.environ["FRAGILITY_TESTS_OWN_DATA"] = os.environ["XDG_DATA_HOME"]
+    atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], True)
 
 
 def pytest_configure(config):
