@@ -34,7 +34,7 @@ SCORE_TOLERANCE, NEAR_TIE = {"fp32": (1e-3, 1e-4)}.get(DTYPE, (0.1, 0.05))
 # (208 cells; the slowest test: 315 s alone, 367 s beside the other test worker on 2026-12-04).
 PER_BENCHMARK = int(os.environ.get("FRAGILITY_REFERENCE_PER_BENCHMARK", "2"))
 # How the plain loop generates: `make test` gives model.generate an item's 24 generation
-# prompts at once, left-padded (plain_loop.reference_cells: 234 -> ~40 s on 2 cores, the
+# prompts at once, left-padded (plain_loop.reference_cells: 234 -> 57 s alone on 2 cores, the
 # weights read once a step for all of them); `make test-reference`, the acceptance check,
 # one prompt at a time (plain_loop.reference_cell), as a user's own loop would.
 ONE_AT_A_TIME = os.environ.get("FRAGILITY_REFERENCE_ONE_AT_A_TIME", "") == "1"
