@@ -124,6 +124,17 @@ def lmeval_venv() -> Path | str:
     return python
 
 
+def lmeval_model_folder() -> Path:
+    """The model folder lm-eval loads: the runner's own weights, in its dtype."""
+    import torch
+
+    from fragility_tui.hashing import sha256_file
+    from runners.models.load import converted_gguf_folder, resolve_spec
+
+    gguf = resolve_spec(MODEL).path
+    return converted_gguf_folder(gguf, sha256_file(gguf), getattr(torch, TORCH_DTYPES[DTYPE]))
+
+
 def arc_easy_items(path: Path, count: int):
     """`count` four-option ARC-Easy test items (seeded sample), written in the shared schema
     so lm-eval and our runner read the very same docs."""
@@ -136,18 +147,12 @@ def arc_easy_items(path: Path, count: int):
 
 def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict:
     from fragility_tui.store.lmeval import ItemMatcher, predict, read_samples
-    from fragility_tui.hashing import sha256_file
-    from runners.models.load import converted_gguf_folder, resolve_spec
 
     python = lmeval_venv()
     if isinstance(python, str):
         print(f"(a) skipped: cannot set up lm-evaluation-harness: {python}")
         return {"skipped": python}
-    gguf = resolve_spec(MODEL).path
-    import torch
-
-    # the same weights, in the same dtype, as the runner's
-    folder = converted_gguf_folder(gguf, sha256_file(gguf), getattr(torch, TORCH_DTYPES[DTYPE]))
+    folder = lmeval_model_folder()
     items_path = work / "arc_easy_300.jsonl"
     items = arc_easy_items(items_path, count)
     tasks = work / "tasks"
@@ -497,31 +502,25 @@ def bench_fewshot(work: Path, threads: int, per_benchmark: int) -> dict:
     measured: dict[str, list] = {label: [] for label, _ in FEWSHOT_CASES}
     lmeval: list[dict] = []
 
+    names = []  # one lm-eval task per benchmark, over the same items as ours
+    for benchmark in sorted({item.benchmark for item in items}):
+        name = f"k5_letter_lik_{benchmark}"
+        path = write_items(work / f"{benchmark}.jsonl",
+                           [item for item in items if item.benchmark == benchmark])
+        (work / "tasks").mkdir(exist_ok=True)
+        (work / "tasks" / f"{name}.yaml").write_text(LETTER_LIK_TASK.format(task=name,
+                                                                           items=path))
+        names.append(name)
+
     def run_lmeval(k: int) -> None:
         if isinstance(python, str):
             return
-        from fragility_tui.hashing import sha256_file
-        from runners.models.load import converted_gguf_folder, resolve_spec
-        import torch
-
-        gguf = resolve_spec(MODEL).path
-        folder = converted_gguf_folder(gguf, sha256_file(gguf),
-                                       getattr(torch, TORCH_DTYPES[DTYPE]))
-        tasks = work / "tasks"
-        names = []
-        if not tasks.is_dir():
-            tasks.mkdir()
-        for benchmark in sorted({item.benchmark for item in items}):
-            name = f"k5_letter_lik_{benchmark}"
-            path = write_items(work / f"{benchmark}.jsonl",
-                               [item for item in items if item.benchmark == benchmark])
-            (tasks / f"{name}.yaml").write_text(LETTER_LIK_TASK.format(task=name, items=path))
-            names.append(name)
         out = work / f"lmeval-out-{k}"
         wall, _ = run_command(
             [str(Path(python).parent / "lm_eval"), "run", "--model", "hf", "--model_args",
-             f"pretrained={folder},dtype={TORCH_DTYPES[DTYPE]}", "--device", DEVICE,
-             "--include_path", str(tasks), "--tasks", ",".join(names), "--num_fewshot", "5",
+             f"pretrained={lmeval_model_folder()},dtype={TORCH_DTYPES[DTYPE]}",
+             "--device", DEVICE, "--include_path", str(work / "tasks"),
+             "--tasks", ",".join(names), "--num_fewshot", "5",
              "--batch_size", "8", "--seed", "0", "--log_samples", "--output_path", str(out)],
             threads=threads)
         contexts = {line["arguments"]["gen_args_0"]["arg_0"]
