@@ -96,9 +96,10 @@ class KVPool:
         for layer, keys, values in zip(cache.layers, self.keys, self.values):
             if keys is None:
                 continue
-            if keys.device not in at:
+            if keys.device not in at:  # the rows' index only where there are several
                 at[keys.device] = (to_device(slots.reshape(-1), keys.device),
-                                   to_device(torch.tensor(rows), keys.device))
+                                   to_device(torch.tensor(rows), keys.device)
+                                   if count > 1 else None)
             flat, where = at[keys.device]
             for pool, buffer in zip((keys, values), layer.token_major_states()):
                 if count == 1:
