@@ -22,6 +22,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # this before numpy loads (cli.quiet_blas_threads), so the app and every command ran with
 # it, but the test processes themselves (the in-process analysis and app tests) did not.
 os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+# Textual's pilot waits for the app to go idle after every key it presses and at every
+# pause: it sleeps in steps of textual._wait.SLEEP_GRANULARITY (20 ms) until a step used next
+# to no CPU, twice a key. The pilot tests spent a third of their wall time in those sleeps
+# (five pilot files alone: 89 -> 60 s with 5 ms steps, the same CPU; 2026-12-06); the
+# screen's message queues are still drained first (Pilot._wait_for_screen), as before.
+import textual._wait  # noqa: E402
+
+textual._wait.SLEEP_GRANULARITY = 0.005
 # The user data folder (default store, run event logs, a launcher's parts) of this process and
 # the test processes the tests start: one per `pytest` run (its workers inherit it), not the
 # contributor's own (~/.local/share/fragility-tui had gathered ~1,400 event logs from `make

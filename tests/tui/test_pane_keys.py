@@ -10,7 +10,7 @@ import pytest
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.screens import ItemScreen
 
-from .conftest import open_pane, wait_ready, walk_checks
+from .conftest import open_pane, wait_ready, wait_while, walk_checks
 
 pytestmark = pytest.mark.anyio
 
@@ -115,5 +115,10 @@ async def test_the_model_plot_legend_keeps_builds_apart_beside_the_configs(shipp
         text = str(legend.render())
         assert "+int4" in text and "+int8" in text and "not shown" not in text
         last_config = len(app.view.cube.configs) - 1
-        x, _ = plot.get_pixel_from_coordinate(last_config, 50)
-        assert plot.margin_left + x < legend.offset.x
+
+        def last_point_left_of_the_legend() -> bool:  # once the plot is laid out
+            x, _ = plot.get_pixel_from_coordinate(last_config, 50)
+            return plot.margin_left + x < legend.offset.x
+
+        await wait_while(app, pilot, lambda: not last_point_left_of_the_legend(), 10,
+                         "the last config's point is under the legend")
