@@ -27,13 +27,16 @@ def require_shared_benchmarks() -> Path:
 
 def run_cli(*args: str, db: Path | None = None, timeout: float = 120, env: dict | None = None,
             check: bool = False) -> subprocess.CompletedProcess:
-    """Run `fragility-tui ARGS` as a subprocess (the way a user or a script does)."""
-    argv = [sys.executable, "-m", "fragility_tui.cli", *args]
+    """Run `fragility-tui ARGS` as a process of its own (the way a user or a script does;
+    started warm, tests/cli_process.py)."""
+    from cli_process import cli_run
+
+    argv = [*args]
     if db is not None:
         argv += ["--db", str(db)]
     full_env = {**os.environ, "NO_COLOR": "1", **(env or {})}
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=full_env,
-                          cwd=REPO)
+    proc = cli_run(argv, capture_output=True, text=True, timeout=timeout, env=full_env,
+                   cwd=REPO)
     if check and proc.returncode != 0:
         raise AssertionError(f"fragility-tui {' '.join(args)} exited {proc.returncode}:\n"
                              f"{proc.stdout}\n{proc.stderr}")

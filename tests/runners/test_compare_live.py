@@ -10,13 +10,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from cli_process import cli_popen, cli_run  # noqa: E402
 from tiny_models import make_model, make_tokenizer  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
 from test_run_loop import QUESTIONS, cells_of  # noqa: E402
@@ -48,7 +48,7 @@ def pair(tmp_path_factory) -> tuple[Path, Path, Path]:
 
 def _argv(pair, db, *extra) -> list[str]:
     a, b, items = pair
-    return [sys.executable, "-m", "fragility_tui.cli", "compare", str(a), str(b), "--items",
+    return ["compare", str(a), str(b), "--items",
             str(items), "--grid", "g", "--chunk", str(CHUNK), "--configs", CONFIGS,
             "--reference", "cloze_qa", "--per-benchmark", "0", "--prompt-mode", "chat",
             "--threads", "1", "--display", "none", "--db", str(db), *extra]
@@ -59,8 +59,8 @@ def _env() -> dict:
 
 
 def compare(pair, db, *extra, timeout=300) -> subprocess.CompletedProcess:
-    return subprocess.run(_argv(pair, db, *extra), capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=_env())
+    return cli_run(_argv(pair, db, *extra), capture_output=True, text=True,
+                   timeout=timeout, cwd=REPO, env=_env())
 
 
 def _path(out: dict) -> list:
@@ -86,8 +86,8 @@ def test_kill_9_after_the_first_chunk_then_rerun_follows_the_same_decision_path(
         ("tiny-b", False), ("tiny-b", True), ("tiny-b", True)]
 
     db = tmp_path / "killed.duckdb"
-    proc = subprocess.Popen(_argv(pair, db), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, cwd=REPO, env=_env())
+    proc = cli_popen(_argv(pair, db), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                     text=True, cwd=REPO, env=_env())
     try:
         for line in proc.stdout:  # the header, then the first chunk's progress line
             if "decision:" in line:
@@ -180,12 +180,12 @@ def test_bad_settings_are_one_line_naming_the_field(pair, tmp_path, extra, field
 
 def test_an_unknown_model_or_an_empty_pool_is_one_line(pair, tmp_path):
     a, b, items = pair
-    base = [sys.executable, "-m", "fragility_tui.cli", "compare", "--grid", "g",
+    base = ["compare", "--grid", "g",
             "--db", str(tmp_path / "s.duckdb"), "--display", "none"]
 
     def run(*args):
-        return subprocess.run([*base, *args], capture_output=True, text=True, timeout=120,
-                              cwd=REPO, env=_env())
+        return cli_run([*base, *args], capture_output=True, text=True, timeout=120,
+                       cwd=REPO, env=_env())
 
     out = run(str(a), str(tmp_path / "no-such-model"), "--items", str(items))
     assert out.returncode == 2 and out.stderr.count("\n") == 1
@@ -222,10 +222,9 @@ def test_a_bad_flag_is_one_error_line_and_no_run_row(pair, tmp_path, command, ex
     if command == "compare":
         out = compare(pair, db, *extra)
     else:
-        out = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "run", "--model",
-                              str(a), "--items", str(items), "--grid", "g", "--configs",
-                              CONFIGS, "--display", "none", "--db", str(db), *extra],
-                             capture_output=True, text=True, timeout=300, cwd=REPO, env=_env())
+        out = cli_run(["run", "--model", str(a), "--items", str(items), "--grid", "g",
+                       "--configs", CONFIGS, "--display", "none", "--db", str(db), *extra],
+                      capture_output=True, text=True, timeout=300, cwd=REPO, env=_env())
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("error: ") and out.stderr.count("\n") == 1
     assert f"field {field!r}" in out.stderr
@@ -264,12 +263,12 @@ def test_a_runs_seconds_leave_out_the_time_it_waited_queued(pair, tmp_path):
 
     db = tmp_path / "q.duckdb"
     fd = _hold_cpu_slot(db)
-    proc = subprocess.Popen(_argv(pair, db, "--max-items", "4", "--device", "cpu"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            cwd=REPO, env={**_env(), "FRAGILITY_CPU_SLOTS": "1"})
+    proc = cli_popen(_argv(pair, db, "--max-items", "4", "--device", "cpu"),
+                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                     cwd=REPO, env={**_env(), "FRAGILITY_CPU_SLOTS": "1"})
     try:
         _wait_queued(db, proc)
-        time.sleep(6)  # queued: not work
+        time.sleep(2)  # queued: not work (counted, it alone would break the bound below)
     finally:
         released = time.monotonic()
         os.close(fd)
@@ -291,9 +290,9 @@ def test_a_rerun_with_other_settings_after_a_kill_starts_a_new_run(pair, tmp_pat
     Store(db).create_grid("g", seed=0, item_set_hash=item_set_hash(
         load_many([str(pair[2])], per_benchmark=None, seed=0)[0]))
     fd = _hold_cpu_slot(db)
-    proc = subprocess.Popen(_argv(pair, db, "--device", "cpu"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, cwd=REPO,
-                            env={**_env(), "FRAGILITY_CPU_SLOTS": "1"})
+    proc = cli_popen(_argv(pair, db, "--device", "cpu"), stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, cwd=REPO,
+                     env={**_env(), "FRAGILITY_CPU_SLOTS": "1"})
     try:
         _wait_queued(db, proc)  # chunk 1's run of tiny-a, recorded with three configs
         proc.send_signal(signal.SIGKILL)

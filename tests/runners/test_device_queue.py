@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ pytest.importorskip("torch")
 
 from fragility_tui.store.store import Store  # noqa: E402
 from test_run_loop import write_items  # noqa: E402
+from cli_process import cli_popen, cli_run  # noqa: E402
 from helpers import pause_outside_the_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,15 +32,13 @@ def common(tiny_folder, items, db):
 
 
 def start(*args):
-    return subprocess.Popen([sys.executable, "-m", "fragility_tui.cli", "run", *args],
-                            cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    return cli_popen(["run", *args], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.PIPE, text=True)
 
 
 def runs_json(db) -> dict:
-    out = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "runs", "list", "--json",
-                          "--db", str(db)], cwd=REPO, env=ENV, capture_output=True,
-                         text=True, timeout=120, check=True)
+    out = cli_run(["runs", "list", "--json", "--db", str(db)], cwd=REPO, env=ENV,
+                  capture_output=True, text=True, timeout=120, check=True)
     return {r["grid"]: r for r in json.loads(out.stdout)}
 
 
@@ -143,17 +141,15 @@ def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path
 
 def _check_while_held(db, tiny_folder, items, a, b, procs) -> None:
     assert b["device"] == "cpu" and b["pid"] == procs[b["grid"]].pid
-    listing = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "runs", "list",
-                              "--db", str(db)], cwd=REPO, env=ENV, capture_output=True,
-                             text=True, check=True).stdout
+    listing = cli_run(["runs", "list", "--db", str(db)], cwd=REPO, env=ENV,
+                      capture_output=True, text=True, check=True).stdout
     assert f"waiting for cpu, held by run {a['run_id']}" in listing
     row = next(line for line in listing.splitlines() if line.startswith(b["run_id"]))
     assert row.split()[1:3] == ["queued", "cpu"]
     # --no-wait refuses at once, naming the holder, and leaves no run row
-    refused = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "run",
-                              *common(tiny_folder, items, db), "--grid", "third",
-                              "--no-wait"], cwd=REPO, env=ENV, capture_output=True,
-                             text=True, timeout=300)
+    refused = cli_run(["run", *common(tiny_folder, items, db), "--grid", "third",
+                       "--no-wait"], cwd=REPO, env=ENV, capture_output=True, text=True,
+                      timeout=300)
     assert refused.returncode == 2, refused.stderr
     assert f"cpu is busy, held by run {a['run_id']}; not waiting (--no-wait)" in refused.stderr
     runs = runs_json(db)

@@ -10,7 +10,6 @@ import json
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from functools import partial
@@ -22,6 +21,7 @@ pytest.importorskip("torch")
 from fake_openai import FakeOpenAI  # noqa: E402
 from fragility_tui.harness.parser import is_decided  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
+from cli_process import cli_popen, cli_run  # noqa: E402
 from helpers import REPO  # noqa: E402
 from runners.backends.openai.client import (OpenAIClient, RequestsCancelled,  # noqa: E402
                                             ServerError)
@@ -121,14 +121,14 @@ def test_sigterm_ends_a_served_run_within_seconds_and_it_resumes(weights, tmp_pa
     items = write_items(tmp_path / "items.jsonl", 3)
     db, events = tmp_path / "s.duckdb", tmp_path / "ev.jsonl"
     with FakeOpenAI(*weights, stall_after=2, stall_s=120) as server:
-        args = [sys.executable, "-m", "fragility_tui.cli", "run", "--backend", "openai",
+        args = ["run", "--backend", "openai",
                 "--base-url", server.url, "--served-model", server.model_id,
                 "--configs", "o0.letter", "--items", str(items), "--per-benchmark", "0",
                 "--grid", "g",
                 "--batch-size", "1", "--events", str(events), "--db", str(db),
                 "--display", "none"]
-        proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
+        proc = cli_popen(args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and server.posts < 3:  # one cell stalls
             assert proc.poll() is None, proc.stderr.read()
@@ -146,9 +146,8 @@ def test_sigterm_ends_a_served_run_within_seconds_and_it_resumes(weights, tmp_pa
         [run] = store.runs()
         assert run.status == "cancelled", (run.status, run.error, proc.stderr.read())
         server.stall_after = None  # the server answers again: the run resumes to the end
-        again = subprocess.run([sys.executable, "-m", "fragility_tui.cli", "run", "--resume",
-                                run.run_id, "--db", str(db), "--display", "none"], cwd=REPO,
-                               capture_output=True, text=True, timeout=300)
+        again = cli_run(["run", "--resume", run.run_id, "--db", str(db), "--display", "none"],
+                        cwd=REPO, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr
     assert store.get_run(run.run_id).status == "finished"
     assert any(json.loads(line)["event"] == "cancelled" for line in open(events))

@@ -16,6 +16,7 @@ from fragility_tui.store.merge import merge_parts  # noqa: E402
 from fragility_tui.store.parts import PartsStore, visible_files  # noqa: E402
 from fragility_tui.store.store import CellRow, Store  # noqa: E402
 from runners.run.loop import Run, RunSpec  # noqa: E402
+from cli_process import cli_popen  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
 
@@ -181,7 +182,6 @@ def test_a_worker_killed_mid_run_then_rerun_completes_the_whole_grid(tiny_folder
     import os
     import signal
     import subprocess
-    import sys
     import time
 
     from test_run_loop import REPO, wait_for_batches
@@ -198,9 +198,8 @@ def test_a_worker_killed_mid_run_then_rerun_completes_the_whole_grid(tiny_folder
     folder, never = tmp_path / "parts", tmp_path / "never.duckdb"
     worker = [*common, "--out-parts", str(folder), "--shard", "0/1"]
     env = {"FRAGILITY_TUI_DB": str(never)}
-    proc = subprocess.Popen([sys.executable, "-m", "fragility_tui.cli", "run", *worker],
-                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, **env})
+    proc = cli_popen(["run", *worker], cwd=REPO, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, env={**os.environ, **env})
     deadline = time.monotonic() + 120
     while not list(folder.glob("events/*.jsonl")) and time.monotonic() < deadline:
         time.sleep(0.05)

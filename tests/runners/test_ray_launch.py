@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 from fragility_tui.errors import InputError  # noqa: E402
 from fragility_tui.store.parts import visible_files  # noqa: E402
 from fragility_tui.store.store import Store  # noqa: E402
+from cli_process import cli_popen  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import REPO, assert_same_cells, cells_of  # noqa: E402
 
@@ -58,9 +59,9 @@ def test_a_killed_ray_worker_is_retried_and_the_grid_is_still_whole(tiny_folder,
     pytest.importorskip("ray")
     items, reference = whole
     db, parts = tmp_path / "s.duckdb", tmp_path / "parts"
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "fragility_tui.cli", "run", *common_args(tiny_folder, items),
-         "--ray", "--shards", "1", "--out-parts", str(parts), "--db", str(db)],
+    driver = cli_popen(
+        ["run", *common_args(tiny_folder, items), "--ray", "--shards", "1", "--out-parts",
+         str(parts), "--db", str(db)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env={**os.environ, **RAY_ENV})
     victim = _wait_for_a_worker_with_parts(parts, driver)

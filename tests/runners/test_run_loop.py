@@ -22,6 +22,7 @@ from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.processes import effective_status  # noqa: E402
 from runners.run.loop import Run, RunSpec  # noqa: E402
 from helpers import pause_outside_the_store, run_cli  # noqa: E402
+from cli_process import cli_popen, cli_run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -219,15 +220,13 @@ def test_seed_mismatch_with_an_existing_grid_is_refused(tiny_folder, tmp_path):
 # -- the CLI as a user runs it ----------------------------------------------------------------
 
 def cli(*args, timeout=300, **kw):
-    return subprocess.run([sys.executable, "-m", "fragility_tui.cli", *args],
-                          capture_output=True, text=True, timeout=timeout, cwd=REPO,
-                          env={**os.environ, "NO_COLOR": "1"}, **kw)
+    return cli_run(args, capture_output=True, text=True, timeout=timeout, cwd=REPO,
+                   env={**os.environ, "NO_COLOR": "1"}, **kw)
 
 
 def start_cli(*args, stdout=None):
-    return subprocess.Popen([sys.executable, "-m", "fragility_tui.cli", *args], cwd=REPO,
-                            stdout=stdout or subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "NO_COLOR": "1"})
+    return cli_popen(args, cwd=REPO, stdout=stdout or subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, env={**os.environ, "NO_COLOR": "1"})
 
 
 def wait_for_batches(events: Path, n: int, proc, timeout=120) -> bool:

@@ -7,8 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -21,6 +19,7 @@ from fragility_tui.store.store import Store  # noqa: E402
 from fragility_tui.tui.app import FragilityApp  # noqa: E402
 from fragility_tui.tui import live  # noqa: E402
 from fragility_tui.tui.live import coverage, header_note, pair_coverage  # noqa: E402
+from cli_process import cli_popen  # noqa: E402
 from helpers import REPO, run_cli  # noqa: E402
 
 from .conftest import open_pane  # noqa: E402
@@ -74,10 +73,9 @@ async def test_a_cli_run_fills_the_open_grid_while_it_runs(tmp_path, tiny_model_
         before = app.view.report.bands
         assert [b.band.model for b in before] == ["tiny-a"]
         log = open(tmp_path / "b.log", "wb")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "fragility_tui.cli", *base, "--configs", CONFIGS,
-             "--name", "tiny-b", "--batch-size", "1", "--db", str(db)],
-            stdout=log, stderr=log, cwd=REPO, env={**os.environ, "NO_COLOR": "1"})
+        proc = cli_popen(
+            [*base, "--configs", CONFIGS, "--name", "tiny-b", "--batch-size", "1", "--db",
+             str(db)], stdout=log, stderr=log, cwd=REPO, env={**os.environ, "NO_COLOR": "1"})
         try:
             seen: list[str] = []
             loop = asyncio.get_running_loop()

@@ -1,0 +1,75 @@
+"""tests/cli_process.py starts the CLI warm (forked from a server that imported torch once): it
+must behave as `python -m fragility_tui.cli` started cold, for what the tests look at."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+import cli_process
+from cli_process import WarmProcess, cli_popen, cli_run
+
+
+@pytest.fixture(params=["warm", "cold"])
+def mode(request, monkeypatch):
+    monkeypatch.setattr(cli_process, "COLD", request.param == "cold")
+    return request.param
+
+
+def test_output_status_and_errors_match_a_cold_process(mode, tmp_path):
+    db = tmp_path / "s.duckdb"
+    made = cli_run(["simulate", "--models", "2", "--items", "10", "--grid", "g", "--db", str(db)],
+                   capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    listed = cli_run(["grids", "--json", "--db", str(db)], capture_output=True, text=True)
+    assert listed.returncode == 0 and '"name": "g"' in listed.stdout
+    bad = cli_run(["report", "--grid", "nope", "--db", str(db)], capture_output=True)
+    assert bad.returncode == 2 and bad.stdout == b""
+    assert bad.stderr.startswith(b"error: ") and bad.stderr.count(b"\n") == 1
+    with pytest.raises(subprocess.CalledProcessError):
+        cli_run(["report", "--grid", "nope", "--db", str(db)], capture_output=True, check=True)
+
+
+def test_environment_directory_and_session_are_the_calls(mode, tmp_path):
+    """`--db` relative to the call's directory; FRAGILITY_TUI_DB from the call's environment;
+    a new session when asked."""
+    (tmp_path / "here").mkdir()
+    env = {**os.environ, "FRAGILITY_TUI_DB": str(tmp_path / "from-env.duckdb")}
+    done = cli_run(["simulate", "--models", "2", "--items", "5", "--grid", "g"],
+                   capture_output=True, text=True, env=env, cwd=tmp_path / "here")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "from-env.duckdb").exists()
+    done = cli_run(["simulate", "--models", "2", "--items", "5", "--grid", "g", "--db",
+                    "rel.duckdb"], capture_output=True, text=True, cwd=tmp_path / "here")
+    assert done.returncode == 0 and (tmp_path / "here" / "rel.duckdb").exists()
+    proc = cli_popen(["report", "--help"], stdout=subprocess.DEVNULL, start_new_session=True)
+    assert proc.wait(timeout=60) == 0
+
+
+def test_a_killed_child_reports_the_signal_and_a_timeout_raises(mode, tmp_path):
+    proc = cli_popen(["runs", "list", "--db", str(tmp_path / "s.duckdb")],
+                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    proc.kill()
+    assert proc.wait(timeout=60) in (-signal.SIGKILL, 0)  # 0: it finished before the kill
+    slow = cli_popen(["simulate", "--models", "20", "--items", "20000", "--grid", "g", "--db",
+                      str(tmp_path / "t.duckdb")], stdout=subprocess.DEVNULL)  # seconds
+    with pytest.raises(subprocess.TimeoutExpired):
+        slow.wait(timeout=0.05)
+    assert slow.poll() is None
+    slow.send_signal(signal.SIGKILL)
+    assert slow.wait(timeout=60) == -signal.SIGKILL
+
+
+def test_a_library_setting_read_at_import_goes_cold():
+    """A variable torch, transformers or the hub read when they load cannot reach a child of a
+    server that loaded them already: such a call starts a cold process."""
+    if cli_process.COLD:
+        pytest.skip("FRAGILITY_TESTS_COLD_CLI=1: every call is cold")
+    warm = cli_popen(["--help"], stdout=subprocess.DEVNULL)
+    cold = cli_popen(["--help"], stdout=subprocess.DEVNULL,
+                     env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": "/nonexistent"})
+    assert isinstance(warm, WarmProcess) and isinstance(cold, subprocess.Popen)
+    assert warm.wait(timeout=60) == 0 and cold.wait(timeout=60) == 0
