@@ -44,12 +44,12 @@ def cli_popen(args, *, stdin=None, stdout=None, stderr=None, text=False, env=Non
     it can be (see the module's docstring)."""
     env = dict(os.environ if env is None else env)
     cwd = str(cwd or REPO)
-    if COLD or not _server().matches(env):
+    if COLD or not (server := _server()).matches(env):
         return subprocess.Popen([sys.executable, "-m", "fragility_tui.cli", *map(str, args)],
                                 stdin=stdin, stdout=stdout, stderr=stderr, text=text, env=env,
                                 cwd=cwd, start_new_session=start_new_session,
                                 encoding=encoding, errors=errors)
-    return WarmProcess(_server(), [str(a) for a in args], stdin, stdout, stderr,
+    return WarmProcess(server, [str(a) for a in args], stdin, stdout, stderr,
                        text or encoding is not None or errors is not None, env, cwd,
                        start_new_session, encoding, errors)
 
@@ -101,7 +101,10 @@ class _Server:
         return conn
 
     def close(self) -> None:
+        if self._alive_w < 0:
+            return
         os.close(self._alive_w)
+        self._alive_w = -1
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -116,8 +119,13 @@ _LOCK = threading.Lock()
 
 
 def _server() -> _Server:
+    """The server, started anew when this process's own environment has changed what the
+    libraries read at import (an in-process run sets PYTORCH_CUDA_ALLOC_CONF for good)."""
     global _SERVER
     with _LOCK:
+        if _SERVER is not None and not _SERVER.matches(os.environ):
+            _SERVER.close()
+            _SERVER = None
         if _SERVER is None or _SERVER.proc.poll() is not None:
             _SERVER = _Server()
         return _SERVER

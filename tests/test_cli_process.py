@@ -73,3 +73,16 @@ def test_a_library_setting_read_at_import_goes_cold():
                      env={**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": "/nonexistent"})
     assert isinstance(warm, WarmProcess) and isinstance(cold, subprocess.Popen)
     assert warm.wait(timeout=60) == 0 and cold.wait(timeout=60) == 0
+
+
+def test_a_server_started_before_this_process_changed_its_environment_is_replaced(
+        monkeypatch):
+    """An in-process run sets PYTORCH_CUDA_ALLOC_CONF in the test process for good: the calls
+    after it are warm again, from a server started with it."""
+    if cli_process.COLD:
+        pytest.skip("FRAGILITY_TESTS_COLD_CLI=1: every call is cold")
+    before = cli_process._server()
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    after = cli_popen(["--help"], stdout=subprocess.DEVNULL)
+    assert isinstance(after, WarmProcess) and after.wait(timeout=60) == 0
+    assert cli_process._server() is not before and before.proc.poll() is not None
