@@ -44,20 +44,26 @@ if "FRAGILITY_TESTS_OWN_DATA" not in os.environ:
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "starts_first: a long test the run starts with "
-                                       "(pytest_collection_modifyitems)")
+    config.addinivalue_line("markers", "starts_first(rank=1): a long test the run starts with, "
+                                       "lower ranks first (pytest_collection_modifyitems)")
     if not hasattr(config, "workerinput"):  # once, before any pytest-xdist worker starts
         compile_bytecode()
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked starts_first go first, in their own order. pytest-xdist's worksteal hands
+    """Tests marked starts_first go first, by rank. pytest-xdist's worksteal hands
     each worker half of the collection in order and balances by stealing from the tails: the
     SmolLM2 reference check (~340 s of a 16-minute run) sat at 72% of the collection, in the
     second worker's share behind ~400 s of runner tests, so the run ended with it while the
     other worker had nothing left. Started first, the other tests fill the other worker
-    meanwhile. Every worker collects and reorders alike, as pytest-xdist requires."""
-    first = [item for item in items if item.get_closest_marker("starts_first")]
+    meanwhile (rank 0). The other tests of 12 s or more go first too (rank 1): one of them
+    started last had left the other worker idle for the run's last ~25 s. Every worker
+    collects and reorders alike, as pytest-xdist requires."""
+    def rank(item) -> int:
+        marker = item.get_closest_marker("starts_first")
+        return marker.args[0] if marker.args else 1
+
+    first = sorted((item for item in items if item.get_closest_marker("starts_first")), key=rank)
     if first:
         items[:] = first + [item for item in items if item not in first]
 

@@ -82,7 +82,8 @@ def test_a_server_started_before_this_process_changed_its_environment_is_replace
     if cli_process.COLD:
         pytest.skip("FRAGILITY_TESTS_COLD_CLI=1: every call is cold")
     before = cli_process._server()
-    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF",  # a value no earlier run left behind
+                       f"{os.environ.get('PYTORCH_CUDA_ALLOC_CONF')},max_split_size_mb:512")
     after = cli_popen(["--help"], stdout=subprocess.DEVNULL)
     assert isinstance(after, WarmProcess) and after.wait(timeout=60) == 0
     assert cli_process._server() is not before and before.proc.poll() is not None

@@ -130,6 +130,7 @@ def start_two(tiny_folder, tmp_path):
     return db, items, procs, holder, waiter
 
 
+@pytest.mark.starts_first
 def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path):
     db, items, procs, a, b = start_two(tiny_folder, tmp_path)  # the holder a is paused
     try:

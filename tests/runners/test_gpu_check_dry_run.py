@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.starts_first]
 
 REPO = Path(__file__).parents[2]
 NOT_ON_THE_BOX = ("duckdb", "_duckdb", "textual", "platformdirs", "gguf")  # _duckdb: its engine

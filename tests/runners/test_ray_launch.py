@@ -33,6 +33,7 @@ def common_args(tiny_folder, items):
 
 
 @pytest.mark.slow
+@pytest.mark.starts_first
 def test_ray_shards_on_a_local_cluster_give_the_single_process_grid(tiny_folder, whole,
                                                                      tmp_path):
     pytest.importorskip("ray")
@@ -54,6 +55,7 @@ def test_ray_shards_on_a_local_cluster_give_the_single_process_grid(tiny_folder,
 
 
 @pytest.mark.slow
+@pytest.mark.starts_first
 def test_a_killed_ray_worker_is_retried_and_the_grid_is_still_whole(tiny_folder, whole,
                                                                       tmp_path):
     pytest.importorskip("ray")
@@ -109,6 +111,7 @@ def test_ray_flags_are_checked(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.starts_first
 def test_smollm2_through_ray_gives_the_single_process_grid(tmp_path, shared_benchmarks):
     """A real model on real items: 2 Ray shards equal one single-process run."""
     import importlib.util

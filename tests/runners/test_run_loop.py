@@ -246,6 +246,7 @@ def wait_for_batches(events: Path, n: int, proc, timeout=120) -> bool:
     raise AssertionError("no progress")
 
 
+@pytest.mark.starts_first
 def test_sigkill_at_three_random_moments_then_resume(tiny_folder, tmp_path):
     # 20 one-item batches: three kills (each after at most 2 batches plus a fraction of the
     # next) always leave work, so no kill can land after the run marked itself finished.

@@ -19,7 +19,7 @@ torch = pytest.importorskip("torch")
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 # the longest test of `make test`: it starts the run (tests/conftest.py)
-pytestmark = [pytest.mark.slow, pytest.mark.starts_first]
+pytestmark = [pytest.mark.slow, pytest.mark.starts_first(0)]
 
 BENCHMARK_FILES = ("arc_challenge_test", "hellaswag_val", "mmlu_test", "truthfulqa_mc1")
 # Where the reference check runs (`make test-reference DEVICE=cuda DTYPE=bf16`): the runner

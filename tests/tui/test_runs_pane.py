@@ -64,6 +64,7 @@ async def until(pilot, predicate, what: str, timeout: float = 120.0):
             raise AssertionError(f"timed out waiting for {what}; runs: {runs}")
 
 
+@pytest.mark.starts_first
 async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
     db = tmp_path / "runs.duckdb"
     Store(db)  # an empty store: the run creates its grid

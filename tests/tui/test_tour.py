@@ -86,6 +86,7 @@ async def settle(app, pilot) -> None:
     await wait_ready(app, pilot, timeout=120)
 
 
+@pytest.mark.starts_first
 async def test_the_readme_tour_at_80x24(shipped_store):
     app = FragilityApp(str(shipped_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
