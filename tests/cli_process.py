@@ -1,19 +1,21 @@
 """`python -m fragility_tui.cli ARGS` for the tests, started warm.
 
-The suite starts the CLI as a process ~500 times. A model command's process spent ~2 of its
-~3 CPU-seconds importing torch and transformers, and every process imported numpy and
-DuckDB: together a sixth of `make test`'s CPU on 2 cores. Here each test process keeps one
-server (tests/cli_zygote.py) that has imported them once and forks a child per command. The
+The suite starts the CLI as a process ~450 times. A model command's process spent ~2 of its
+~3 CPU-seconds importing torch and transformers, and every one imported numpy and DuckDB.
+Here each test process keeps one server (tests/cli_zygote.py) that imported them once and
+forks a child per command (the suite's CPU: ~980 -> ~850 s on 2 cores, 2026-12-06). The
 child is a process of its own like any other: its own pid (kill -9 reaches it), session,
-stdio, environment and working directory, its exit status or signal; it runs
-`fragility_tui.cli` as `__main__`, as `python -m` does, and exits through the interpreter's
-shutdown.
+stdio, environment and working directory, its exit status or signal. It runs
+`fragility_tui.cli` as `__main__`, as `python -m` does, and ends as the interpreter does up
+to its module teardown (threads joined, atexit work, streams flushed).
 
 What a fork cannot give, a cold `subprocess.Popen` does, chosen per call: an environment that
 differs from the server's in a variable read when torch, transformers, Hugging Face's hub or
 a BLAS library load (HF_*, TRANSFORMERS_*, TORCH_*, OMP_*, ...), and every call when
-FRAGILITY_TESTS_COLD_CLI=1 (the whole suite cold: what the entry point itself does is tested
-there and in tests/commands/test_cli_entry.py)."""
+FRAGILITY_TESTS_COLD_CLI=1 (the whole suite cold). The entry point itself is tested by the
+tests that start `python -m fragility_tui.cli` directly: under a pty
+(tests/commands/test_report_uncut.py, tests/tui/test_hangup.py), into a closed pipe
+(tests/commands/test_one_shot.py), with `-X importtime` (tests/test_layering.py)."""
 
 from __future__ import annotations
 

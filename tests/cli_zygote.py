@@ -1,8 +1,8 @@
 """The forking server behind tests/cli_process.py: imports what the CLI's model commands
 import (torch, transformers, the runner), then forks one child per request, which becomes
 `python -m fragility_tui.cli ARGS` with the request's stdio, environment, directory and
-session, and exits through the interpreter's own shutdown (atexit, threads joined, streams
-flushed). It runs no torch operation itself, so no thread pool exists when it forks.
+session, and ends as the interpreter does up to its module teardown (run_cli). The server
+runs no torch operation itself, so no thread pool exists when it forks.
 
 Protocol, one Unix-socket connection per child: the client sends a JSON request with three
 file descriptors (stdin, stdout, stderr) attached; the server answers the child's pid as one
@@ -33,13 +33,15 @@ PRELOAD = ("numpy", "duckdb", "torch", "transformers", "transformers.models.llam
 def preload() -> None:
     import importlib
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401  (lazy names)
-
     for name in PRELOAD:
         try:
             importlib.import_module(name)
         except ImportError:
             pass
+    try:  # transformers' top-level names load on first use
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+    except ImportError:
+        pass
 
 
 def receive(conn: socket.socket) -> tuple[dict, list[int]]:
