@@ -57,9 +57,10 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
                      items_path: str | None = None, synthetic: bool = False,
                      description: str = "", replace: bool = False,
                      meta: dict | None = None, config_axes_path: str | None = None,
-                     keep_comparisons: bool = False) -> dict:
+                     keep_comparisons: bool = False, provenance: dict | None = None) -> dict:
     """Validate then write a long-format grid as one transaction. Returns a summary.
-    keep_comparisons: a replace keeps the grid's record of first comparisons (write_grid).
+    keep_comparisons: a replace keeps the grid's record of first comparisons; provenance: an
+    exported provenance document written with the grid (write_grid).
 
     DuckDB reads, checks and inserts the cells (store/long_grid.py): a 52 M-cell Parquet file
     is imported without a Python object per cell, in bounded memory."""
@@ -79,7 +80,8 @@ def import_long_grid(store, path: str | Path, grid_name: str, *, items: list[Ite
         grid, synthetic=synthetic, description=description or f"imported from {Path(path).name}",
         meta={"source": str(path), "items_source": items_path, **(meta or {})},
         cube=shape["cube"], config_axes=config_axes,
-        axes_source=config_axes_path or (str(path) if config_axes else None)),
+        axes_source=config_axes_path or (str(path) if config_axes else None),
+        provenance=provenance),
         mode="replace" if replace else "new", keep_comparisons=keep_comparisons)
     return {"grid": grid_name, "cells": written, "models": len(shape["models"]),
             "items": len(grid_items), "configs": shape["configs"]}
@@ -206,18 +208,3 @@ def _scores_as_json(table):
             table = table.set_column(table.column_names.index(name), name,
                                      pa.array(text, pa.string()))
     return table
-
-
-def import_provenance(store, grid: str, doc: dict) -> None:
-    """Models and runs of an `export --what provenance --format json` document, so a shipped
-    real grid keeps its harness disclosure (SPEC §10)."""
-    for m in doc.get("models", []):
-        store.upsert_model(grid, m["model"], source=m.get("source"), revision=m.get("revision"),
-                           dtype=m.get("dtype"), quantization=m.get("quantization"),
-                           base_model=m.get("base_model"), provenance=m.get("provenance") or {},
-                           fingerprint=m.get("fingerprint"))
-    known = {r.run_id for r in store.runs(grid)}
-    for run in doc.get("runs", []):
-        if run["run_id"] in known:
-            continue
-        store.create_run({**run, "grid": grid, "pid": None})  # keeps the table's fields

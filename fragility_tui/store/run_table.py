@@ -27,14 +27,14 @@ def _insert_run(con, run_id: str, fields: dict) -> None:
 
 
 class RunRecords:
-    def create_run(self, run: dict) -> str:
-        """Record a new run from its known fields (others ignored); returns its run_id."""
+    def create_run(self, run: dict, con=None) -> str:
+        """Record a new run from its known fields (others ignored); returns its run_id. con:
+        in the caller's transaction."""
         run_id = run.get("run_id") or new_run_id()
         fields = {k: run.get(k) for k in RUN_FIELDS}
         fields["created_at"] = fields["created_at"] or utc_now()
         fields["status"] = fields["status"] or RunStatus.QUEUED.value
-        with self.connect(write=True) as con:
-            _insert_run(con, run_id, fields)
+        self._in_transaction(con, lambda c: _insert_run(c, run_id, fields))
         return run_id
 
     def put_run(self, record: RunRecord, con) -> None:
@@ -62,10 +62,11 @@ class RunRecords:
             return con.execute("SELECT 1 FROM runs WHERE grid = ? AND pid IS NOT NULL LIMIT 1",
                                [grid]).fetchall() != []
 
-    def delete_imported_runs(self, grid: str) -> None:
-        """Drop the run rows imported with a grid's provenance (no pid), e.g. on replacing it."""
-        with self.connect(write=True) as con:
-            con.execute("DELETE FROM runs WHERE grid = ? AND pid IS NULL", [grid])
+    def delete_imported_runs(self, grid: str, con=None) -> None:
+        """Drop the run rows imported with a grid's provenance (no pid), e.g. on replacing it;
+        con: in the caller's transaction."""
+        self._in_transaction(con, lambda c: c.execute(
+            "DELETE FROM runs WHERE grid = ? AND pid IS NULL", [grid]))
 
     def delete_runs(self, run_ids: list[str]) -> None:
         """Forget run records (`runs delete`, `grids delete`); cells they wrote stay."""

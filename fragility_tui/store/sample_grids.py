@@ -8,7 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from fragility_tui.store.importer import import_long_grid, import_provenance
+from fragility_tui.store.importer import import_long_grid
 from fragility_tui.hashing import sha256_file
 
 SAMPLE_GRIDS_DIR = Path(__file__).resolve().parents[2] / "sample_grids"
@@ -54,7 +54,6 @@ def load_sample_grids(store, recorded: set[str] | None = None, progress=None) ->
         if store.has_grid(name):
             if not _holds_older_shipped_version(store, name, cells_path, digest):
                 continue
-            store.delete_imported_runs(name)  # the old version's provenance goes with it
         elif recorded is not None and name in recorded:
             continue
         if progress is not None:
@@ -86,15 +85,15 @@ def _load_sample_grid(store, cells_path: Path, meta: dict, digest: str) -> None:
         synthetic = simulate(**meta["simulate"])
         items = synthetic.items
         grid_meta.update(synthetic.meta())
+    provenance = (json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
+                  if meta.get("provenance") else None)
     # a newer version keeps the grid's record of first comparisons (the guard against seed
-    # shopping), written back in the replace's own transaction: store/comparisons.py
+    # shopping: store/comparisons.py), and its provenance replaces the old version's imported
+    # runs, all in the replace's own transaction
     import_long_grid(store, cells_path, meta["name"], items=items,
                      synthetic=meta.get("synthetic", False),
                      description=meta.get("description", ""), replace=True,
-                     meta=grid_meta, keep_comparisons=True)
-    if meta.get("provenance"):
-        doc = json.loads((SAMPLE_GRIDS_DIR / meta["provenance"]).read_text())
-        import_provenance(store, meta["name"], doc)
+                     meta=grid_meta, keep_comparisons=True, provenance=provenance)
 
 
 def _holds_older_shipped_version(store, name: str, cells_path: Path, digest: str) -> bool:

@@ -34,6 +34,10 @@ class GridContent:
     # where they were read from
     config_axes: dict = field(default_factory=dict)
     axes_source: str | None = None
+    # an `export --what provenance --format json` document (a shipped real grid's harness
+    # disclosure, SPEC §10): its models' records, and its runs in place of the grid's
+    # imported ones
+    provenance: dict | None = None
 
 
 def write_grid(store, content: GridContent, *, mode: str = "new",
@@ -64,6 +68,8 @@ def write_grid(store, content: GridContent, *, mode: str = "new",
         for model, (source, provenance) in content.models.items():
             store.upsert_model(content.name, model, source=source, provenance=provenance,
                                con=con)
+        if content.provenance is not None:
+            _write_provenance(store, con, content.name, content.provenance)
         if hasattr(content.cells, "insert_into"):
             written = content.cells.insert_into(con, content.name)
         else:
@@ -75,3 +81,19 @@ def write_grid(store, content: GridContent, *, mode: str = "new",
         else:
             store.cache_cube(content.name, con)
         return written
+
+
+def _write_provenance(store, con, grid: str, doc: dict) -> None:
+    """The document's models and runs, in the caller's transaction. The grid's imported runs
+    (no pid) are replaced by the document's; a local run's row is kept."""
+    for m in doc.get("models", []):
+        store.upsert_model(grid, m["model"], source=m.get("source"), revision=m.get("revision"),
+                           dtype=m.get("dtype"), quantization=m.get("quantization"),
+                           base_model=m.get("base_model"), provenance=m.get("provenance") or {},
+                           fingerprint=m.get("fingerprint"), con=con)
+    store.delete_imported_runs(grid, con=con)
+    kept = {row[0] for row in con.execute("SELECT run_id FROM runs WHERE grid = ?",
+                                          [grid]).fetchall()}
+    for run in doc.get("runs", []):
+        if run["run_id"] not in kept:
+            store.create_run({**run, "grid": grid, "pid": None}, con=con)

@@ -138,8 +138,9 @@ def test_a_newer_version_keeps_the_record_of_first_comparisons(shipped, tmp_path
 
 
 def test_a_failed_replace_leaves_the_old_grid_and_its_record(shipped, tmp_path, monkeypatch):
-    """The record is written back in the replace's own transaction: a write that fails after
-    the old grid was dropped leaves the old version and its rows, nothing half-written."""
+    """The record and the shipped provenance are written in the replace's own transaction: a
+    write that fails after the old grid was dropped leaves the old version, its record and
+    its imported runs, nothing half-written."""
     from fragility_tui.store import cube_cache
 
     write_version(shipped, ["a", "b"])
@@ -156,8 +157,10 @@ def test_a_failed_replace_leaves_the_old_grid_and_its_record(shipped, tmp_path, 
         patch.setattr(cube_cache, "write", fail)  # the last step of write_grid
         ensure_sample_grids(store)
     assert models_of(store) == ["a", "b"] and comparisons_of(store) == before
+    assert sorted(r.run_id for r in store.runs("demo")) == ["run-a", "run-b"]
     assert ensure_sample_grids(store) == ["demo"]
     assert models_of(store) == ["a", "b", "c"] and comparisons_of(store) == before
+    assert sorted(r.run_id for r in store.runs("demo")) == ["run-a", "run-b", "run-c"]
 
 
 def test_a_users_import_replace_starts_the_record_afresh(shipped, tmp_path):
