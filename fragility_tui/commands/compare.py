@@ -121,7 +121,7 @@ def run(args) -> int:
     if unknown:
         raise InputError(f"unknown model(s) {', '.join(unknown)} in grid {args.grid!r}; "
                          f"known: {', '.join(cube.models)}", field="A B")
-    cube = choose_reference(_pair_configs(cube, args.a, args.b), args.reference)
+    cube = choose_reference(cube.pair_configs(args.a, args.b), args.reference)
     ia, ib = cube.models.index(args.a), cube.models.index(args.b)
     available = (cube.present[ia] & cube.present[ib]).all(axis=1)
     d = cube.bits[ia].astype(np.int8) - cube.bits[ib].astype(np.int8)
@@ -155,19 +155,6 @@ def run(args) -> int:
     _print_text(out, args)
     print_first_line(out)
     return 0
-
-
-def _pair_configs(cube, a: str, b: str):
-    """The cube in the configs the pair has: a config where A or B has no cell at all
-    (another model's import, a config only one of them was run under) is out of view, so it
-    does not hold the pair back (issue 58); a config the pair has on some items only still
-    stops the replay where its cells end ('awaiting-cells')."""
-    ia, ib = cube.models.index(a), cube.models.index(b)
-    has = cube.present[ia].any(axis=0) & cube.present[ib].any(axis=0)
-    keep = [c for k, c in enumerate(cube.configs) if has[k]]
-    if not keep:
-        raise InputError(f"{a} and {b} have no config in common in this grid", field="A B")
-    return cube if len(keep) == len(cube.configs) else cube.select(configs=keep)
 
 
 def _pair_seconds_per_item(store, grid: str, cube, models) -> float | None:

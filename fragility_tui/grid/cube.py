@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from fragility_tui.errors import InputError
 from fragility_tui.grid.reference import check_reference
 from fragility_tui.harness.config_axes import canonical_order, config_sort_key, merge_axes
 from fragility_tui.harness.configs import REFERENCE
@@ -96,6 +97,19 @@ class Cube:
             near_tie=None if self.near_tie is None else self.near_tie[grid],
             stated_axes=self.stated_axes,
         )
+
+    def pair_configs(self, a: str, b: str) -> "Cube":
+        """The cube in the configs models a and b have: a config where either has no cell at
+        all (another model's import, a config only one of them was run under) is out of
+        view, so it does not hold the pair back (issue 58); a config the pair has on some
+        items only still stops a replay where its cells end ('awaiting-cells'). `compare A B
+        --grid` and the app's replay both read a pair through it."""
+        ia, ib = self.models.index(a), self.models.index(b)
+        has = self.present[ia].any(axis=0) & self.present[ib].any(axis=0)
+        keep = [c for k, c in enumerate(self.configs) if has[k]]
+        if not keep:
+            raise InputError(f"{a} and {b} have no config in common in this grid", field="A B")
+        return self if len(keep) == len(self.configs) else self.select(configs=keep)
 
     @staticmethod
     def _indices(kind, names, wanted, keep_order):

@@ -198,10 +198,16 @@ def _run(d, benchmarks, uids, configs, reference, settings: SequenceSettings, av
 
 
 def replay_state(cube, a: str, b: str, settings: SequenceSettings) -> SequenceState:
-    """`compare A B --grid NAME`: the decision replayed over the cube's cells (the configs
-    in view), against the cube's reference unless the settings name one."""
+    """`compare A B --grid NAME`: the decision replayed over the cube's cells in the configs
+    the pair has (Cube.pair_configs, as the CLI), against the cube's reference unless the
+    settings name one; a reference the pair lacks gives way to the default of its configs."""
+    from fragility_tui.harness.configs import default_reference
+
+    cube = cube.pair_configs(a, b)
     configs = list(cube.configs)
     reference = settings.reference or cube.reference
+    if reference not in configs:
+        reference = default_reference(configs)
     d, avail = _d_and_available(cube, a, b, cube.items, configs)
     result = _run(d, cube.benchmarks, cube.items, configs, reference, settings, avail)
     pool_delta = float(d[:, configs.index(reference)].mean()) if avail.all() and len(d) \

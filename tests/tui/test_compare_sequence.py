@@ -303,3 +303,34 @@ async def test_a_followed_grid_without_both_models_yet_waits_instead_of_replayin
         pane.compare()
         text = await _wait_text(app, pilot, "waiting for both models' first cells")
         assert "verdict:" not in text and "tiny-a and tiny-b" in text
+
+
+def test_the_app_replays_a_pair_over_its_own_configs_as_the_cli_does(tmp_path):
+    """A third model run under a config the pair lacks (another harness's import) does not
+    hold the pair back in the app either: `v` replays over the configs A and B have, as
+    `compare A B --grid` does, to the same path and verdict."""
+    import json
+
+    from fragility_tui.store.importer import import_long_grid
+    from fragility_tui.store.store import Store
+    from helpers import run_cli
+
+    rng = np.random.default_rng(5)
+    rows = ["model,item,config,correct"]
+    for model, configs, p in (("a", ("o0.letter", "cloze_qa"), 0.8),
+                              ("b", ("o0.letter", "cloze_qa"), 0.4),
+                              ("c", ("o0.letter", "o1.letter", "cloze_qa"), 0.5)):
+        rows += [f"{model},q{i},{c},{int(rng.random() < p)}" for i in range(60) for c in configs]
+    (tmp_path / "g.csv").write_text("\n".join(rows) + "\n")
+    store = Store(tmp_path / "s.duckdb")
+    import_long_grid(store, tmp_path / "g.csv", "g")
+    cube = store.load_cube("g")
+    assert "o1.letter" in cube.configs
+    settings = SequenceSettings(chunk=10, margin=5.0, reference="cloze_qa")
+    state = replay_state(cube, "a", "b", settings)
+    cli = json.loads(run_cli("compare", "a", "b", "--grid", "g", "--chunk", "10", "--margin",
+                             "5", "--reference", "cloze_qa", "--json", db=store.path,
+                             check=True).stdout)
+    assert state.result.stop == cli["stop"] != "awaiting-cells"
+    assert [(s.items, s.delta) for s in state.result.path] == \
+        [(s["items"], s["delta"]) for s in cli["path"]]
