@@ -117,6 +117,45 @@ def count_syncs(device: str, run):
     return result, sum("synchroniz" in str(w.message).lower() for w in caught)
 
 
+def busy_share(device: str, run):
+    """(run()'s result, the share of its wall time the GPU was busy; None off CUDA). Busy:
+    the union of the intervals of every kernel and copy CUPTI recorded (torch.profiler with
+    device activity only, issue 59 item 7), over the pass's wall time with the device
+    synchronised at its end. The profiler's own cost is in that wall time, so the share is,
+    if anything, understated. Where the profiler cannot record the device, the run is not
+    repeated: (its result, the error as text)."""
+    import torch
+
+    if not device.startswith("cuda"):
+        return run(), None
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            started = time.perf_counter()
+            result = run()
+            torch.cuda.synchronize()
+            wall = time.perf_counter() - started
+        spans = [(e.time_range.start, e.time_range.end) for e in prof.events()
+                 if e.device_type != DeviceType.CPU]
+    except RuntimeError as exc:  # e.g. no CUPTI in this build: the row says so
+        return run(), f"n/a: {exc}"
+    return result, covered_us(spans) / 1e6 / wall
+
+
+def covered_us(spans) -> float:
+    """The length of the union of (start, end) intervals: overlapping kernels (streams, a
+    copy beside a kernel) count once."""
+    covered, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end <= reach:
+            continue
+        covered += end - max(start, reach)
+        reach = end
+    return covered
+
+
 def flips(reference: dict, other: dict) -> tuple[list, list]:
     """(cells whose prediction differs, those of them that neither pass flagged near_tie):
     each pass's near_tie comes from its own dtype's tolerance (cells_for)."""

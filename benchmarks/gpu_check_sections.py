@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from gpu_check_models import EIGHT_B, GENERATION_CAP, build_eight_b, shipped_tokenizer
-from gpu_check_runs import count_syncs, dense_rate, flips, near_tie_share, score_pass, sync
+from gpu_check_runs import (busy_share, count_syncs, dense_rate, flips, near_tie_share,
+                            score_pass, sync)
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests" / "runners"  # family_cases.py: the family tests' own cases
@@ -193,6 +194,14 @@ def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> 
                    f"{counted_pass.stats.decode_calls} decoding steps)")
         report.figures.setdefault(name, {})["host_syncs_per_item"] = round(
             syncs / len(counted), 2)
+    _, busy = busy_share(loaded.device, lambda: score_pass(
+        loaded, scorer, counted, configs, budget_of(real, ramp)))
+    if busy is not None:  # the same short pass, profiled: kernels and copies over its time
+        report.row(f"{name} GPU busy", busy if isinstance(busy, str) else
+                   f"{busy:.2f} of the wall time of a {len(counted)}-item pass (kernels and "
+                   "copies CUPTI recorded; the profiler's cost included)")
+        if not isinstance(busy, str):
+            report.figures.setdefault(name, {})["gpu_busy_share"] = round(busy, 3)
     rows, length = sizes(loaded.device)["dense"]
     dense = dense_rate(loaded.model, loaded.device, rows, length)
     per_item = done.seconds / len(items) * 26 / len(configs)

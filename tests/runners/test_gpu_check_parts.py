@@ -226,3 +226,16 @@ def test_the_check_runs_the_real_mix_and_carries_it_to_the_box(shared_benchmarks
         gpu_check.load_items(4)
     _, source = gpu_check.load_items(4, cuda=False)  # the dry run checks paths, not figures
     assert source == "sample_grids/starter_items.jsonl"
+
+
+def test_the_busy_share_counts_overlapping_device_intervals_once():
+    """The GPU-busy share (issue 59 item 7): kernels on two streams, or a copy beside a
+    kernel, overlap; the gaps between them are the idle time the share is about."""
+    from gpu_check_runs import busy_share, covered_us
+
+    assert covered_us([]) == 0
+    assert covered_us([(0, 10), (20, 30)]) == 20  # a 10 us gap
+    assert covered_us([(20, 30), (0, 10), (5, 12), (25, 26)]) == 22  # unsorted, overlapping
+    assert covered_us([(0, 100), (10, 20), (30, 40)]) == 100  # nested
+    assert covered_us([(0, 10), (10, 15)]) == 15  # touching
+    assert busy_share("cpu", lambda: "cells") == ("cells", None)  # the row is CUDA's only
