@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import json
-import shutil
 
 import numpy as np
 import pytest
@@ -13,14 +12,6 @@ import pytest
 from helpers import run_cli
 
 BASE, INT4 = "smollm2-135m-instruct", "smollm2-135m-instruct+int4"
-
-
-@pytest.fixture(scope="module")
-def shipped_db(tmp_path_factory, samples_template):
-    """The shipped grids as `load-samples` leaves them (tests/conftest.py)."""
-    db = tmp_path_factory.mktemp("compare") / "s.duckdb"
-    shutil.copyfile(samples_template, db)
-    return db
 
 
 def _compare(db, *args):

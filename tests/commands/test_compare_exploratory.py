@@ -5,20 +5,12 @@ the harness-sensitive configs) says it is exploratory."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
 from helpers import run_cli
 
 BASE, INT4 = "smollm2-135m-instruct", "smollm2-135m-instruct+int4"
-
-
-@pytest.fixture(scope="module")
-def shipped_db(tmp_path_factory, samples_template):
-    db = tmp_path_factory.mktemp("exploratory") / "s.duckdb"
-    shutil.copyfile(samples_template, db)
-    return db
 
 
 def test_the_json_says_what_each_alpha_covers(shipped_db):
