@@ -57,14 +57,19 @@ async def test_both_runs_queue_on_one_slot_and_compare_opens_on_the_pair(
                 runs = {r.model: r for r in Store(synthetic_store.path).runs("pair")}
                 statuses.add(tuple(sorted(str(r.status) for r in runs.values())))
                 running = [r for r in runs.values() if r.status == RunStatus.RUNNING]
-                if paused is None and len(runs) == 1 and running:
-                    # Held while the other process starts: a fast machine finishes this
-                    # small run before the second one even asks for the slot.
+                if paused is None and running and not any(
+                        r.status in RunStatus.final() for r in runs.values()):
+                    # Held (with the slot) until the other process has asked for the slot and
+                    # waited: a fast machine finishes this small run before the second one
+                    # even asks. Not until the other's row says `queued`: a run's row is
+                    # created queued, before it asks (the row alone once let the holder go
+                    # and finish first: no wait, no `queued` event).
                     paused = running[0].pid
                     pause_outside_the_store(paused, synthetic_store.path)
+                    hold_until = loop.time() + 120
                 if paused and not resumed and (
-                        any(r.status == RunStatus.QUEUED for r in runs.values() if r.pid != paused)
-                        or loop.time() > deadline):
+                        any(_waited(r) for r in runs.values() if r.pid != paused)
+                        or loop.time() > hold_until):
                     os.kill(paused, signal.SIGCONT)
                     resumed = True
                 if len(runs) == 2 and all(r.status in RunStatus.final() for r in runs.values()):
@@ -94,3 +99,18 @@ async def test_both_runs_queue_on_one_slot_and_compare_opens_on_the_pair(
         assert (pane.query_one("#compare-a").value, pane.query_one("#compare-b").value) == (
             "tiny-a", "tiny-b")
         assert "A tiny-a vs B tiny-b" in shown and "waiting" not in shown, shown
+
+
+def _waited(run) -> bool:
+    """The run's event log says it waited for the slot."""
+    try:
+        lines = open(run.events_path).read().splitlines()
+    except (OSError, TypeError):  # not written yet
+        return False
+    for line in lines:
+        try:
+            if json.loads(line).get("event") == "queued":
+                return True
+        except ValueError:  # the line being written
+            continue
+    return False
