@@ -92,13 +92,21 @@ def configure_allocator(environ: MutableMapping[str, str] = os.environ) -> dict:
     decided goes into the run's provenance."""
     torch = sys.modules.get("torch")
     late = bool(torch is not None and torch.cuda.is_initialized())
+    ours = "fragility-tui" + (" (too late: CUDA already initialised)" if late else "")
     for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"):
         if environ.get(name):
-            return {"variable": name, "value": environ[name], "set_by": "user"}
+            # a second run in this process finds the value the first one set
+            mine = (id(environ), name, environ[name]) in _ALLOCATOR_SET_HERE
+            return {"variable": name, "value": environ[name], "set_by": ours if mine else "user"}
     environ["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
+    _ALLOCATOR_SET_HERE.add((id(environ), "PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"))
     # In a process that already used CUDA (a Ray worker reused) the allocator is set up.
     return {"variable": "PYTORCH_CUDA_ALLOC_CONF", "value": "expandable_segments:True",
-            "set_by": "fragility-tui" + (" (too late: CUDA already initialised)" if late else "")}
+            "set_by": ours}
+
+
+# (environment, variable, value) configure_allocator wrote in this process
+_ALLOCATOR_SET_HERE: set[tuple[int, str, str]] = set()
 
 
 class LocalBackend:

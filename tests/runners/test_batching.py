@@ -202,6 +202,8 @@ def test_the_allocator_gets_expandable_segments_unless_the_user_configured_it():
     record = configure_allocator(environ)
     assert environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
     assert record["set_by"].startswith("fragility-tui")
+    # a second run in the same process finds what the first set: still not the user's
+    assert configure_allocator(environ) == record
     mine = {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}
     assert configure_allocator(mine)["set_by"] == "user"
     assert mine == {"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}
