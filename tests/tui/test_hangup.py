@@ -35,6 +35,16 @@ def _pump(fd: int, seconds: float) -> bytes:
     return out
 
 
+def _until_started(fd: int, timeout: float = 15.0) -> bytes:
+    """The terminal's output until the app has taken the alternate screen (its first frame
+    follows at once; it is still loading the shipped grids in a worker), and 0.2 s more.
+    Not a fixed 4 s: the four cases spent ~10 s of them idle."""
+    out, end = b"", time.monotonic() + timeout
+    while b"\x1b[?1049h" not in out and time.monotonic() < end:
+        out += _pump(fd, 0.05)
+    return out + _pump(fd, 0.2)
+
+
 def _gone(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as stat:
@@ -70,7 +80,7 @@ def _app_argv(tmp_path) -> list[str]:
 def test_a_signal_ends_the_app_and_restores_the_terminal(tmp_path, sig):
     pid, fd = _spawn(_app_argv(tmp_path), tmp_path)
     try:
-        first = _pump(fd, 4.0)
+        first = _until_started(fd)
         assert b"\x1b[?1049h" in first, first[-300:]  # the app took the alternate screen
         os.kill(pid, sig)
         took = None
@@ -92,7 +102,7 @@ def test_a_signal_ends_the_app_and_restores_the_terminal(tmp_path, sig):
 def test_a_closed_terminal_ends_the_app(tmp_path):
     pid, fd = _spawn(_app_argv(tmp_path), tmp_path)
     try:
-        _pump(fd, 4.0)
+        _until_started(fd)
         os.close(fd)
         took = _wait_gone(pid, reap=True)
         assert took is not None and took < DEADLINE_S
@@ -106,7 +116,7 @@ def test_a_hung_up_terminal_ends_the_app_even_with_sighup_ignored(tmp_path):
     shell, fd = _spawn(["/bin/sh", "-c", f"trap '' HUP; {app_cmd}; sleep 60"], tmp_path)
     app = None
     try:
-        _pump(fd, 4.0)
+        _until_started(fd)
         app = _find_child(shell)
         assert app is not None, "the app did not start"
         os.kill(shell, signal.SIGKILL)
