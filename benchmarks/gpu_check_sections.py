@@ -9,9 +9,8 @@ import random
 import sys
 from pathlib import Path
 
-from gpu_check_models import EIGHT_B, GENERATION_CAP, build_eight_b, shipped_tokenizer
-from gpu_check_runs import (busy_share, count_syncs, dense_rate, flips, near_tie_share,
-                            score_pass, sync)
+from gpu_check_models import GENERATION_CAP, build_eight_b, shipped_tokenizer
+from gpu_check_runs import busy_share, count_syncs, dense_rate, flips, near_tie_share, score_pass
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests" / "runners"  # family_cases.py: the family tests' own cases
@@ -185,23 +184,8 @@ def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> 
         report.figures.setdefault(name, {}).update(
             plan_workers=workers, planned_in_processes_s=round(pooled.seconds, 3),
             planned_on_thread_s=round(done.seconds, 3))
-    counted = items[:32]
-    counted_pass, syncs = count_syncs(loaded.device, lambda: score_pass(
-        loaded, scorer, counted, configs, budget_of(real, ramp)))
-    if syncs is not None:
-        report.row(f"{name} host syncs", f"{syncs} synchronising calls flagged by torch over "
-                   f"{len(counted)} items ({syncs / len(counted):.1f} an item; "
-                   f"{counted_pass.stats.decode_calls} decoding steps)")
-        report.figures.setdefault(name, {})["host_syncs_per_item"] = round(
-            syncs / len(counted), 2)
-    _, busy = busy_share(loaded.device, lambda: score_pass(
-        loaded, scorer, counted, configs, budget_of(real, ramp)))
-    if busy is not None:  # the same short pass, profiled: kernels and copies over its time
-        report.row(f"{name} GPU busy", busy if isinstance(busy, str) else
-                   f"{busy:.2f} of the wall time of a {len(counted)}-item pass (kernels and "
-                   "copies CUPTI recorded; the profiler's cost included)")
-        if not isinstance(busy, str):
-            report.figures.setdefault(name, {})["gpu_busy_share"] = round(busy, 3)
+    if cuda:  # host syncs and the GPU-busy share: CUDA's only (the dry run has no rows)
+        _syncs_and_busy_share(report, loaded, scorer, items[:32], configs, real, ramp, name)
     rows, length = sizes(loaded.device)["dense"]
     dense = dense_rate(loaded.model, loaded.device, rows, length)
     per_item = done.seconds / len(items) * 26 / len(configs)
@@ -218,6 +202,28 @@ def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> 
         runner_tokens_per_s=round(done.tokens_per_s), dense_tokens_per_s=round(dense),
         dense_shape=[rows, length], seconds_per_item=round(per_item, 4),
         projected_full_grid_s=round(projected))
+
+
+def _syncs_and_busy_share(report, loaded, scorer, counted, configs, real, ramp, name) -> None:
+    """A short pass counting the synchronising calls torch flags, then the same pass
+    profiled for the GPU-busy share: apart from the timed passes (each slows what it
+    measures)."""
+    counted_pass, syncs = count_syncs(loaded.device, lambda: score_pass(
+        loaded, scorer, counted, configs, budget_of(real, ramp)))
+    if syncs is not None:
+        report.row(f"{name} host syncs", f"{syncs} synchronising calls flagged by torch over "
+                   f"{len(counted)} items ({syncs / len(counted):.1f} an item; "
+                   f"{counted_pass.stats.decode_calls} decoding steps)")
+        report.figures.setdefault(name, {})["host_syncs_per_item"] = round(
+            syncs / len(counted), 2)
+    _, busy = busy_share(loaded.device, lambda: score_pass(
+        loaded, scorer, counted, configs, budget_of(real, ramp)))
+    if busy is not None:  # the same short pass, profiled: kernels and copies over its time
+        report.row(f"{name} GPU busy", busy if isinstance(busy, str) else
+                   f"{busy:.2f} of the wall time of a {len(counted)}-item pass (kernels and "
+                   "copies CUPTI recorded; the profiler's cost included)")
+        if not isinstance(busy, str):
+            report.figures.setdefault(name, {})["gpu_busy_share"] = round(busy, 3)
 
 
 def peak_memory(report, loaded, scorer, items, configs, real: int, name: str) -> int | None:
