@@ -84,23 +84,26 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
             runs = pane.runs
             return runs and runs[0].status == "running" and runs[0].done > 0 and runs[0]
 
-        run = await until(pilot, running_with_progress, "progress")
-        total = N_ITEMS * 3
-        assert run.total == total and run.run.model.endswith("tiny-llama")
-        table = pane.main_table()
-        shown = table.current_values()
-        named = dict(zip((c.label for c in COLUMNS), shown))
-        assert table.row_count == 1 and named["status"].plain == "running"
-        assert named["device"] == "cpu" and named["done"] == run.done and named["total"] == total
-
-        # The run is paused while the cancel is sent: a fast machine would finish it first.
-        pause_outside_the_store(run.run.pid, db)
+        # The run is paused at its first cells, read from the store, until the cancel is
+        # sent: the pane polls every second and a fast machine finished the whole run (~3 s)
+        # between two of its looks (a CI flake).
+        held = await _first_cells(db)
+        pause_outside_the_store(held.pid, db)
         try:
+            run = await until(pilot, running_with_progress, "progress")
+            total = N_ITEMS * 3
+            assert run.total == total and run.run.model.endswith("tiny-llama")
+            table = pane.main_table()
+            shown = table.current_values()
+            named = dict(zip((c.label for c in COLUMNS), shown))
+            assert table.row_count == 1 and named["status"].plain == "running"
+            assert named["device"] == "cpu" and named["done"] == run.done
+            assert named["total"] == total
             await pilot.press("k", "y")  # cancel the selected run, confirmed
             await until(pilot, lambda: Store(db).get_run(run.run.run_id).status == "cancelling",
                         "the cancel request")
         finally:
-            os.kill(run.run.pid, signal.SIGCONT)
+            os.kill(held.pid, signal.SIGCONT)
         run = await until(pilot, lambda: pane.runs[0].status == "cancelled" and pane.runs[0],
                           "cancelled")
         cancelled_at = run.done
@@ -120,6 +123,21 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
         await pilot.pause()
         grid = next(g for g in app.grids if g.name == "tiny")
         assert grid.complete and grid.cells == total
+
+
+async def _first_cells(db: Path, timeout: float = 120.0):
+    """The run row once its process has written cells, looked at every 50 ms."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        try:
+            runs = Store(db).runs()
+        except Exception:  # noqa: BLE001 - the store busy with a write: look again
+            runs = []
+        if runs and runs[0].status == "running" and (runs[0].cells_done or 0) > 0:
+            return runs[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no cells written in {timeout} s: {Store(db).runs()}")
 
 
 async def test_a_doomed_run_is_not_launched(tmp_path):
