@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import array
 import atexit
+import json
 import os
 import select
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -111,8 +114,6 @@ class _Server:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-        import shutil
-
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
@@ -150,7 +151,7 @@ class WarmProcess:
         self._conn = server.connect()
         request = {"args": args, "env": env, "cwd": cwd, "new_session": new_session}
         fds = array.array("i", [fd_in, fd_out, fd_err])
-        self._conn.sendmsg([json_bytes(request)],
+        self._conn.sendmsg([json.dumps(request).encode()],
                            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds.tobytes())])
         for fd in opened:
             os.close(fd)
@@ -241,13 +242,9 @@ class WarmProcess:
             os.kill(self.pid, sig)
 
     def terminate(self) -> None:
-        import signal
-
         self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        import signal
-
         self.send_signal(signal.SIGKILL)
 
     def __enter__(self):
@@ -259,8 +256,3 @@ class WarmProcess:
                 stream.close()
         self.wait()
 
-
-def json_bytes(obj) -> bytes:
-    import json
-
-    return json.dumps(obj).encode()
