@@ -21,9 +21,21 @@ VENV=${VENV:-/tmp/fragility-box-venv}
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
+OUT=$(cd "$OUT" && pwd)
+started=$SECONDS
+
+if [ -n "${AB_TREE:-}" ]; then
+    items=build/gpu_check_items.jsonl
+    [ "$DEVICE" = cpu ] && ab_count="--count 4" || ab_count=""
+    for side in old new; do
+        tree=$AB_TREE; [ "$side" = new ] && tree=.
+        timeout "${AB_S:-150}" "$PYTHON" benchmarks/gpu_ab.py --tree "$tree" --items "$items" \
+            --device "$DEVICE" $ab_count --out "$OUT/ab-$side.json" 2>&1 | tee -a "$OUT/ab.log"
+    done
+fi
 
 "$PYTHON" benchmarks/gpu_check.py --device "$DEVICE" --out "$OUT" \
-    --deadline "${DEADLINE:-330}" 2>&1 | tee "$OUT/gpu-check.log"
+    --deadline "$(( ${DEADLINE:-330} - (SECONDS - started) ))" 2>&1 | tee "$OUT/gpu-check.log"
 status=${PIPESTATUS[0]}
 
 if [ -d "$WHEELS" ]; then
