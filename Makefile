@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
-.PHONY: install run test test-reference test-bf16 test-fast bench gpu-check gpu-check-items synthetic-grid sample-grid clean \
+.PHONY: install run test test-reference test-bf16 test-fast bench gpu-check gpu-check-items gpu-check-ab-tree synthetic-grid sample-grid clean \
 	wheelhouse install-offline test-lowest \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 sample-grid-extensions \
 	sample-grid-export ext-smollm2 ext-smollm2-int8 ext-smollm2-int4 ext-gemma3 llama-server serve-smollm2 test-llama-server
@@ -58,6 +58,14 @@ gpu-check:
 # job to carry to a box without ../shared (real benchmark data is not committed).
 gpu-check-items:
 	$(GPU_CHECK_PY) benchmarks/gpu_check.py --write-items
+
+# The "before" side of the GPU job's A/B (benchmarks/gpu_ab.py, AB_TREE=build/ab-before):
+# the runner at BEFORE (default 70ee9f2, the code the 2026-12-04 H200 figures measured),
+# its runners, fragility_tui and benchmarks only (~3.7 MB), from git, into build/.
+BEFORE ?= 70ee9f2
+gpu-check-ab-tree:
+	rm -rf build/ab-before && mkdir -p build/ab-before
+	git archive $(BEFORE) runners fragility_tui benchmarks sample_grids pyproject.toml | tar -x -C build/ab-before
 
 # Offline install (README, "Offline install"). On a connected machine, `make wheelhouse`
 # downloads into WHEELS the wheels a target lacks, for its Python and platform (PY, PLATFORM;

@@ -8,8 +8,9 @@ llama3-8b in bf16 built on the device, the real budget from that tree's memory m
 real budget with the GPU ramp, planned on the host thread (what both trees can do). Each
 tree runs in its own process, one after the other, in the same job:
 
-    python3 benchmarks/gpu_ab.py --tree ab-old --items build/gpu_check_items.jsonl --out old.json
-    python3 benchmarks/gpu_ab.py --tree .      --items build/gpu_check_items.jsonl --out new.json
+    make gpu-check-ab-tree    # where git is: build/ab-before, the runner at 70ee9f2
+    python3 benchmarks/gpu_ab.py --tree build/ab-before --items build/gpu_check_items.jsonl --out before.json
+    python3 benchmarks/gpu_ab.py --tree .      --items build/gpu_check_items.jsonl --out after.json
 
 `--device cpu` is the dry run (the 8B shape scaled down, 4 configs, the items given).
 Writes one JSON object (and prints it): seconds, tokens, tokens/s, batches, seconds per

@@ -27,8 +27,8 @@ started=$SECONDS
 if [ -n "${AB_TREE:-}" ]; then
     items=build/gpu_check_items.jsonl
     [ "$DEVICE" = cpu ] && ab_count="--count 4" || ab_count=""
-    for side in old new; do
-        tree=$AB_TREE; [ "$side" = new ] && tree=.
+    for side in before after; do
+        tree=$AB_TREE; [ "$side" = after ] && tree=.
         timeout "${AB_S:-150}" "$PYTHON" benchmarks/gpu_ab.py --tree "$tree" --items "$items" \
             --device "$DEVICE" $ab_count --out "$OUT/ab-$side.json" 2>&1 | tee -a "$OUT/ab.log"
     done

@@ -239,3 +239,43 @@ def test_the_busy_share_counts_overlapping_device_intervals_once():
     assert covered_us([(0, 100), (10, 20), (30, 40)]) == 100  # nested
     assert covered_us([(0, 10), (10, 15)]) == 15  # touching
     assert busy_share("cpu", lambda: "cells") == ("cells", None)  # the row is CUDA's only
+
+
+def test_the_ab_scores_with_the_tree_it_is_given(tmp_path, monkeypatch):
+    """benchmarks/gpu_ab.py (issue 59 item 7, "the code before and after"): the items are
+    scored by this tree's runner in-process, and by an older checkout's own code when
+    --tree names one (its modules come first on the path: a stand-in tree whose runner
+    announces itself proves which code ran)."""
+    import json
+    import subprocess
+
+    import gpu_ab
+
+    # what main() sets in the process, put back afterwards
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "PYTORCH_CUDA_ALLOC_CONF"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FRAGILITY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    torch.set_num_threads(1)
+    items = Path(__file__).parents[2] / "sample_grids" / "starter_items.jsonl"
+    out = tmp_path / "after.json"
+    assert gpu_ab.main(["--tree", str(BENCHMARKS.parent), "--items", str(items), "--device",
+                        "cpu", "--count", "2", "--out", str(out)]) == 0
+    got = json.loads(out.read_text())
+    assert (got["items"], got["configs"], got["batches"]) == (2, 4, 1)
+    assert got["tokens"] > 0 and got["seconds"] > 0 and got["projected_full_grid_min"] > 0
+
+    before = tmp_path / "before"
+    (before / "runners" / "backends").mkdir(parents=True)
+    for package in ("runners", "runners/backends"):
+        (before / package / "__init__.py").write_text("")
+    (before / "runners" / "backends" / "base.py").write_text(
+        "raise SystemExit('the before tree ran')\n")
+    ran = subprocess.run([sys.executable, str(BENCHMARKS / "gpu_ab.py"), "--tree", str(before),
+                          "--items", str(items), "--out", str(tmp_path / "b.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1 and "the before tree ran" in ran.stderr, ran.stderr
+    ran = subprocess.run([sys.executable, str(BENCHMARKS / "gpu_ab.py"), "--tree",
+                          str(tmp_path), "--items", str(items), "--out", str(tmp_path / "c.json")],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 2 and "no runners/ there" in ran.stderr, ran.stderr
