@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
-.PHONY: install run test test-reference test-bf16 test-fast bench gpu-check gpu-check-items gpu-check-ab-tree synthetic-grid sample-grid clean \
+.PHONY: install run test test-reference test-reference-memo test-bf16 test-fast bench gpu-check gpu-check-items gpu-check-ab-tree synthetic-grid sample-grid clean \
 	wheelhouse install-offline test-lowest \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 sample-grid-extensions \
 	sample-grid-export ext-smollm2 ext-smollm2-int8 ext-smollm2-int4 ext-gemma3 llama-server serve-smollm2 test-llama-server
@@ -44,7 +44,14 @@ test: install
 # on a GPU box); by default the CPU in fp32.
 test-reference: install  # the full 40-item real-model reference check (~25 min on 2 cores)
 	FRAGILITY_REFERENCE_PER_BENCHMARK=10 FRAGILITY_REFERENCE_ONE_AT_A_TIME=1 FRAGILITY_REFERENCE_DEVICE=$(or $(DEVICE),cpu) \
-	  FRAGILITY_REFERENCE_DTYPE=$(or $(DTYPE),fp32) $(PY) -m pytest -q -s tests/runners/test_smollm2.py
+	  FRAGILITY_REFERENCE_DTYPE=$(or $(DTYPE),fp32) FRAGILITY_REFERENCE_MEMO=off $(PY) -m pytest -q -s tests/runners/test_smollm2.py
+
+# Re-records the memo of the plain loop's model calls that `make test`'s reference check reads
+# (tests/runners/reference_memo.py): needed after a change of model, torch, transformers or
+# plain_loop.ModelCalls, which otherwise sends those calls live (~85 s more). One test worker.
+test-reference-memo: install
+	PYTEST_XDIST_WORKER=gw0 FRAGILITY_REFERENCE_MEMO=record $(PY) -m pytest -q -s -p no:randomly \
+	  tests/runners/test_smollm2.py -k plain_reference
 
 # One GPU, offline, <= 8 minutes, nothing downloaded or converted (benchmarks/gpu_check.py, docs/runner.md).
 # It writes gpu-check.json and gpu-check.md into OUT (default gpu-check-out).

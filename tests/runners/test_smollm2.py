@@ -4,6 +4,10 @@
   prefix-reusing scorer against the plain reference loop (runners.backends.transformers.plain_loop: one prompt at a
   time, model.generate / full forwards). Same prediction on every cell, or the cell is
   printed and shown to be a near-tie (top-two scores within 1e-4).
+- The plain loop's model calls come from a memo where their exact inputs and the model's
+  identity were recorded (tests/runners/reference_memo.py; `make test-reference-memo`
+  records it, FRAGILITY_REFERENCE_MEMO=off computes everything live, as `make
+  test-reference` does); the runner itself always runs.
 - `--quantize int4` runs and is recorded as its own model, linked to its base, with its scheme.
 """
 
@@ -38,6 +42,9 @@ PER_BENCHMARK = int(os.environ.get("FRAGILITY_REFERENCE_PER_BENCHMARK", "2"))
 # weights read once a step for all of them); `make test-reference`, the acceptance check,
 # one prompt at a time (plain_loop.reference_cell), as a user's own loop would.
 ONE_AT_A_TIME = os.environ.get("FRAGILITY_REFERENCE_ONE_AT_A_TIME", "") == "1"
+# use: the memo serves the calls it holds (the rest live); off: all live; record: all live,
+# then the memo is rewritten (reference_memo.py)
+MEMO_MODE = os.environ.get("FRAGILITY_REFERENCE_MEMO", "use")
 # Beside another test worker (`make test`: two on two cores) a 2-thread torch may wait for the
 # core the other worker holds: the int4 test took 48 s there against 7 s alone. One thread
 # each then; alone (`make test-reference`, one test file), two.
@@ -74,7 +81,11 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
     from runners.backends.transformers.plain_loop import reference_cell, reference_cells
     from runners.plan.item_requests import Encoder, cells_for, plan_item
     from runners.backends.transformers.scoring import Scorer
+    from reference_memo import MemoCalls, model_identity
 
+    if MEMO_MODE not in ("use", "off", "record"):
+        pytest.fail(f"FRAGILITY_REFERENCE_MEMO={MEMO_MODE!r}: use, off or record")
+    calls = MemoCalls(model_identity(smollm2), use=MEMO_MODE == "use")
     scorer = Scorer(smollm2.model, smollm2.tokenizer, smollm2.eos_ids)
     encoder = Encoder(smollm2.tokenizer, smollm2.is_instruct, smollm2.template_args)
     ours = {}
@@ -90,7 +101,8 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
     fast_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     mismatches, near_ties = [], []
-    settings = dict(chat=smollm2.is_instruct, template_args=smollm2.template_args)
+    settings = dict(chat=smollm2.is_instruct, template_args=smollm2.template_args,
+                    calls=calls)
     for item in real_items:
         references = ({config_id: reference_cell(smollm2.model, smollm2.tokenizer, item,
                                                  config_id, 0, **settings)
@@ -111,8 +123,11 @@ def test_runner_matches_the_plain_reference_on_40_real_items(smollm2, real_items
             (near_ties if ref.margin < NEAR_TIE else mismatches).append(cell)
     plain_s = time.perf_counter() - t0
     print(f"runner {fast_s:.1f} s, plain reference {plain_s:.1f} s "
-          f"({plain_s / fast_s:.1f}x); near-ties: {len(near_ties)}", flush=True)
+          f"({plain_s / fast_s:.1f}x); near-ties: {len(near_ties)}; {calls.summary()}",
+          flush=True)
     assert not mismatches, "\n".join(mismatches)
+    if MEMO_MODE == "record":
+        calls.save()
 
 
 def test_int4_build_is_its_own_model_linked_to_its_base(smollm2, real_items, tmp_path):

@@ -28,25 +28,64 @@ class ReferenceCell:
     tokens: int = 0  # tokens forwarded to produce this cell
 
 
+class ModelCalls:
+    """The plain loop's only two uses of the model, given exact token ids: greedy generation
+    over left-padded rows, and a continuation's log-likelihood. Everything else (rendering,
+    tokenising, parsing, normalising) happens around them, so a check may put a memo of
+    these calls, keyed by their inputs and the model's identity, in their place
+    (tests/runners/reference_memo.py)."""
+
+    def greedy(self, model, rows: list[list[int]], pad: int,
+               max_new_tokens: int) -> list[tuple[list[int], list[float]]]:
+        """`model.generate`, greedy, over the rows left-padded into one batch (one row: no
+        padding at all): per row the new token ids (padding after a stop included) and each
+        step's top-2 logit gap."""
+        width = max(len(row) for row in rows)
+        ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows],
+                           device=model.device)
+        attention = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows],
+                                 device=model.device)
+        out = model.generate(ids, attention_mask=attention, do_sample=False,
+                             max_new_tokens=max_new_tokens, output_scores=True,
+                             return_dict_in_generate=True, pad_token_id=pad)
+        steps = len(out.scores)
+        return [(out.sequences[r, width:].tolist(),
+                 [float(top[0] - top[1]) for top in
+                  (torch.topk(out.scores[k][r].float(), 2).values for k in range(steps))])
+                for r in range(len(rows))]
+
+    def loglikelihood(self, model, fed: list[int], start: int) -> float:
+        """The summed log-probability of fed[start:] given what precedes each token: one
+        full forward of `fed`."""
+        logits = model(torch.tensor([fed], device=model.device)).logits[0].float()
+        logprobs = torch.log_softmax(logits, dim=-1)
+        return sum(float(logprobs[t - 1, fed[t]]) for t in range(start, len(fed)))
+
+
+DIRECT = ModelCalls()
+
+
 @torch.no_grad()
 def reference_cell(model, tokenizer, item: Item, config_id: str, seed: int,
                    max_new_tokens: int = 16, *, chat: bool | None = None,
-                   template_args: dict | None = None, examples=None) -> ReferenceCell:
+                   template_args: dict | None = None, examples=None,
+                   calls: ModelCalls = DIRECT) -> ReferenceCell:
     """`chat`: prompt through the chat template (the run's prompt mode); None: whenever the
     tokenizer has one; a config's +raw / +chat overrides it, and its +bos / +nobos forces a
     BOS token on or off. `template_args`: the run's pinned template arguments; `examples`:
-    a +kN config's solved examples."""
+    a +kN config's solved examples; `calls`: how the model is called (ModelCalls)."""
     prompt = render(item, config_id, seed, examples=examples)
     if isinstance(prompt, GenerationPrompt):
         ids = _generation_ids(tokenizer, prompt, config_id, chat, template_args)
-        return _generate(model, tokenizer, [(prompt, ids)], max_new_tokens)[0]
-    return _scored_cell(model, tokenizer, prompt, config_id)
+        return _generate(model, tokenizer, [(prompt, ids)], max_new_tokens, calls)[0]
+    return _scored_cell(model, tokenizer, prompt, config_id, calls)
 
 
 @torch.no_grad()
 def reference_cells(model, tokenizer, item: Item, config_ids, seed: int,
                     max_new_tokens: int = 16, *, chat: bool | None = None,
-                    template_args: dict | None = None) -> dict[str, ReferenceCell]:
+                    template_args: dict | None = None,
+                    calls: ModelCalls = DIRECT) -> dict[str, ReferenceCell]:
     """reference_cell for each of an item's configs, its generation configs in one
     `model.generate` call over their left-padded prompts (transformers' own batched
     generation: a weight read per step for all of them, where one prompt at a time reads
@@ -61,19 +100,19 @@ def reference_cells(model, tokenizer, item: Item, config_ids, seed: int,
                                                                   config_id, chat,
                                                                   template_args)))
         else:
-            cells[config_id] = _scored_cell(model, tokenizer, prompt, config_id)
+            cells[config_id] = _scored_cell(model, tokenizer, prompt, config_id, calls)
     if generation:
         done = _generate(model, tokenizer, [(prompt, ids) for _, prompt, ids in generation],
-                         max_new_tokens)
+                         max_new_tokens, calls)
         cells.update((config_id, cell) for (config_id, _, _), cell in zip(generation, done))
     return {config_id: cells[config_id] for config_id in config_ids}
 
 
-def _scored_cell(model, tokenizer, prompt, config_id: str) -> ReferenceCell:
+def _scored_cell(model, tokenizer, prompt, config_id: str, calls: ModelCalls) -> ReferenceCell:
     bos = get_config(config_id).bos
     if isinstance(prompt, LabelPrompt):
-        return _labels(model, tokenizer, prompt, bos)
-    return _cloze(model, tokenizer, prompt, bos)
+        return _labels(model, tokenizer, prompt, bos, calls)
+    return _cloze(model, tokenizer, prompt, bos, calls)
 
 
 def _ids(tokenizer, text: str, bos: str | None, **kwargs) -> list[int]:
@@ -108,28 +147,19 @@ def _generation_ids(tokenizer, prompt: GenerationPrompt, config_id: str, chat: b
 
 
 def _generate(model, tokenizer, prompts: list[tuple[GenerationPrompt, list[int]]],
-              max_new_tokens: int) -> list[ReferenceCell]:
-    """Greedy `model.generate` over the prompts' ids, left-padded into one batch (one
-    prompt: no padding at all); per prompt its text up to the first end-of-sequence
-    token, and the smallest top-2 logit gap over the steps that produced it."""
+              max_new_tokens: int, calls: ModelCalls) -> list[ReferenceCell]:
+    """Greedy generation over the prompts' ids in one batch (ModelCalls.greedy); per prompt
+    its text up to the first end-of-sequence token, and the smallest top-2 logit gap over
+    the steps that produced it."""
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    width = max(len(ids) for _, ids in prompts)
-    ids = torch.tensor([[pad] * (width - len(row)) + row for _, row in prompts],
-                       device=model.device)
-    attention = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for _, row in prompts],
-                             device=model.device)
-    out = model.generate(ids, attention_mask=attention, do_sample=False,
-                         max_new_tokens=max_new_tokens, output_scores=True,
-                         return_dict_in_generate=True, pad_token_id=pad)
+    generated = calls.greedy(model, [row for _, row in prompts], pad, max_new_tokens)
     stops = _eos_ids(model, tokenizer)
     cells = []
-    for r, (prompt, row) in enumerate(prompts):
-        new = out.sequences[r, width:].tolist()
+    for (prompt, row), (new, gaps) in zip(prompts, generated):
         ends = [k for k, token in enumerate(new) if token in stops]
         new = new[:ends[0] + 1] if ends else new  # the rest is padding after the stop
         output = tokenizer.decode(new, skip_special_tokens=True)
-        margins = [float(top[0] - top[1]) for top in
-                   (torch.topk(out.scores[k][r].float(), 2).values for k in range(len(new)))]
+        margins = gaps[:len(new)]
         position = parse_answer(output, prompt.labels, prompt.options)
         # Every step but the last feeds one token back (generate forwards the prompt once).
         tokens = len(row) + max(0, len(new) - 1)
@@ -146,8 +176,8 @@ def _eos_ids(model, tokenizer) -> set[int]:
     return set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
 
 
-def _loglikelihoods(model, tokenizer, context: str, continuations,
-                    bos: str | None, **encode) -> tuple[list[float], int]:
+def _loglikelihoods(model, tokenizer, context: str, continuations, bos: str | None,
+                    calls: ModelCalls, **encode) -> tuple[list[float], int]:
     """lm-eval's request per continuation: trailing whitespace of the context joins the
     continuation; the model reads the context's own tokens, then the tokens the whole
     string has past them (docs/runner.md, "Scoring")."""
@@ -158,10 +188,7 @@ def _loglikelihoods(model, tokenizer, context: str, continuations,
     for continuation in continuations:
         whole = _ids(tokenizer, stripped + moved + continuation, bos, **encode)
         fed = context_ids + whole[len(context_ids):]
-        logits = model(torch.tensor([fed], device=model.device)).logits[0].float()
-        logprobs = torch.log_softmax(logits, dim=-1)
-        scores.append(sum(float(logprobs[t - 1, fed[t]])
-                          for t in range(len(context_ids), len(fed))))
+        scores.append(calls.loglikelihood(model, fed, len(context_ids)))
         tokens += len(fed)
     return scores, tokens
 
@@ -173,16 +200,17 @@ def _first_max(values: list[float]) -> tuple[int, float]:
     return best, ranked[0] - ranked[1]
 
 
-def _cloze(model, tokenizer, prompt, bos: str | None = None) -> ReferenceCell:
+def _cloze(model, tokenizer, prompt, bos: str | None, calls: ModelCalls) -> ReferenceCell:
     """acc_norm: the log-likelihood over the option's length in characters."""
     scores, tokens = _loglikelihoods(model, tokenizer, prompt.context, prompt.continuations,
-                                     bos)
+                                     bos, calls)
     normalised = [s / max(len(c) - 1, 1) for s, c in zip(scores, prompt.continuations)]
     pred, margin = _first_max(normalised)
     return ReferenceCell(pred, None, scores, margin, tokens)
 
 
-def _labels(model, tokenizer, prompt: LabelPrompt, bos: str | None = None) -> ReferenceCell:
+def _labels(model, tokenizer, prompt: LabelPrompt, bos: str | None,
+            calls: ModelCalls) -> ReferenceCell:
     """Letter likelihood: the label with the highest log-likelihood, unnormalised; scores
     returned in native option order."""
     context, encode = prompt.context, {}
@@ -194,7 +222,7 @@ def _labels(model, tokenizer, prompt: LabelPrompt, bos: str | None = None) -> Re
             **template_args(tokenizer.chat_template))
         encode = {"add_special_tokens": False}
     shown, tokens = _loglikelihoods(model, tokenizer, context, prompt.continuations, bos,
-                                    **encode)
+                                    calls, **encode)
     position, margin = _first_max(shown)
     native = [shown[prompt.permutation.index(k)] for k in range(len(shown))]
     return ReferenceCell(prompt.native_index(position), None, native, margin, tokens)
