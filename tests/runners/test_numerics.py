@@ -130,3 +130,20 @@ def test_a_wider_hidden_state_keeps_the_fp32_copy(monkeypatch):
     assert asked == []
     assert model_probe.fp32_projection(head, torch.bfloat16)[1] == model_probe.FP32_ACCUMULATED
     assert asked == [torch.bfloat16]
+
+
+@pytest.mark.parametrize("spread", [0.5, 8.0, 30.0, 500.0])
+def test_the_cpu_logsumexp_is_torchs_bit_for_bit(spread):
+    """prefill.logsumexp_rows floors x - max at -87 on the CPU, where exp of a far-negative
+    input takes a slow path: the value stays torch.logsumexp's, for narrow and very wide
+    logits alike, with -inf entries, a row of -inf and a NaN."""
+    from runners.backends.transformers.prefill import logsumexp_rows
+
+    generator = torch.Generator().manual_seed(int(spread * 10))
+    logits = torch.randn(48, 49152, generator=generator) * spread
+    logits[3, :100] = float("-inf")
+    assert torch.equal(logsumexp_rows(logits), torch.logsumexp(logits, dim=-1))
+    logits[5] = float("-inf")
+    logits[7, 9] = float("nan")
+    torch.testing.assert_close(logsumexp_rows(logits), torch.logsumexp(logits, dim=-1),
+                               rtol=0, atol=0, equal_nan=True)

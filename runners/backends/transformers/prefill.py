@@ -37,6 +37,24 @@ DEVICE_CONSTANTS = {
 FORWARD_OVERHEAD_TOKENS = DEVICE_CONSTANTS["cpu"].forward_overhead_tokens
 
 
+# exp of an input far below zero takes a slow path on x86 CPUs (~10x the time: the GPU
+# check's CPU dry run, a random 128k-vocabulary head with wide logits, spent a third of its
+# time in torch.logsumexp). Terms under exp(-87) cannot move a sum that holds the maximum's
+# exp(0) = 1 in fp32, so flooring x - max there gives torch.logsumexp's value (bit for bit
+# in tests/runners/test_numerics.py) without the slow path.
+LOGSUMEXP_FLOOR = -87.0
+
+
+def logsumexp_rows(logits: torch.Tensor) -> torch.Tensor:
+    """torch.logsumexp(logits, dim=-1), on a CPU in fp32 without exp's slow path."""
+    if logits.device.type != "cpu" or logits.dtype != torch.float32:
+        return torch.logsumexp(logits, dim=-1)
+    top = logits.amax(dim=-1, keepdim=True)
+    if not torch.isfinite(top).all():  # a row of -inf or a NaN: torch's own rules
+        return torch.logsumexp(logits, dim=-1)
+    return (logits - top).clamp_(min=LOGSUMEXP_FLOOR).exp_().sum(dim=-1).log_() + top[:, 0]
+
+
 def constants_for(device) -> PrefillConstants:
     """The constants of `device` (a torch.device or a name like "cuda:1"); the CPU's for a
     device type without its own."""
@@ -120,7 +138,7 @@ class PendingLogprobs:
                                                             targets[mine]))
             # log-softmax at the targets only: no vocabulary-sized output
             logprobs[to_device(mine, device)] = (
-                logits[local, wanted] - torch.logsumexp(logits, dim=-1)[local]).float()
+                logits[local, wanted] - logsumexp_rows(logits)[local]).float()
         logprobs = logprobs.cpu()  # the batch's one read-back of its scores
         nan = torch.tensor([float("nan")])
         return [torch.cat([nan, logprobs[first:first + count]]) if lead_nan
