@@ -6,12 +6,12 @@ query, plus the tail of each active run's events file) and compares each run's c
 cell count with the last one seen. The query is skipped while no run of the grid is active
 and the store's file and write-ahead log are as they were at the last query (a commit
 changes one of them): an idle app then costs a stat a second, not a DuckDB connection
-(~20 ms of CPU, 2% of a core), with a query at least every FULL_CHECK_SECONDS all the same. The counts seen are first taken just before the app reads
-the grid (`baseline`), so cells committed after that read are noticed even when their run
-ends before the next poll (a short run on a loaded machine), and a run that starts and
-ends between two polls counts too. A change posts `GridWritten`; the app then reloads the
-grid in its own worker, unless it reloaded less than MIN_GAP_SECONDS ago, in which case one
-reload is scheduled for when the gap has passed (debounce: a run committing a batch every
+(~20 ms of CPU, 2% of a core), with a query at least every FULL_CHECK_SECONDS all the same.
+The counts seen are first taken just before the app reads the grid (`baseline`), so cells
+committed after that read are noticed even when their run ends before the next poll (a
+short run on a loaded machine), and a run that starts and ends between two polls counts
+too. A change posts `GridWritten`; the app then reloads the grid in its own worker, unless
+it reloaded less than MIN_GAP_SECONDS ago, in which case one reload is scheduled for when the gap has passed (debounce: a run committing a batch every
 100 ms costs one reload every few seconds, not ten a second).
 
 Which models are provisional (items still to come) is read from the cube itself

@@ -80,14 +80,13 @@ class MemoCalls(ModelCalls):
         return got
 
     def summary(self) -> str:
-        why = (" (recorded under another model identity: "
-               f"{sorted(k for k in self.identity if self.memo_identity().get(k) != self.identity[k])})"
-               if self.stale else "")
+        why = ""
+        if self.stale:
+            recorded = json.loads(self.path.read_text()).get("identity", {})
+            changed = sorted(k for k in self.identity if recorded.get(k) != self.identity[k])
+            why = f" (recorded under another model identity: {changed})"
         return (f"reference memo: {self.served} model calls served, {self.computed} computed "
                 f"live{why}")
-
-    def memo_identity(self) -> dict:
-        return json.loads(self.path.read_text()).get("identity", {}) if self.path.is_file() else {}
 
     def save(self) -> None:
         """The calls made in this run, whole (a run with the memo off records them all)."""
