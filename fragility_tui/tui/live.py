@@ -11,8 +11,9 @@ The counts seen are first taken just before the app reads the grid (`baseline`),
 committed after that read are noticed even when their run ends before the next poll (a
 short run on a loaded machine), and a run that starts and ends between two polls counts
 too. A change posts `GridWritten`; the app then reloads the grid in its own worker, unless
-it reloaded less than MIN_GAP_SECONDS ago, in which case one reload is scheduled for when the gap has passed (debounce: a run committing a batch every
-100 ms costs one reload every few seconds, not ten a second).
+it reloaded less than MIN_GAP_SECONDS ago, in which case one reload is scheduled for when
+the gap has passed (debounce: a run committing a batch every 100 ms costs one reload every
+few seconds, not ten a second).
 
 Which models are provisional (items still to come) is read from the cube itself
 (`coverage`): a model with cells for some of the grid's items but not all."""
