@@ -13,7 +13,7 @@ from textual.widgets import Select
 
 from fragility_tui.tui.app import FragilityApp
 
-from .conftest import open_pane, screen_text, wait_ready
+from .conftest import open_pane, screen_text, wait_ready, wait_while
 
 pytestmark = pytest.mark.anyio
 
@@ -81,6 +81,12 @@ def check_tour_figures(screens: dict[str, list[str]], scoring: dict[str, list[fl
     assert f"{models * items * configs:,}" in intro
 
 
+async def until(app, pilot, shown, what: str, timeout: float = 30.0) -> None:
+    """Wait until shown() holds (what a fixed pause used to wait for), then one more pause."""
+    await wait_while(app, pilot, lambda: not shown(), timeout, what)
+    await pilot.pause()
+
+
 async def settle(app, pilot) -> None:
     await pilot.pause(0.2)
     await wait_ready(app, pilot, timeout=120)
@@ -139,8 +145,9 @@ async def test_the_readme_tour_at_80x24(shipped_store):
             table.focus()
             table.move_cursor(row=row)
             await pilot.press("enter")
-            await pilot.pause(0.5)
-            assert isinstance(app.screen, ModelScreen)
+            await until(app, pilot, lambda: isinstance(app.screen, ModelScreen) and max(
+                t.row_count for t in app.screen.query(ReportTable)) >= len(cube.configs)
+                and "mean %:" in screen_text(app), "the model drill-down")
             assert max(t.row_count for t in app.screen.query(ReportTable)) >= len(cube.configs)
             shown = screen_text(app)
             screens["1"].append(shown)
@@ -219,9 +226,11 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         screens["3"].append(screen_text(app))
         assert "fragile share mean 100.0 %" in screen_text(app)
         app.pane("pairs").main_table().focus()
-        await pilot.press("enter")
-        await pilot.pause(0.5)
         from fragility_tui.tui.screens.drilldowns import PairScreen
+
+        await pilot.press("enter")
+        await until(app, pilot, lambda: isinstance(app.screen, PairScreen)
+                    and "fragile split" in screen_text(app), "the pair drill-down")
 
         assert isinstance(app.screen, PairScreen)
         shown = screen_text(app)
@@ -236,28 +245,30 @@ async def test_the_readme_tour_at_80x24(shipped_store):
         await pilot.pause()
         app.main_screen.query_one("#filter").value = f"flips:{INT4}"
         await pilot.press("enter")
-        await pilot.pause(0.5)
         items = app.pane("items").main_table()
+        await until(app, pilot, lambda: 0 < items.row_count < 265, "the filtered items")
         assert 0 < items.row_count < 265
         assert f"{items.row_count} of 265" in screen_text(app).replace(",", "")
-        items.focus()
-        await pilot.press("enter")
-        await pilot.pause(0.5)
         from fragility_tui.tui.screens.item import ItemScreen
 
-        assert isinstance(app.screen, ItemScreen)
+        items.focus()
+        await pilot.press("enter")
+        await until(app, pilot, lambda: isinstance(app.screen, ItemScreen)
+                    and app.screen.query("#bit-matrix"), "the item drill-down")
         await app.workers.wait_for_complete()  # the cells and chat templates load in a worker
-        await pilot.pause(0.5)
+        await pilot.pause()
         matrix = app.screen.query_one("#bit-matrix")
         matrix.move_cursor(row=cube.models.index(INT4), column=app.screen.column_of("o0.letter"))
-        await pilot.pause(0.3)
+        await until(app, pilot, lambda: "chat template's rendering" in str(
+            app.screen.query_one("#cell-detail").render()), "the int4 cell's prompt")
         detail = str(app.screen.query_one("#cell-detail").render())
         assert "prompt as the model saw it (the chat template's rendering" in detail
         assert "<|im_start|>user\nQuestion:" in detail and "<|im_start|>assistant" in detail
         assert "permutation" in detail and "raw output" in detail and "parse:" in detail
         gemma = cube.models.index("gemma3-270m")
         matrix.move_cursor(row=gemma, column=app.screen.column_of("o0.letter"))
-        await pilot.pause(0.3)
+        await until(app, pilot, lambda: "(raw prompt" in str(
+            app.screen.query_one("#cell-detail").render()), "the gemma cell's prompt")
         detail = str(app.screen.query_one("#cell-detail").render())
         assert "prompt as the model saw it (raw prompt" in detail and "Answer:" in detail
         assert "✓" in screen_text(app) and "✗" in screen_text(app)  # the models × configs matrix
