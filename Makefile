@@ -48,9 +48,10 @@ test-reference: install  # the full 40-item real-model reference check (~25 min 
 
 # Re-records the memo of the plain loop's model calls that `make test`'s reference check reads
 # (tests/runners/reference_memo.py): needed after a change of model, torch, transformers or
-# plain_loop.ModelCalls, which otherwise sends those calls live (~85 s more). One test worker.
+# plain_loop.ModelCalls, which otherwise sends those calls live (~85 s more). One thread, as
+# `make test` runs it.
 test-reference-memo: install
-	PYTEST_XDIST_WORKER=gw0 FRAGILITY_REFERENCE_MEMO=record $(PY) -m pytest -q -s -p no:randomly \
+	FRAGILITY_REFERENCE_THREADS=1 FRAGILITY_REFERENCE_MEMO=record $(PY) -m pytest -q -s -p no:randomly \
 	  tests/runners/test_smollm2.py -k plain_reference
 
 # One GPU, offline, <= 8 minutes, nothing downloaded or converted (benchmarks/gpu_check.py, docs/runner.md).

@@ -47,8 +47,10 @@ ONE_AT_A_TIME = os.environ.get("FRAGILITY_REFERENCE_ONE_AT_A_TIME", "") == "1"
 MEMO_MODE = os.environ.get("FRAGILITY_REFERENCE_MEMO", "use")
 # Beside another test worker (`make test`: two on two cores) a 2-thread torch may wait for the
 # core the other worker holds: the int4 test took 48 s there against 7 s alone. One thread
-# each then; alone (`make test-reference`, one test file), two.
-THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+# each then; alone (`make test-reference`, one test file), two. FRAGILITY_REFERENCE_THREADS
+# overrides (`make test-reference-memo` records with one, as `make test` runs).
+THREADS = int(os.environ.get("FRAGILITY_REFERENCE_THREADS")
+              or (1 if os.environ.get("PYTEST_XDIST_WORKER") else 2))
 
 
 @pytest.fixture(scope="module")
