@@ -20,8 +20,10 @@ item and the projection to 3,679 items x 26 configs.
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -44,7 +46,10 @@ def main(argv=None) -> int:
     for path in (tree / "benchmarks", tree):
         sys.path.insert(0, str(path))
     os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    os.environ.setdefault("FRAGILITY_CACHE_DIR", tempfile.mkdtemp(prefix="gpu-ab-"))
+    if "FRAGILITY_CACHE_DIR" not in os.environ:  # the runner's digest cache, removed at exit
+        cache = tempfile.mkdtemp(prefix="gpu-ab-")
+        atexit.register(shutil.rmtree, cache, ignore_errors=True)
+        os.environ["FRAGILITY_CACHE_DIR"] = cache
     from runners.backends.base import configure_allocator
     from runners.backends.transformers import configure_device
 
