@@ -2,11 +2,12 @@
 (issue 59 item 7: "A/B in one job, the code before and after").
 
 Runs in the tree given by --tree (its runners, fragility_tui and benchmarks modules are
-imported from there, so an older checkout is measured with its own code): a random-weight
-llama3-8b in bf16 built on the device, the real budget from that tree's memory model, a
-16-item warm-up pass, then one timed pass of every item in --items x 26 configs at the
-real budget with the GPU ramp, planned on the host thread (what both trees can do). Each
-tree runs in its own process, one after the other, in the same job:
+imported from there, so an older checkout is measured with its own code), on the workload
+of this file's own gpu_check_models (the same model, generation length and stops for
+either tree): a random-weight llama3-8b in bf16 built on the device, the real budget from
+that tree's memory model, a 16-item warm-up pass, then one timed pass of every item in
+--items x 26 configs at the real budget with the GPU ramp, planned on the host thread
+(what both trees can do). Each tree runs in its own process, one after the other, in the same job:
 
     make gpu-check-ab-tree    # where git is: build/ab-before, the runner at 70ee9f2
     python3 benchmarks/gpu_ab.py --tree build/ab-before --items build/gpu_check_items.jsonl --out before.json
@@ -14,7 +15,8 @@ tree runs in its own process, one after the other, in the same job:
 
 `--device cpu` is the dry run (the 8B shape scaled down, 4 configs, the items given).
 Writes one JSON object (and prints it): seconds, tokens, tokens/s, batches, seconds per
-item and the projection to 3,679 items x 26 configs.
+item and the projection to 3,679 items x 26 configs, and the tokens fed back per
+generation cell (the workload's uneven stops, as the check reports them).
 """
 
 from __future__ import annotations
@@ -59,19 +61,22 @@ def main(argv=None) -> int:
 
     from fragility_tui.harness.configs import CONFIG_IDS
     from fragility_tui.items.loaders import load_items
-    from gpu_check_models import GENERATION_CAP, build_eight_b, shipped_tokenizer
     from gpu_check_runs import score_pass
     from runners.backends.transformers.memory import initial_budget
     from runners.backends.transformers.scoring import Scorer
     from runners.plan.budget import RAMP_STEPS, TokenBudget
 
+    workload = driver_module("gpu_check_models")
+    GENERATION_CAP, build_eight_b = workload.GENERATION_CAP, workload.build_eight_b
+    shipped_tokenizer, stopping_unevenly = (workload.shipped_tokenizer,
+                                            workload.stopping_unevenly)
     cuda = args.device.startswith("cuda")
     items = load_items(args.items, per_benchmark=None)[0][:args.count]
     configs = list(CONFIG_IDS) if cuda else list(CONFIG_IDS[:2]) + [
         c for c in CONFIG_IDS if c.startswith("cloze")][:2]
     started = time.perf_counter()
     loaded = build_eight_b("llama3-8b", args.device, shipped_tokenizer(), scaled=not cuda)
-    scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
+    scorer = stopping_unevenly(Scorer)(loaded.model, loaded.tokenizer, loaded.eos_ids,
                     max_new_tokens=GENERATION_CAP)
     real = initial_budget(scorer.kv_bytes_per_token, args.device, loaded.model.config, 2,
                           max_new_tokens=GENERATION_CAP).tokens
@@ -80,6 +85,7 @@ def main(argv=None) -> int:
     score_pass(loaded, scorer, items[:16], configs, TokenBudget(real, "gpu-ab", ramp=ramp))
     done = score_pass(loaded, scorer, items, configs, TokenBudget(real, "gpu-ab", ramp=ramp))
     per_item = done.seconds / len(items) * 26 / len(configs)
+    generation_cells = len(items) * sum(not c.startswith("cloze") for c in configs)
     result = {"tree": str(args.tree), "device": args.device,
               "gpu": torch.cuda.get_device_name() if cuda else None,
               "items": len(items), "configs": len(configs), "budget_tokens": real,
@@ -87,11 +93,24 @@ def main(argv=None) -> int:
               "tokens_per_s": round(done.tokens_per_s), "batches": done.batches,
               "seconds_per_item": round(per_item, 4),
               "projected_full_grid_min": round(per_item * FULL_GRID_ITEMS / 60, 2),
-              "build_and_budget_s": round(built, 1)}
+              "build_and_budget_s": round(built, 1),
+              "decode_tokens_per_generation_cell": round(
+                  done.stats.decode_tokens / generation_cells, 2) if done.stats else None}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))
     return 0
+
+
+def driver_module(name: str):
+    """This file's sibling module `name`, whatever tree comes first on the path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        f"gpu_ab_{name}", Path(__file__).resolve().parent / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 if __name__ == "__main__":

@@ -14,23 +14,34 @@
   real); ids past the tokenizer's 49,152 decode to nothing. On the CPU (the dry run) the
   config is scaled down (SCALED_FOR_CPU: 2 layers, hidden 256) so it builds and runs in
   seconds; the vocabulary is kept.
-- Random weights never say EOS, so they generate until max_new_tokens: the check caps
-  generation at GENERATION_CAP tokens, about what real models stop at on our items (issue
-  46: ~4.3 per generation cell for a real instruct model; the shipped real grid's stored
-  answers re-encoded with this tokenizer: 5.55 tokens on average for SmolLM2-135M-Instruct,
-  4.17 for Gemma 3 270M, 6,360 generation cells each), so decoding costs what it costs with
-  real weights: every random cell runs to the cap, so the cap is the mean.
+- Random weights never say EOS: they would generate to max_new_tokens on every cell, and
+  their greedy chains fall into loops, so no head tweak makes them stop at a share of steps.
+  Real cells stop unevenly, up to 16 tokens, at about 5 on average (issue 46: ~4.3 per
+  generation cell for a real instruct model; the shipped real grid's stored answers
+  re-encoded with this tokenizer: 5.55 tokens on average for SmolLM2-135M-Instruct, 4.17 for
+  Gemma 3 270M, 6,360 generation cells each). So the check generates up to GENERATION_CAP =
+  16 tokens, as a run does, with the runner's Scorer made to end each generation cell at
+  its own length (`stopping_unevenly`): a geometric stop (STOP_SHARE a step) cut at 16, 4.9
+  tokens on average, drawn from a hash of the cell's key, so it does not depend on the
+  batch a cell is in. Decoding then costs what it costs with real weights, refills of
+  unevenly finished rows included (issue 59 item 7); until 2026-12-06 every cell ran to a
+  cap of 5.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
+import math
 from pathlib import Path
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 EIGHT_B = ("llama3-8b", "qwen3-8b")
-GENERATION_CAP = 5  # tokens per generation cell: between the real models' 4.2 and 5.6
+GENERATION_CAP = 16  # max_new_tokens, a run's default
+# A cell's chance to end at each generated token: a geometric stop cut at 16 tokens, mean
+# (1 - 0.8**16) / 0.2 = 4.86 tokens, between the real models' 4.2 and 5.6.
+STOP_SHARE = 0.2
 # The dry run's stand-in for an 8B config: the same family, attention layout (grouped
 # heads, 4 query heads per KV head as in both configs) and vocabulary, 2 layers of width
 # 256: ~70 M parameters, nearly all of them the embedding and the head.
@@ -105,6 +116,30 @@ def build_eight_b(name: str, device: str, tokenizer, *, scaled: bool):
     loaded.provenance = {"parameters": params, "layers": config.num_hidden_layers,
                          "hidden": config.hidden_size, "vocab": config.vocab_size}
     return loaded
+
+
+def stop_length(key) -> int:
+    """The number of tokens after which the generation cell `key` ends (1 ... GENERATION_CAP),
+    from a hash of its key: geometric with STOP_SHARE, cut at GENERATION_CAP."""
+    digest = hashlib.blake2b(repr(key).encode(), digest_size=8).digest()
+    uniform = (int.from_bytes(digest, "big") + 0.5) / 2**64
+    return min(GENERATION_CAP, 1 + int(math.log(uniform) / math.log(1 - STOP_SHARE)))
+
+
+def stopping_unevenly(scorer_class):
+    """`scorer_class` (the runner's Scorer, of whichever tree is measured) with each
+    generation cell ending after stop_length(its key) tokens unless the runner's own rule
+    (EOS, a decided parse, max_new_tokens) ends it first: the stand-in for a real model's
+    answer ending. The runner finishes and refills that row as it does at EOS."""
+
+    class StoppingUnevenly(scorer_class):
+        def _stop_reason(self, request, tokens, token):
+            stop = super()._stop_reason(request, tokens, token)
+            if stop is None and len(tokens) >= stop_length(request.key):
+                return "eos"
+            return stop
+
+    return StoppingUnevenly
 
 
 def save_folder(loaded, folder: Path) -> Path:

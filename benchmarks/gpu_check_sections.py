@@ -9,7 +9,8 @@ import random
 import sys
 from pathlib import Path
 
-from gpu_check_models import GENERATION_CAP, build_eight_b, shipped_tokenizer
+from gpu_check_models import (GENERATION_CAP, build_eight_b, shipped_tokenizer,
+                              stopping_unevenly)
 from gpu_check_runs import busy_share, count_syncs, dense_rate, flips, near_tie_share, score_pass
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,7 +75,38 @@ def versions(report, device: str) -> None:
                    "cudnn": torch.backends.cuda.cudnn_sdp_enabled(),
                    "math": torch.backends.cuda.math_sdp_enabled()}
         report.row("SDPA kernels enabled", ", ".join(k for k, on in kernels.items() if on))
+        report.row("torch.compile (inductor, Triton)", compile_probe(device))
     report.row("allocator", os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "default"))
+
+
+# Compiles and runs a fused elementwise kernel on the device: on CUDA inductor emits Triton,
+# which needs a working Triton and a C compiler for its launcher (issue 59 item 4: decoder
+# layers are compiled only where this works).
+COMPILE_PROBE = """
+import sys, time, torch
+started = time.perf_counter()
+f = torch.compile(lambda x: torch.nn.functional.gelu(x) * 2 + 1)
+x = torch.randn(4096, device=sys.argv[1])
+assert torch.allclose(f(x), torch.nn.functional.gelu(x) * 2 + 1, atol=1e-5)
+print(f"{time.perf_counter() - started:.1f}")
+"""
+
+
+def compile_probe(device: str, timeout: float = 120.0, script: str = COMPILE_PROBE) -> str:
+    """Whether torch.compile works on `device`, in a child process with a time-out (a
+    compiler that hangs or crashes costs the check nothing more): "works (N s to compile
+    and run)", else "no: " and the child's last error line or the time-out."""
+    import subprocess
+
+    try:
+        done = subprocess.run([sys.executable, "-c", script, device], capture_output=True,
+                              text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"no: timed out after {timeout:.0f} s"
+    if done.returncode == 0:
+        return f"works ({done.stdout.strip().splitlines()[-1]} s to compile and run)"
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    return f"no: exit {done.returncode}" + (f", {lines[-1].strip()[:200]}" if lines else "")
 
 
 def families(report, device: str, work: Path, configs: list) -> None:
@@ -116,8 +148,8 @@ def eight_b(report, device: str, items: list, configs: list, name: str,
     report.row(f"{name} model", f"{shape['parameters'] / 1e9:.2f} B parameters, "
                f"{shape['layers']} layers, hidden {shape['hidden']}, vocabulary {shape['vocab']}"
                f", random bf16 on {device}" + ("" if cuda else " (scaled down for the CPU)"))
-    scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
-                    max_new_tokens=GENERATION_CAP)
+    scorer = stopping_unevenly(Scorer)(loaded.model, loaded.tokenizer, loaded.eos_ids,
+                                       max_new_tokens=GENERATION_CAP)
     real = initial_budget(scorer.kv_bytes_per_token, device, loaded.model.config, 2,
                           max_new_tokens=GENERATION_CAP)
     report.row(f"{name} real budget", f"{real.tokens} tokens ({real.source})")
@@ -190,9 +222,12 @@ def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> 
     dense = dense_rate(loaded.model, loaded.device, rows, length)
     per_item = done.seconds / len(items) * 26 / len(configs)
     projected = per_item * FULL_GRID[0]
+    fed_back = done.stats.decode_tokens / max(1, len(items) * sum(
+        not c.startswith("cloze") for c in configs))
     report.row(f"{name} runner tokens/s", f"{done.tokens_per_s:.0f} ({done.tokens} tokens, "
                f"{len(items)} items x {len(configs)} configs in {done.seconds:.1f} s, "
-               f"{done.batches} batches)")
+               f"{done.batches} batches; {fed_back:.2f} tokens fed back per generation "
+               f"cell, up to {GENERATION_CAP - 1})")
     report.row(f"{name} dense forward {rows} x {length}", f"{dense:.0f} tokens/s; runner / dense "
                f"{done.tokens_per_s / dense:.2f}")
     report.row(f"{name} projected {FULL_GRID[0]} items x {FULL_GRID[1]} configs",
@@ -201,6 +236,7 @@ def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> 
     report.figures.setdefault(name, {}).update(
         runner_tokens_per_s=round(done.tokens_per_s), dense_tokens_per_s=round(dense),
         dense_shape=[rows, length], seconds_per_item=round(per_item, 4),
+        decode_tokens_per_generation_cell=round(fed_back, 2),
         projected_full_grid_s=round(projected))
 
 

@@ -1,6 +1,6 @@
 """Where the runner's time goes on a GPU: the 8B-config model of `make gpu-check` (random
-bf16 weights, generation capped at GENERATION_CAP) scored the way the check scores it,
-split three ways, with one profiled pass.
+bf16 weights, generation cells ending unevenly up to GENERATION_CAP) scored the way the
+check scores it, split three ways, with one profiled pass.
 
 - all 26 configs, generation configs only, likelihood configs only: wall time, tokens
   forwarded, prefill and decode calls (ScoreStats), so the decode loop's share is known;
@@ -149,7 +149,8 @@ def main(argv=None) -> int:
     import torch
 
     from gpu_check import load_items
-    from gpu_check_models import GENERATION_CAP, build_eight_b, shipped_tokenizer
+    from gpu_check_models import (GENERATION_CAP, build_eight_b, shipped_tokenizer,
+                                  stopping_unevenly)
     from runners.backends.transformers.memory import initial_budget
     from runners.backends.transformers.scoring import Scorer
 
@@ -157,7 +158,7 @@ def main(argv=None) -> int:
     size = SIZES["cuda" if cuda else "cpu"]
     started, stamp = time.perf_counter(), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     loaded = build_eight_b(args.model, args.device, shipped_tokenizer(), scaled=not cuda)
-    scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids,
+    scorer = stopping_unevenly(Scorer)(loaded.model, loaded.tokenizer, loaded.eos_ids,
                     max_new_tokens=GENERATION_CAP)
     budget = initial_budget(scorer.kv_bytes_per_token, args.device, loaded.model.config, 2,
                             max_new_tokens=GENERATION_CAP).tokens

@@ -32,7 +32,8 @@ def main(argv=None) -> int:
     import torch
 
     from gpu_check import load_items
-    from gpu_check_models import GENERATION_CAP, build_eight_b, shipped_tokenizer
+    from gpu_check_models import (GENERATION_CAP, build_eight_b, shipped_tokenizer,
+                                  stopping_unevenly)
     from gpu_check_runs import score_pass
     from gpu_check_sections import budget_of
     from gpu_profile import config_groups
@@ -42,7 +43,8 @@ def main(argv=None) -> int:
 
     cuda = args.device.startswith("cuda")
     loaded = build_eight_b("llama3-8b", args.device, shipped_tokenizer(), scaled=not cuda)
-    scorer = Scorer(loaded.model, loaded.tokenizer, loaded.eos_ids, max_new_tokens=GENERATION_CAP)
+    scorer = stopping_unevenly(Scorer)(loaded.model, loaded.tokenizer, loaded.eos_ids,
+                                       max_new_tokens=GENERATION_CAP)
     budget = initial_budget(scorer.kv_bytes_per_token, args.device, loaded.model.config, 2,
                             max_new_tokens=GENERATION_CAP).tokens
     n = args.per_pass

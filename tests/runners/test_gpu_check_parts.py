@@ -56,7 +56,7 @@ def test_the_shipped_tokenizer_encodes_like_the_smollm2_wheels():
 def test_bf16_cells_are_judged_with_bf16s_near_tie_bound():
     """A bf16 pass's cells carry bf16's near-tie tolerance (0.42 / 0.05), not fp32's (1e-3 /
     1e-4): judged with fp32's, bf16 rounding flips were FAIL rows (issue 46)."""
-    from gpu_check_runs import score_pass
+    from gpu_check_runs import flips, score_pass
     from gpu_check_sections import budget_of
     from runners.backends.transformers.scoring import Scorer
     from runners.models.load import LoadedModel
@@ -279,3 +279,69 @@ def test_the_ab_scores_with_the_tree_it_is_given(tmp_path, monkeypatch):
                           str(tmp_path), "--items", str(items), "--out", str(tmp_path / "c.json")],
                          capture_output=True, text=True, timeout=60)
     assert ran.returncode == 2 and "no runners/ there" in ran.stderr, ran.stderr
+
+
+def test_the_compile_probe_reports_success_failure_and_a_hang_in_one_line():
+    """The `torch.compile` row (issue 59 item 4) comes from a child process: a probe that
+    works says how long it took, one that fails gives its last error line, one that hangs
+    is cut at the time-out; the check goes on in every case."""
+    from gpu_check_sections import compile_probe
+
+    assert compile_probe("cpu", script="print('3.5')") == "works (3.5 s to compile and run)"
+    failed = compile_probe("cpu", script="raise RuntimeError('no C compiler found')")
+    assert failed == "no: exit 1, RuntimeError: no C compiler found"
+    assert compile_probe("cpu", timeout=1, script="import time; time.sleep(30)") == (
+        "no: timed out after 1 s")
+
+
+def test_the_checks_generation_cells_stop_unevenly_whatever_their_batch():
+    """Random weights never say EOS, so the check's Scorer ends each generation cell at its
+    own length (issue 59 item 7): lengths 1 ... 16 drawn from a hash of the cell's key,
+    geometric, ~4.9 on average; on the dry run's llama3-8b shape every generation ends at its
+    length or earlier by the runner's own rule, lengths vary, and the same cells come out of
+    one batch as of one item at a time."""
+    import statistics
+
+    from gpu_check_models import GENERATION_CAP, STOP_SHARE, stop_length, stopping_unevenly
+    from gpu_check_runs import flips, score_pass
+    from gpu_check_sections import budget_of
+    from runners.backends.transformers.scoring import Scorer
+
+    lengths = [stop_length(("item", i)) for i in range(4000)]
+    assert min(lengths) == 1 and max(lengths) == GENERATION_CAP
+    expected = (1 - (1 - STOP_SHARE) ** GENERATION_CAP) / STOP_SHARE
+    assert statistics.mean(lengths) == pytest.approx(expected, abs=0.15)
+    assert stop_length(("item", 7)) == stop_length(("item", 7))
+
+    torch.set_num_threads(1)
+    loaded = gpu_check_models.build_eight_b("llama3-8b", "cpu",
+                                            gpu_check_models.shipped_tokenizer(), scaled=True)
+    scorer = stopping_unevenly(Scorer)(loaded.model, loaded.tokenizer, loaded.eos_ids,
+                                       max_new_tokens=GENERATION_CAP)
+    seen = {}
+    score = scorer.score
+
+    def recording(gen, lik, **kwargs):
+        result = score(gen, lik, **kwargs)
+        seen.update(result.generations)
+        return result
+
+    scorer.score = recording
+    from fragility_tui.items.loaders import load_items
+
+    items = load_items(Path(__file__).parents[2] / "sample_grids" / "starter_items.jsonl",
+                       per_benchmark=None)[0][:3]
+    configs = ["o0.letter", "o1.paren", "o2.digit", "o3.instruct"]
+    whole = score_pass(loaded, scorer, items, configs, budget_of(100_000))
+    assert len(seen) == 12
+    for key, got in seen.items():
+        assert got.new_tokens == stop_length(key) or (
+            got.stop == "decided" and got.new_tokens < stop_length(key)), (key, got)
+    assert len({got.new_tokens for got in seen.values()}) >= 3
+    first, seen = dict(seen), {}
+    shuffled = score_pass(loaded, scorer, items, configs, budget_of(512), order=[2, 0, 1])
+    assert shuffled.stats.decode_calls != whole.stats.decode_calls  # another layout
+    moved, outside = flips(whole.cells, shuffled.cells)
+    assert not outside
+    assert {k: g.new_tokens for k, g in seen.items() if k not in moved} == {
+        k: g.new_tokens for k, g in first.items() if k not in moved}
