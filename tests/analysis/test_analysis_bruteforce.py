@@ -141,6 +141,11 @@ def test_bands_pairs_configs_axes_match_plain_python(cube):
     for model, axes in r["axes"]["per_model"].items():
         m = models.index(model)
         base = [i for i in range(n_items) if cls[m, i] != "incomplete" and cube.bits[m, i, ref]]
+        # always order, format, scoring and all; any other axis where it holds a config
+        # besides the reference (here only stem: the paper set's cloze stems)
+        optional = [x for x in ("stem",) if sum(_in_axis(x, cid, cube.reference)
+                                                for cid in configs) > 1]
+        assert list(axes) == ["order", "format", "scoring", "all", *optional]
         for axis, value in axes.items():
             hood = [c for c, cid in enumerate(configs) if _in_axis(axis, cid, cube.reference)]
             if len(hood) <= 1 or not base:
@@ -150,14 +155,23 @@ def test_bands_pairs_configs_axes_match_plain_python(cube):
             assert close(value, kept / len(base))
 
 
+def _paper_axes(cid):
+    """SPEC v5 §2b's axes of a paper-set config: a generation config's order, format and
+    scoring; a cloze config's scoring and stem (no order, no format)."""
+    cfg = CONFIG_BY_ID[cid]
+    if cfg.order is None:
+        return {"scoring": "likelihood", "stem": cfg.format.removeprefix("cloze_")}
+    return {"order": cfg.order, "format": cfg.format, "scoring": "generate"}
+
+
 def _in_axis(axis, cid, reference="o0.letter"):
-    """SPEC §7's neighbourhoods of o0.letter, read relative to the reference (docs/spec.md)."""
-    cfg, ref = CONFIG_BY_ID[cid], CONFIG_BY_ID[reference]
-    return {"order": cfg.format == ref.format and cfg.scoring == ref.scoring,
-            "format": cfg.order == ref.order and cfg.scoring == ref.scoring,
-            "scoring": cid == reference or (cid in ("o0.letter", "cloze_qa", "cloze_bare")
-                                            and cfg.scoring != ref.scoring),
-            "all": True}[axis]
+    """SPEC §7 read literally: the reference, or a config that agrees with it on every axis
+    but `axis` (equal levels, or either lacks the axis); a reference without an order or a
+    format counts as o0 and letter."""
+    if axis == "all" or cid == reference:
+        return True
+    ref, cfg = {"order": "o0", "format": "letter", **_paper_axes(reference)}, _paper_axes(cid)
+    return all(ref[a] == cfg[a] for a in set(ref) & set(cfg) - {axis})
 
 
 def test_margins_are_paired_with_the_runner_up_not_over_items_every_model_has():
@@ -185,3 +199,27 @@ def test_margins_are_paired_with_the_runner_up_not_over_items_every_model_has():
     assert entry["champions"] == ["a", "b"]
     assert entry["margins"] == {"a": 0, "b": 1} and entry["margin_items"] == 0
     assert plain_margins(tied, 0, {0: 2 / 3, 1: 2 / 3, 2: 1 / 3}, [0, 1]) == {0: 0, 1: 1}
+
+
+def test_with_a_cloze_reference_the_stems_are_the_stem_axis_not_format():
+    """SPEC §7 with reference cloze_qa (the example hypothesis found the old reading of
+    the axes wrong on): scoring = {cloze_qa, o0.letter}, stem = {cloze_qa, cloze_bare},
+    and no order or format neighbourhood (null)."""
+    import numpy as np
+
+    from fragility_tui.analysis.basis import Cube
+
+    F, T = False, True
+    bits = np.array([[[F, F, F, F, F, F], [F, F, F, F, T, F], [T, F, F, T, F, T]],
+                     [[F, T, F, F, T, T], [F, T, T, F, T, F], [T, F, F, T, F, F]]])
+    configs = ("o0.letter", "o0.paren", "o0.digit", "o0.instruct", "cloze_qa", "cloze_bare")
+    cube = Cube(models=("m0", "m1"), items=("b1/i0", "b1/i1", "b1/i2"), configs=configs,
+                bits=bits, present=np.ones_like(bits), reference="cloze_qa",
+                benchmarks=np.array(["b1"] * 3, dtype=object))
+    assert [c for c in configs if _in_axis("stem", c, "cloze_qa")] == ["cloze_qa", "cloze_bare"]
+    assert [c for c in configs if _in_axis("scoring", c, "cloze_qa")] == ["o0.letter",
+                                                                          "cloze_qa"]
+    per_model = build_report(cube, **FAST)["axes"]["per_model"]
+    # m1 is right under cloze_qa on items 0 and 1; cloze_bare keeps item 0, o0.letter neither
+    assert per_model["m1"] == {"order": None, "format": None, "scoring": 0.0, "all": 0.0,
+                               "stem": 0.5}
