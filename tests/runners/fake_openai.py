@@ -29,6 +29,7 @@ flight at once is `max_in_flight`.
 
 from __future__ import annotations
 
+import copy
 import json
 import threading
 import time
@@ -61,6 +62,9 @@ class FakeOpenAI:
         self.fail_at, self.retry_after = frozenset(fail_at), retry_after
         self.fail_says = fail_says
         self.requests: list = []
+        # A completion's answer by its request: the model is deterministic, so a request sent
+        # again (a resumed or repeated run) is answered as before without the forward.
+        self._answers: dict = {}
         self.in_flight = self.max_in_flight = self.posts = 0
         self._lock = threading.Lock()
         self._compute = threading.Lock()
@@ -115,6 +119,12 @@ class FakeOpenAI:
         return texts, offsets
 
     def completion(self, body: dict, prompt_text: str) -> dict:
+        key = (json.dumps(body, sort_keys=True), prompt_text)
+        if key not in self._answers:
+            self._answers[key] = self._complete(body, prompt_text)
+        return copy.deepcopy(self._answers[key])
+
+    def _complete(self, body: dict, prompt_text: str) -> dict:
         ids = self.tokenizer(prompt_text)["input_ids"]
         max_tokens = int(body.get("max_tokens") or 16)
         generated, gen_values, finish = self.generate(ids, max_tokens)
