@@ -26,6 +26,7 @@ from fragility_tui.errors import InputError
 from fragility_tui.model_aliases import ALIASES, Alias
 from runners.models.fingerprint import (WEIGHT_SUFFIXES, cache_root, tokenizer_hash,
                                  weights_hash)
+from runners.models.gguf_parse import parsing_gguf_once
 from runners.models.hub import hub_download_bytes, hub_files, resolve_hub  # noqa: F401 (re-exported)
 from runners.models.resolved import ResolvedSpec  # noqa: F401 (re-exported)
 from runners.models.provenance import library_versions, model_provenance
@@ -181,6 +182,7 @@ class _file_lock:
         self.handle.close()
 
 
+@parsing_gguf_once
 def _convert_gguf(gguf_path: Path, gguf_sha: str, folder: Path, dtype) -> None:
     """De-quantise once into `dtype` and save: the model to save is built on the meta
     device and takes over the de-quantised tensors (load_state_dict(assign=True)), so host

@@ -14,6 +14,7 @@ from fragility_tui.harness.parser import PARSER_VERSION
 from fragility_tui.harness.render import PROMPT_VERSION
 from runners.models.fingerprint import (file_sha256, gguf_quant_type, prompt_mode, template_args,
                                  tokenizer_hash, weights_hash)
+from runners.models.gguf_parse import parsing_gguf_once
 from runners.models.load import (CACHE_FORMAT, ResolvedSpec, attention_implementation, cache_root,
                             pick_device, pick_dtype, refuse_remote_code, resolve_spec)
 
@@ -108,6 +109,7 @@ def adds_bos(tokenizer) -> bool:
     return bos is not None and len(ids) > 0 and ids[0] == bos
 
 
+@parsing_gguf_once
 def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
                   device: str = "auto", quantize: str | None = None, max_new_tokens: int = 16,
                   mode: str = "auto", trust_remote_code: bool = False,
@@ -157,6 +159,7 @@ def prepare_model(spec: str, *, name: str | None = None, dtype: str = "auto",
                          quant, fingerprint)
 
 
+@parsing_gguf_once
 def load_spec(spec: str, *, dtype: str = "auto", device: str = "auto",
               quantize: str | None = None, trust_remote_code: bool = False):
     """Prepare and load a model spec in one call (tests, benchmarks): a LoadedModel."""

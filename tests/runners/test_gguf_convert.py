@@ -103,3 +103,36 @@ def test_the_converted_model_equals_the_gguf_model_in_each_dtype(tiny_gguf):
         with torch.no_grad():
             assert torch.equal(direct(input_ids=ids).logits, converted(input_ids=ids).logits)
     assert converted_gguf_folder(tiny_gguf, sha, torch.float32).name.endswith("-fp32")
+
+
+def test_a_first_load_parses_the_gguf_file_once(tiny_gguf, monkeypatch):
+    """transformers parses the whole GGUF file for each thing it reads (config, tokenizer,
+    weights; six parses, ~14 of SmolLM2's ~22 CPU-seconds of a first load):
+    runners/models/gguf_parse.py shares one parse inside a block, so a first load_spec
+    (prepare, convert, load) parses the file once, and a second, from the converted folder
+    with the file type cached, not at all. The same model either way."""
+    import gguf
+
+    from runners.models.gguf_parse import gguf_parsed_once
+    from runners.models.prepare import load_spec
+
+    original, parses = gguf.GGUFReader, []
+
+    class Counted(original):
+        def __init__(self, path, *args, **kwargs):
+            parses.append(str(path))
+            super().__init__(path, *args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", Counted)
+    first = load_spec(str(tiny_gguf), dtype="fp32", device="cpu")
+    assert parses == [str(tiny_gguf)]
+    again = load_spec(str(tiny_gguf), dtype="fp32", device="cpu")
+    assert len(parses) == 1
+    ids = torch.tensor([[5, 17, 40, 3, 88]])
+    with torch.no_grad():
+        assert torch.equal(first.model(input_ids=ids).logits, again.model(input_ids=ids).logits)
+    assert gguf.GGUFReader is Counted  # put back after each block
+    with gguf_parsed_once():
+        with gguf_parsed_once():  # nested: the outer block's readers
+            assert gguf.GGUFReader(tiny_gguf) is gguf.GGUFReader(str(tiny_gguf))
+    assert gguf.GGUFReader(tiny_gguf) is not gguf.GGUFReader(tiny_gguf)
