@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     configure_device(args.device, os.environ)
     import torch
 
-    from fragility_tui.harness.configs import CONFIG_IDS
+    from fragility_tui.harness.configs import CONFIG_IDS, get_config
     from fragility_tui.items.loaders import load_items
     from gpu_check_runs import score_pass
     from runners.backends.transformers.memory import initial_budget
@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     score_pass(loaded, scorer, items[:16], configs, TokenBudget(real, "gpu-ab", ramp=ramp))
     done = score_pass(loaded, scorer, items, configs, TokenBudget(real, "gpu-ab", ramp=ramp))
     per_item = done.seconds / len(items) * 26 / len(configs)
-    generation_cells = len(items) * sum(not c.startswith("cloze") for c in configs)
+    generation_cells = len(items) * sum(get_config(c).scoring == "generate" for c in configs)
     result = {"tree": str(args.tree), "device": args.device,
               "gpu": torch.cuda.get_device_name() if cuda else None,
               "items": len(items), "configs": len(configs), "budget_tokens": real,

@@ -222,8 +222,10 @@ def throughput(report, loaded, scorer, items, configs, real: int, name: str) -> 
     dense = dense_rate(loaded.model, loaded.device, rows, length)
     per_item = done.seconds / len(items) * 26 / len(configs)
     projected = per_item * FULL_GRID[0]
+    from fragility_tui.harness.configs import get_config
+
     fed_back = done.stats.decode_tokens / max(1, len(items) * sum(
-        not c.startswith("cloze") for c in configs))
+        get_config(c).scoring == "generate" for c in configs))
     report.row(f"{name} runner tokens/s", f"{done.tokens_per_s:.0f} ({done.tokens} tokens, "
                f"{len(items)} items x {len(configs)} configs in {done.seconds:.1f} s, "
                f"{done.batches} batches; {fed_back:.2f} tokens fed back per generation "
