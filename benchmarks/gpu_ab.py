@@ -7,7 +7,8 @@ of this file's own gpu_check_models (the same model, generation length and stops
 either tree): a random-weight llama3-8b in bf16 built on the device, the real budget from
 that tree's memory model, a 16-item warm-up pass, then one timed pass of every item in
 --items x 26 configs at the real budget with the GPU ramp, planned on the host thread
-(what both trees can do). Each tree runs in its own process, one after the other, in the same job:
+(what both trees can do). Each tree runs in its own process, one after the other, in the
+same job:
 
     make gpu-check-ab-tree    # where git is: build/ab-before, the runner at 70ee9f2
     python3 benchmarks/gpu_ab.py --tree build/ab-before --items build/gpu_check_items.jsonl --out before.json
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
     cuda = args.device.startswith("cuda")
     items = load_items(args.items, per_benchmark=None)[0][:args.count]
     configs = list(CONFIG_IDS) if cuda else list(CONFIG_IDS[:2]) + [
-        c for c in CONFIG_IDS if c.startswith("cloze")][:2]
+        c for c in CONFIG_IDS if get_config(c).scoring == "likelihood"][:2]
     started = time.perf_counter()
     loaded = build_eight_b("llama3-8b", args.device, shipped_tokenizer(), scaled=not cuda)
     scorer = stopping_unevenly(Scorer)(loaded.model, loaded.tokenizer, loaded.eos_ids,

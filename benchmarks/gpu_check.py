@@ -106,11 +106,12 @@ def load_items(count: int, cuda: bool = True):
 
 def check_configs(device: str) -> list[str]:
     """All 26 on a GPU; two generation and two cloze configs in the dry run."""
-    from fragility_tui.harness.configs import CONFIG_IDS
+    from fragility_tui.harness.configs import CONFIG_IDS, get_config
 
     if device.startswith("cuda"):
         return list(CONFIG_IDS)
-    return list(CONFIG_IDS[:2]) + [c for c in CONFIG_IDS if c.startswith("cloze")][:2]
+    return list(CONFIG_IDS[:2]) + [c for c in CONFIG_IDS
+                                   if get_config(c).scoring == "likelihood"][:2]
 
 
 def main(argv=None) -> int:
