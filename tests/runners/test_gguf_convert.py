@@ -132,6 +132,7 @@ def test_a_first_load_parses_the_gguf_file_once(tiny_gguf, monkeypatch):
     with torch.no_grad():
         assert torch.equal(first.model(input_ids=ids).logits, again.model(input_ids=ids).logits)
     assert gguf.GGUFReader is Counted  # put back after each block
+    assert gguf.get_tensor_name_map is gguf.tensor_mapping.get_tensor_name_map
     with gguf_parsed_once():
         with gguf_parsed_once():  # nested: the outer block's readers
             assert gguf.GGUFReader(tiny_gguf) is gguf.GGUFReader(str(tiny_gguf))
