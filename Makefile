@@ -94,7 +94,8 @@ EXTRAS ?= runner
 OFFLINE_PYTHON ?= python3
 wheelhouse:
 	python3 tools/wheelhouse.py --out $(WHEELS) --freeze $(FREEZE) --extras $(EXTRAS) \
-	  $(if $(filter 3.%,$(PY)),--python $(PY)) $(if $(PLATFORM),--platform $(PLATFORM))
+	  $(if $(filter 3.%,$(PY)),--python $(PY)) $(if $(PLATFORM),--platform $(PLATFORM)) \
+	  $(foreach req,$(ALSO),--also $(req))
 install-offline:
 	$(OFFLINE_PYTHON) tools/install_offline.py --wheels $(WHEELS) --extras $(EXTRAS) \
 	  $(if $(TARGET),--target $(TARGET),--venv $(VENV))

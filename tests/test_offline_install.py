@@ -166,6 +166,33 @@ def test_a_requirement_without_a_wheel_is_named():
                            "manylinux_2_28_x86_64")
 
 
+def test_a_source_only_pure_python_dependency_is_built_here_and_a_job_of_its_own_needs_also(
+        tmp_path):
+    """lm-evaluation-harness needs sqlitedict and word2number, published only as source: pip
+    names them with where they came from, the wheelhouse builds each here into a
+    py3-none-any wheel (it installs on any target) and resolves again; `--without-project`
+    (the lm-eval job's wheels) needs `--also`."""
+    stderr = "ERROR: No matching distribution found for sqlitedict (from lm-eval)\n"
+    assert wheelhouse.missing_wheel(stderr) == "sqlitedict (from lm-eval)"
+    assert wheelhouse.missing_wheel("ERROR: something else\n") is None
+    source = tmp_path / "tinypure"
+    (source / "tinypure").mkdir(parents=True)
+    (source / "tinypure" / "__init__.py").write_text("VALUE = 1\n")
+    (source / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "tinypure"\nversion = "1.0"\n')
+    local = tmp_path / "built"
+    local.mkdir()
+    assert wheelhouse.build_pure_wheel(str(source), local)
+    assert [w.name for w in local.glob("*.whl")] == ["tinypure-1.0-py3-none-any.whl"]
+    assert not wheelhouse.build_pure_wheel(str(tmp_path / "nothing-here"), local)
+    with pytest.raises(SystemExit):
+        wheelhouse.parse_args(["--out", str(tmp_path), "--without-project"])
+    args = wheelhouse.parse_args(["--out", str(tmp_path), "--without-project", "--also",
+                                  "lm_eval==0.4.13"])
+    assert args.also == ["lm_eval==0.4.13"] and args.without_project
+
+
 def test_a_venv_made_from_a_venvs_python_sees_that_venvs_packages(tmp_path):
     """The reference box's python3 is itself a venv (/opt/torch/.venv): --system-site-packages
     alone reaches the base Python, not the torch beside that python3. The test runs inside

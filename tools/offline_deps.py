@@ -14,12 +14,13 @@ from urllib.parse import unquote
 
 try:
     from packaging.markers import Marker
-    from packaging.requirements import Requirement
+    from packaging.requirements import InvalidRequirement, Requirement
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 except ImportError:  # a bare interpreter: pip always carries a copy
     from pip._vendor.packaging.markers import Marker  # type: ignore[no-redef]
-    from pip._vendor.packaging.requirements import Requirement  # type: ignore[no-redef]
+    from pip._vendor.packaging.requirements import (  # type: ignore[no-redef]
+        InvalidRequirement, Requirement)
     from pip._vendor.packaging.specifiers import SpecifierSet  # type: ignore[no-redef]
     from pip._vendor.packaging.version import InvalidVersion, Version  # type: ignore[no-redef]
 
@@ -34,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 REUSED = ("torch", "transformers")
 # What the reference air-gapped box has (README, "Offline install"), when no freeze is given.
 REFERENCE_BOX = REPO / "tools" / "reference-box.txt"
-__all__ = ["Marker", "Requirement", "SpecifierSet", "Version", "canonical", "parse_freeze",
+__all__ = ["InvalidRequirement", "Marker", "Requirement", "SpecifierSet", "Version", "canonical", "parse_freeze",
            "project_requirements", "build_requirements", "supported_ranges", "range_error",
            "target_environment", "applies", "plan_downloads", "public_version", "show"]
 

@@ -2,7 +2,7 @@
 beyond what it already has, for its Python and platform.
 
     python3 tools/wheelhouse.py --out DIR [--python 3.12] [--platform manylinux_2_28_x86_64]
-                                [--freeze FILE] [--extras runner]
+                                [--freeze FILE] [--extras runner] [--also REQUIREMENT ...]
 
 The target's packages come from FILE (its `pip list --format=freeze`, not `pip freeze`,
 which writes `name @ URL` without a version; default tools/reference-box.txt, the
@@ -10,7 +10,11 @@ reference air-gapped box). pip resolves the project for the target with those pa
 pinned (metadata only: no torch wheel is fetched); the wheelhouse is what that resolution
 reaches from the project without passing through a package the target already has at a
 fitting version. torch and transformers are never carried: the target's must lie inside the
-runner extra's ranges. Prints each wheel, the wheelhouse's size and the tree's.
+runner extra's ranges. `--also` carries another requirement with what it needs (the GPU
+job that runs lm-evaluation-harness: `--also lm_eval==0.4.13`). A dependency published only
+as a source archive is built here into a wheel when it is pure Python (`py3-none-any`: it
+installs anywhere); one with compiled code is an error naming it. Prints each wheel, the
+wheelhouse's size and the tree's.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import json
 import os
 import platform as host
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -50,8 +55,17 @@ def parse_args(argv):
                    help="the target's package list, written there with `pip list "
                         "--format=freeze` (default: tools/reference-box.txt)")
     p.add_argument("--extras", default="runner", help="comma-separated extras (default runner)")
+    p.add_argument("--also", action="append", default=[], metavar="REQUIREMENT",
+                   help="another requirement to carry with its dependencies, e.g. "
+                        "lm_eval==0.4.13 (repeatable)")
+    p.add_argument("--without-project", action="store_true",
+                   help="carry only the --also requirements, not the project (a job of their "
+                        "own)")
     p.add_argument("--dry-run", action="store_true", help="print the plan, download nothing")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.without_project and not args.also:
+        p.error("--without-project needs --also")
+    return args
 
 
 def this_platform() -> str:
@@ -91,15 +105,22 @@ def target_flags(python: str, platform: str) -> list[str]:
     return flags
 
 
-def no_wheel_error(stderr: str, python: str, platform: str) -> str:
-    """pip's resolution failure, cut to the requirement it names."""
+def missing_wheel(stderr: str) -> str | None:
+    """The requirement pip found no wheel for, from its resolution failure."""
     marker = "No matching distribution found for "
     for line in stderr.splitlines():
         if marker in line:
-            req = line.split(marker, 1)[1].strip()
-            return (f"no wheel of {req} for Python {python} on {platform} (source-only or "
-                    f"no such release): it cannot be installed offline; pin another version "
-                    f"or drop the extra that needs it")
+            return line.split(marker, 1)[1].strip()
+    return None
+
+
+def no_wheel_error(stderr: str, python: str, platform: str) -> str:
+    """pip's resolution failure, cut to the requirement it names."""
+    req = missing_wheel(stderr)
+    if req:
+        return (f"no wheel of {req} for Python {python} on {platform} (source-only or "
+                f"no such release): it cannot be installed offline; pin another version "
+                f"or drop the extra that needs it")
     tail = "\n".join(stderr.strip().splitlines()[-8:])
     return f"pip could not resolve the project for Python {python} on {platform}:\n{tail}"
 
@@ -131,10 +152,32 @@ def stub_site(folder: Path, present: dict[str, str]) -> Path:
     return folder
 
 
-def resolve(roots, build, present, python, platform,
-            with_extras: set[str] = frozenset()) -> dict[str, tuple[str, list[str]]]:
+class NoWheel(ValueError):
+    def __init__(self, message: str, requirement: str | None):
+        super().__init__(message)
+        self.requirement = requirement
+
+
+def build_pure_wheel(req: str, local: Path) -> bool:
+    """Build `req` (published as source only) into a wheel in `local`: True when it came
+    out pure Python (py3-none-any, good for any target), else the wheel is dropped."""
+    before = set(local.glob("*.whl"))
+    if pip("wheel", "--no-deps", "--quiet", "-w", str(local), req).returncode != 0:
+        return False
+    pure = True
+    for wheel in set(local.glob("*.whl")) - before:
+        if not wheel.name.endswith(("-py3-none-any.whl", "-py2.py3-none-any.whl")):
+            wheel.unlink()
+            pure = False
+    return pure and set(local.glob("*.whl")) != before
+
+
+def resolve(roots, build, present, python, platform, with_extras: set[str] = frozenset(),
+            local: Path | None = None) -> dict[str, tuple[str, list[str]]]:
     """pip's plan for the target: what it would install there beside what it has.
-    `with_extras` are resolved at the target's version rather than taken as installed."""
+    `with_extras` are resolved at the target's version rather than taken as installed;
+    `local`: a folder of wheels built here (pure Python) that pip may take too. A missing
+    wheel raises NoWheel."""
     unknown = sorted(name for name, version in present.items() if version is None)
     if unknown:
         raise ValueError(f"the target's freeze gives no version for {', '.join(unknown)}: "
@@ -149,10 +192,12 @@ def resolve(roots, build, present, python, platform,
         cmd = [sys.executable, "-I", "-S", "-c", BOOT, str(site), str(pip_wheel(Path(tmp))),
                "install", "--dry-run", "--quiet", "--disable-pip-version-check", "--report",
                str(report), *target_flags(python, platform), "-c", str(pins),
+               *(["--find-links", str(local)] if local else []),
                *map(str, roots), *map(str, build)]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise ValueError(no_wheel_error(proc.stderr, python, platform))
+            raise NoWheel(no_wheel_error(proc.stderr, python, platform),
+                          missing_wheel(proc.stderr))
         items = json.loads(report.read_text())["install"]
     return {deps.canonical(i["metadata"]["name"]):
             (i["metadata"]["version"], i["metadata"].get("requires_dist") or [])
@@ -190,13 +235,43 @@ def build(args) -> int:
     error = deps.range_error(present, deps.supported_ranges())
     if error:
         raise ValueError(f"the target (--freeze {args.freeze}): {error}")
-    roots = [r for r in deps.project_requirements(extras) if deps.applies(r, env)]
-    build_reqs = deps.build_requirements()
+    try:
+        also = [deps.Requirement(text) for text in args.also]
+    except deps.InvalidRequirement as err:
+        raise ValueError(f"--also: {err}") from None
+    project = [] if args.without_project else deps.project_requirements(extras)
+    roots = [r for r in project + also if deps.applies(r, env)]
+    build_reqs = [] if args.without_project else deps.build_requirements()
     print(f"target: Python {args.python}, {platform}; has {len(present)} packages "
-          f"({args.freeze}); extras: {','.join(extras) or 'none'}")
+          f"({args.freeze}); extras: {','.join(extras) or 'none'}"
+          + (f"; also {', '.join(args.also)}" if args.also else "")
+          + ("; without the project" if args.without_project else ""))
+    local = Path(tempfile.mkdtemp(prefix="wheelhouse-built-"))
+    try:
+        return _build(args, platform, extras, present, env, roots, build_reqs, local)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def _resolve_building(roots, build_reqs, present, python, platform, with_extras, local):
+    """resolve(), building each source-only pure-Python dependency it stops at."""
+    built: set[str] = set()
+    while True:
+        try:
+            return resolve(roots, build_reqs, present, python, platform, with_extras, local)
+        except NoWheel as err:
+            req = (err.requirement or "").split(" (from ", 1)[0]
+            if not req or req in built or not build_pure_wheel(req, local):
+                raise
+            print(f"built here (source only, pure Python): {req}")
+            built.add(req)
+
+
+def _build(args, platform, extras, present, env, roots, build_reqs, local) -> int:
     with_extras: set[str] = set()
     while True:  # again while a package the target has turns out to be wanted with extras
-        resolved = resolve(roots, build_reqs, present, args.python, platform, with_extras)
+        resolved = _resolve_building(roots, build_reqs, present, args.python, platform,
+                                     with_extras, local)
         download, reused, problems, wanted = deps.plan_downloads(roots, present, resolved, env,
                                                                  build_reqs)
         if wanted <= with_extras:
@@ -215,7 +290,7 @@ def build(args) -> int:
         stale.unlink()
     pins = [f"{name}=={version}" for name, version in sorted(download.items())]
     proc = pip("download", "--no-deps", "--quiet", "-d", str(args.out),
-               *target_flags(args.python, platform), *pins)
+               *target_flags(args.python, platform), "--find-links", str(local), *pins)
     if proc.returncode != 0:
         raise ValueError(no_wheel_error(proc.stderr, args.python, platform))
     wheels = sorted(args.out.glob("*.whl"))
@@ -224,7 +299,7 @@ def build(args) -> int:
         raise ValueError(f"pip downloaded no wheel for {', '.join(sorted(missing))}")
     (args.out / "MANIFEST.txt").write_text(
         f"# make wheelhouse: Python {args.python}, {platform}, extras {','.join(extras)}, "
-        f"target {args.freeze.name}\n"
+        f"target {args.freeze.name}" + "".join(f", also {a}" for a in args.also) + "\n"
         + "".join(f"# reused: {n} {v or '(any)'}\n" for n, v in sorted(reused.items()))
         + "".join(f"{p}\n" for p in pins))
     total = sum(w.stat().st_size for w in wheels)
