@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= 2
 PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist worksteal)
 
-.PHONY: install run test test-reference test-reference-memo test-bf16 test-fast bench gpu-check gpu-check-items gpu-check-ab-tree synthetic-grid sample-grid clean \
+.PHONY: install run test test-reference test-reference-memo test-bf16 test-fast bench gpu-check gpu-check-items gpu-check-ab-tree gpu-lmeval-items gpu-lmeval-wheels synthetic-grid sample-grid clean \
 	wheelhouse install-offline test-lowest \
 	real-smollm2 real-smollm2-int8 real-smollm2-int4 real-gemma3 sample-grid-extensions \
 	sample-grid-export ext-smollm2 ext-smollm2-int8 ext-smollm2-int4 ext-gemma3 llama-server serve-smollm2 test-llama-server
@@ -78,6 +78,16 @@ BEFORE ?= 70ee9f2
 gpu-check-ab-tree:
 	rm -rf build/ab-before && mkdir -p build/ab-before
 	git archive $(BEFORE) runners fragility_tui benchmarks sample_grids pyproject.toml | tar -x -C build/ab-before
+
+# lm-evaluation-harness against the runner on a GPU, a job of its own (benchmarks/gpu_lmeval.py,
+# docs/runner.md "lm-eval on the GPU"): its 300 ARC-Easy items and its wheels for the box
+# (Python 3.12, manylinux_2_28; the box's packages as FREEZE) into build/, which the job carries.
+LMEVAL_VERSION := 0.4.13
+gpu-lmeval-items:
+	$(GPU_CHECK_PY) benchmarks/gpu_lmeval.py write-items
+gpu-lmeval-wheels:
+	python3 tools/wheelhouse.py --out build/wheels-lmeval --freeze $(FREEZE) --python 3.12 \
+	  --platform manylinux_2_28_x86_64 --also lm_eval==$(LMEVAL_VERSION) --without-project
 
 # Offline install (README, "Offline install"). On a connected machine, `make wheelhouse`
 # downloads into WHEELS the wheels a target lacks, for its Python and platform (PY, PLATFORM;

@@ -145,6 +145,17 @@ def arc_easy_items(path: Path, count: int):
     return items
 
 
+def lmeval_task_yaml(task: str, items_path: Path) -> str:
+    """lm-eval's task over our items file, scored as our `cloze_qa` (the benchmarks' and the
+    GPU job's, benchmarks/gpu_lmeval.py)."""
+    return (f"task: {task}\ndataset_path: json\n"
+            f"dataset_kwargs: {{data_files: {{test: {items_path}}}}}\n"
+            "output_type: multiple_choice\ntest_split: test\n"
+            'doc_to_text: "Question: {{question}}\\nAnswer:"\ndoc_to_choice: "{{choices}}"\n'
+            'doc_to_target: gold\ntarget_delimiter: " "\n'
+            "metric_list: [{metric: acc}, {metric: acc_norm}]\n")
+
+
 def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict:
     from fragility_tui.store.lmeval import ItemMatcher, predict, read_samples
 
@@ -157,13 +168,7 @@ def bench_lmeval(work: Path, threads: int, count: int, repeats: int = 1) -> dict
     items = arc_easy_items(items_path, count)
     tasks = work / "tasks"
     tasks.mkdir()
-    (tasks / "arc_easy_bench.yaml").write_text(
-        "task: arc_easy_bench\ndataset_path: json\n"
-        f"dataset_kwargs: {{data_files: {{test: {items_path}}}}}\n"
-        "output_type: multiple_choice\ntest_split: test\n"
-        'doc_to_text: "Question: {{question}}\\nAnswer:"\ndoc_to_choice: "{{choices}}"\n'
-        'doc_to_target: gold\ntarget_delimiter: " "\n'
-        "metric_list: [{metric: acc}, {metric: acc_norm}]\n")
+    (tasks / "arc_easy_bench.yaml").write_text(lmeval_task_yaml("arc_easy_bench", items_path))
     lmeval_cli = Path(python).parent / "lm_eval"
     pairs = []  # (lm-eval seconds, ours seconds), run back to back: the machine drifts
     default_kernel = []  # ours with torch's default linear kernel / lm-eval, per pair
