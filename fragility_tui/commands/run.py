@@ -198,7 +198,17 @@ def run(args: argparse.Namespace) -> int:
         spec = spec_from_args(args)
     with _imports_not_collected():  # preparing the models imports torch and transformers
         runner = Run(spec, store, run_id=args.resume, events_path=args.events,
-                     display=choose_display(args.display), wait=not args.no_wait)
+                     display=choose_display(args.display), wait=not args.no_wait,
+                     take_queued=not args.no_take_queued)
+    code = _execute(runner)
+    while runner.successor is not None:  # queued runs of the same model, taken over
+        runner = runner.successor
+        _execute(runner)  # its outcome is its own command's exit status
+    return code
+
+
+def _execute(runner) -> int:
+    """Run it; its exit status (a failure recorded by the run and told in one line)."""
     try:
         status = runner.execute()
     except (InputError, KeyboardInterrupt):

@@ -81,6 +81,14 @@ class Queued(RunEvent):
 
 
 @dataclass(frozen=True)
+class TakenOver(RunEvent):
+    """A queued run taken over by the process that has its model loaded (handover)."""
+    by_run: Any = None  # the run that process ran before
+    pid: Any = None
+    message: Any = None
+
+
+@dataclass(frozen=True)
 class ConfigsRefused(RunEvent):
     model: Any = None
     configs: tuple = ()
@@ -153,7 +161,7 @@ class Failed(RunEvent):
 
 EVENT_TYPES: dict[str, type[RunEvent]] = {
     "started": Started, "batch": Batch, "finished": Ended, "cancelled": Ended,
-    "queued": Queued, "configs_refused": ConfigsRefused, "model_loaded": ModelLoaded,
+    "queued": Queued, "taken_over": TakenOver, "configs_refused": ConfigsRefused, "model_loaded": ModelLoaded,
     "probe_failed": ProbeFailed, "oom_retry": OomRetry, "failed": Failed,
     "request_retry": RequestRetry, "request_recovered": RequestRecovered,
 }

@@ -29,7 +29,8 @@ from fragility_tui import settings
 from fragility_tui.text import clean
 from fragility_tui.schemas.events import (EVENT_SCHEMA, Batch, ConfigsRefused, Ended, Failed,
                                           ModelLoaded, ProbeFailed, RequestRecovered,
-                                          RequestRetry, Started, read_event)
+                                          Queued, RequestRetry, Started, TakenOver,
+                                          read_event)
 
 
 def default_events_path(run_id: str) -> Path:
@@ -188,6 +189,8 @@ def _other_line(record: dict) -> str:
     if isinstance(e, Ended):
         return (f"run {e.run_id} {e.event}: {e.cells_done}/{e.cells_total} cells, "
                 f"{e.tokens} tokens in {e.seconds:.1f} s")
+    if isinstance(e, (TakenOver, Queued)):
+        return f"run {e.run_id}: queued: {e.message}" if isinstance(e, Queued) else e.message
     if isinstance(e, ConfigsRefused):  # the reason line names the configs and why
         return e.reason
     if isinstance(e, Failed):

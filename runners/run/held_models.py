@@ -9,7 +9,11 @@ model with the same settings takes the loaded weights and scorer as they are.
 The models are held only while the process has the device to itself: a run that must wait
 for its device (another process's run holds it) releases them first, so that no idle
 weights sit in the memory the other run measures for its batches; they load again when the
-wait ends."""
+wait ends.
+
+A plain `run` holds its last model too (`keep_one`: loading another model lets the one held
+go first, so a run of several models never holds two): a run queued behind it for the same
+model and settings is then run by its process on those weights (runners/run/handover.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ import json
 
 
 class HeldModels:
-    def __init__(self) -> None:
+    def __init__(self, keep_one: bool = False) -> None:
         self._held: dict[str, tuple] = {}
+        self.keep_one = keep_one
         self.loads = 0  # how many times a model was actually loaded (tests, the CLI's note)
 
     @staticmethod
@@ -40,10 +45,15 @@ class HeldModels:
         key = self.key(spec.backend, prepared, spec)
         if key in self._held:
             return self._held[key], True
+        if self.keep_one:
+            self.release()  # before the next model loads, not beside it
         pair = backend.load(prepared, spec)
         self.loads += 1
         self._held[key] = pair
         return pair, False
+
+    def holds(self, key: str) -> bool:
+        return key in self._held
 
     def release(self) -> None:
         """Drop every held model and give its memory back (a GPU's cache included)."""

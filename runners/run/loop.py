@@ -104,9 +104,12 @@ class Run:
 
     def __init__(self, spec: RunSpec, store: CellSink, *, run_id: str | None = None,
                  events_path: str | None = None, display: str = "plain", wait: bool = True,
-                 held=None):
+                 held=None, take_queued: bool = False, slot=None,
+                 taken_over_after: str | None = None):
         """`held`: a HeldModels whose loaded models this run uses and adds to (a comparison's
-        chunks, runners/run/held_models.py); None: each model loads for this run alone."""
+        chunks, runners/run/held_models.py); None: each model loads for this run alone.
+        `take_queued`, `slot`, `taken_over_after`: runners/run/handover.py."""
+        from runners.run.held_models import HeldModels
         from runners.run.host_work import SerialSink
 
         # The host worker writes cells while this thread updates the run row: one at a time.
@@ -114,8 +117,11 @@ class Run:
         self.display = Display(display)
         self.backend = backend_for(spec.backend)
         self.allocator = self.backend.configure_process(os.environ)  # before CUDA is used
-        self.resuming = run_id is not None
-        self.held = held
+        self.resuming = run_id is not None and taken_over_after is None
+        self.take_queued = take_queued
+        self.held = held if held is not None or not take_queued else HeldModels(keep_one=True)
+        self.successor: Run | None = None  # a queued run this process runs next (handover)
+        self.taken_over_by: dict | None = None  # the holder that runs this queued run
         self.writers: list = []  # the writer locks of its models in the grid, once held
         # Before the run row (a resumed run's record included) and before any model: missing
         # items, a grid that cannot take the cells, a refused setting (or a busy device with
@@ -134,11 +140,11 @@ class Run:
                 on_wait=lambda message: None, should_stop=lambda: False, wait=False)
         try:
             self.slot = (device_queue.take_now(store, self.run_id, spec.device,
-                                               self.prepared[0].device) if not wait else None)
+                                               self.prepared[0].device) if not wait else slot)
         except InputError:
             self.release_slot()  # the writer locks just taken
             raise
-        if not self.resuming:
+        if run_id is None:
             spec.order_seed = spec.seed if spec.order_seed is None else spec.order_seed
             store.create_run({"run_id": self.run_id, "grid": spec.grid,
                               "model": ", ".join(spec.models), "status": RunStatus.QUEUED,
@@ -159,6 +165,8 @@ class Run:
         self.session_tokens = 0
         self.scoring_seconds = 0.0  # time spent scoring (rates exclude model loading)
         self.session = new_session(self.resuming)
+        if taken_over_after:  # queued by its own process, run in this one's after that run
+            self.session["taken_over_after_run"] = taken_over_after
         if note:
             print(f"note: {note}", file=sys.stderr, flush=True)
 
@@ -194,6 +202,10 @@ class Run:
             waiting = time.monotonic()
             held = self._hold_slot(stopper)
             self.queued_s += time.monotonic() - waiting
+            if self.taken_over_by is not None:
+                from runners.run.handover import follow
+
+                return follow(self, self.taken_over_by, stopper)
             if not held:
                 status = RunStatus.CANCELLED  # cancelled while it waited for its device
             else:
@@ -205,6 +217,8 @@ class Run:
                                       note=None)
                 status = self._execute(stopper)
         except BaseException as exc:
+            if self.taken_over_by is not None:  # its record is the holder's to write
+                raise
             reason = "interrupted" if isinstance(exc, KeyboardInterrupt) else failure_reason(exc)
             self._finish(RunStatus.FAILED if not isinstance(exc, KeyboardInterrupt)
                          else RunStatus.CANCELLED,
@@ -223,10 +237,33 @@ class Run:
             self.emit(status, cells_done=self.cells_done, cells_total=self.cells_total,
                       tokens=self.tokens, seconds=self.seconds())
         finally:
+            self._hand_over(status)
             self.release_slot()  # after the final status: a waiter never sees it running
         if self.events:
             self.events.close()
         return status
+
+    def _hand_over(self, status: str) -> None:
+        """Its writer locks go; its slot goes on to a queued run of the same model that this
+        process runs next (self.successor), if there is one."""
+        for writer in self.writers:
+            writer.release()
+        self.writers = []
+        if status == RunStatus.FINISHED and self.take_queued:
+            from runners.run.handover import next_run
+
+            self.successor = next_run(self)
+            if self.successor is not None:
+                self.slot = None  # the successor's now
+
+    def _should_stop_waiting(self, stopper: Stopper) -> bool:
+        """Cancelled, or taken over by a process with its model loaded (handover.py)."""
+        if stopper.should_stop():
+            return True
+        from runners.run.handover import accept
+
+        self.taken_over_by = accept(self.store.slots_dir(), self.run_id)
+        return self.taken_over_by is not None
 
     def _hold_slot(self, stopper: Stopper) -> bool:
         """Take the device's slot (fragility_tui/slots.py), waiting as `queued` while the
@@ -238,7 +275,8 @@ class Run:
         if self.slot is None:
             self.slot = device_queue.wait_for(
                 self.store, self.run_id, self.spec.device, self.prepared[0].device,
-                on_wait=self._queued, should_stop=stopper.should_stop)
+                on_wait=self._queued,
+                should_stop=lambda: self._should_stop_waiting(stopper))
         if self.slot is None:
             return False
         for prepared in self.prepared:  # --device any: the GPU whose slot came free
@@ -255,13 +293,13 @@ class Run:
         writers = device_queue.wait_for_writers(
             self.store, self.run_id, self.spec.grid, [p.name for p in self.prepared],
             on_wait=lambda message: self._queued(None, message),
-            should_stop=stopper.should_stop)
+            should_stop=lambda: self._should_stop_waiting(stopper))
         self.writers = writers or []
         return writers is not None
 
     def _queued(self, device: str, message: str) -> None:
-        if self.held is not None:  # another run has the device: no idle weights beside it
-            self.held.release()
+        if self.held is not None and (self.slot is None or self.slot.fd is None):
+            self.held.release()  # another run may use the device: no idle weights beside it
         self.store.update_run(self.run_id, status=RunStatus.QUEUED, pid=os.getpid(),
                               pid_started=process_start(os.getpid()), device=device,
                               note=message, events_path=self.events_path)

@@ -167,10 +167,22 @@ def _check_both_finish(db, procs, a, b) -> None:
     assert done[b["grid"]]["status"] == "finished" and done[b["grid"]]["note"] is None
     assert done[b["grid"]]["cells_done"] == done[b["grid"]]["cells_total"] == N_ITEMS * 3
     assert done[a["grid"]]["device"] == done[b["grid"]]["device"] == "cpu"
-    events = [json.loads(line)["event"] for line in
-              Path(done[b["grid"]]["events_path"]).read_text().splitlines()]
+    lines = [json.loads(line) for line in
+             Path(done[b["grid"]]["events_path"]).read_text().splitlines()]
+    events = [line["event"] for line in lines]
     assert events[0] == "queued" and "started" in events and events[-1] == "finished"
     assert done[b["grid"]]["started_at"] > done[a["grid"]]["ended_at"]
+    # Same model, same settings: the holder's process ran the queued run next on the
+    # weights it had loaded (runners/run/handover.py), and the queued command followed it.
+    assert events[:2] == ["queued", "taken_over"], events
+    taken = lines[1]
+    assert taken["by_run"] == a["run_id"] and taken["pid"] == procs[a["grid"]].pid
+    loaded = [line for line in lines if line["event"] == "model_loaded"]
+    assert [line["reused"] for line in loaded] == [True]
+    assert done[b["grid"]]["pid"] == procs[a["grid"]].pid
+    sessions = done[b["grid"]]["provenance"]["sessions"]
+    assert [s.get("taken_over_after_run") for s in sessions] == [a["run_id"]]
+    assert sessions[0]["resumed"] is False
 
 
 def test_killing_the_holder_lets_the_waiter_start(tiny_folder, tmp_path):

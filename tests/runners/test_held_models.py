@@ -55,8 +55,32 @@ def test_a_run_that_must_wait_for_its_device_lets_the_held_models_go():
     backend, held = CountingBackend(), HeldModels()
     held.load(backend, _prepared("a"), _spec())
     events = []
-    run = SimpleNamespace(held=held, run_id="r", events_path=None,
+    run = SimpleNamespace(held=held, run_id="r", events_path=None, slot=None,
                           store=SimpleNamespace(update_run=lambda *a, **k: None),
                           emit=lambda event, **fields: events.append(event))
     Run._queued(run, "cpu", "waiting for cpu (run x holds it)")
     assert len(held) == 0 and events == ["queued"]
+
+
+def test_a_run_holding_its_device_slot_keeps_its_models_while_it_waits_for_a_writer_lock():
+    """A taken-over run (runners/run/handover.py) holds the slot it was handed: no other
+    run can use the device, so the weights it was handed for stay."""
+    backend, held = CountingBackend(), HeldModels()
+    held.load(backend, _prepared("a"), _spec())
+    run = SimpleNamespace(held=held, run_id="r", events_path=None,
+                          slot=SimpleNamespace(fd=7),
+                          store=SimpleNamespace(update_run=lambda *a, **k: None),
+                          emit=lambda event, **fields: None)
+    Run._queued(run, None, "waiting to write model 'a' into grid 'g', held by run x")
+    assert len(held) == 1
+
+
+def test_keep_one_lets_the_held_model_go_before_another_loads():
+    """A plain run holds only its last model (for a queued run of it): loading the next
+    model of a run first drops the one before, never two side by side."""
+    backend, held = CountingBackend(), HeldModels(keep_one=True)
+    held.load(backend, _prepared("a"), _spec())
+    held.load(backend, _prepared("b"), _spec())
+    assert len(held) == 1 and held.holds(HeldModels.key("transformers", _prepared("b"), _spec()))
+    _, reused = held.load(backend, _prepared("b"), _spec())
+    assert reused and backend.loads == ["a", "b"]
