@@ -28,14 +28,9 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 from fragility_tui.processes import pid_alive, process_start
 from fragility_tui.slots import POLL_S
 from fragility_tui.store.runs import RunRecord, RunStatus
-
-if TYPE_CHECKING:
-    from runners.run.loop import Run
 
 WITHDRAW_AFTER_S = 5 * POLL_S  # a waiting run looks every POLL_S
 FREE_WAIT_S = 30.0  # how long the holder waits for an accepted run to let go of its locks
@@ -193,11 +188,12 @@ def _same_model(run: "Run", spec, prepared) -> bool:
 
 
 def _take(run: "Run", folder: Path, record: RunRecord) -> "Run | None":
-    from runners.run.loop import Run, RunSpec, prepare_models
+    from runners.run.device_queue import load_device
 
-    spec = RunSpec.from_dict(record.spec)
+    # the loop's own classes (this module is the loop's helper, not its importer)
+    Run, spec = type(run), type(run.spec).from_dict(record.spec)
     try:
-        prepared = prepare_models(spec, run.store, run.backend)
+        prepared = run.backend.prepare(spec, load_device(spec.device))
     except Exception:
         return None  # it fails the same way in its own process, with its own message
     if not _same_model(run, spec, prepared) or not _claim(run, folder, record):

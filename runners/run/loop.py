@@ -118,8 +118,9 @@ class Run:
         self.backend = backend_for(spec.backend)
         self.allocator = self.backend.configure_process(os.environ)  # before CUDA is used
         self.resuming = run_id is not None and taken_over_after is None
-        self.take_queued = take_queued
-        self.held = held if held is not None or not take_queued else HeldModels(keep_one=True)
+        # A served model's devices are the server's: nothing to hold or hand over.
+        self.take_queued = take_queued and self.backend.info.device_slot
+        self.held = held if held is not None or not self.take_queued else HeldModels(keep_one=True)
         self.successor: Run | None = None  # a queued run this process runs next (handover)
         self.taken_over_by: dict | None = None  # the holder that runs this queued run
         self.writers: list = []  # the writer locks of its models in the grid, once held
