@@ -75,8 +75,10 @@ CONFIGS = "o0.letter,o1.letter,cloze_qa"
 # committed batch, so its items only need to outlast one look at that file (0.02 s): 20
 # leave it ~19 batches (~2 s here under load). It was 60, paused only once the other
 # run was queued and a `runs list` process had looked too, and each of the two runs then
-# evaluated all 60 (~8 s apiece of a test's 22 s).
+# evaluated all 60 (~8 s apiece of a test's 22 s). The waiter starts once the holder is
+# paused, so its items need outlast nothing: 4.
 N_ITEMS = 20
+N_WAITER = 4
 
 
 def first_batch(events: dict) -> str | None:
@@ -103,19 +105,24 @@ def start_two(tiny_folder, tmp_path):
     """The two runs, once one holds the slot and the other is queued behind it; the holder
     is returned paused (SIGSTOP, alive, so its slot stays held): the caller sends SIGCONT
     (or SIGKILL). Paused before the checks, a fast machine cannot finish its batches
-    while they run."""
+    while they run. The holder (grid `one`) starts first; the waiter (grid `two`, fewer
+    items: only the holder has to outlast a look) once the holder has its slot."""
     items = write_items(tmp_path / "items.jsonl", N_ITEMS)
     db = tmp_path / "s.duckdb"
     Store(db)
     events = {grid: tmp_path / f"{grid}.jsonl" for grid in ("one", "two")}
-    procs = {grid: start(*common(tiny_folder, items, db), "--grid", grid, "--configs", CONFIGS,
-                         "--events", str(events[grid]))
-             for grid in ("one", "two")}
-    # the holder's first committed batch, read from the events files (a look at the store
+
+    def start_run(grid, run_items):
+        return start(*common(tiny_folder, run_items, db), "--grid", grid, "--configs",
+                     CONFIGS, "--events", str(events[grid]))
+
+    procs = {"one": start_run("one", items)}
+    # the holder's first committed batch, read from the events file (a look at the store
     # fails while a run writes to it, and a loaded machine could let a short run end unseen)
-    holder_grid = wait_for(lambda: first_batch(events), "a run's first batch",
-                           list(procs.values()), every=0.02)
-    pause_outside_the_store(procs[holder_grid].pid, db)
+    wait_for(lambda: first_batch(events), "the holder's first batch", list(procs.values()),
+             every=0.02)
+    pause_outside_the_store(procs["one"].pid, db)
+    procs["two"] = start_run("two", write_items(tmp_path / "waiter.jsonl", N_WAITER))
     try:  # the other one queued behind it (it may have started later), seen here ...
         wait_for(lambda: holder_and_waiter(runs_read_here(db)), "one running, one queued",
                  list(procs.values()), every=0.1)
@@ -165,7 +172,7 @@ def _check_both_finish(db, procs, a, b) -> None:
     assert procs[b["grid"]].wait(timeout=300) == 0, procs[b["grid"]].stderr.read()
     done = runs_json(db)
     assert done[b["grid"]]["status"] == "finished" and done[b["grid"]]["note"] is None
-    assert done[b["grid"]]["cells_done"] == done[b["grid"]]["cells_total"] == N_ITEMS * 3
+    assert done[b["grid"]]["cells_done"] == done[b["grid"]]["cells_total"] == N_WAITER * 3
     assert done[a["grid"]]["device"] == done[b["grid"]]["device"] == "cpu"
     lines = [json.loads(line) for line in
              Path(done[b["grid"]]["events_path"]).read_text().splitlines()]
@@ -193,4 +200,4 @@ def test_killing_the_holder_lets_the_waiter_start(tiny_folder, tmp_path):
     done = runs_json(db)
     assert done[a["grid"]]["status"] == "died"
     assert done[b["grid"]]["status"] == "finished"
-    assert done[b["grid"]]["cells_done"] == N_ITEMS * 3
+    assert done[b["grid"]]["cells_done"] == N_WAITER * 3
