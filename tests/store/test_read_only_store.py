@@ -1,6 +1,7 @@
 """Issue 47 item 5: a store that cannot be written (a read-only mount) is still read; a write
 fails with one line saying why. A real read-only mount needs privileges the tests do not
-have, so the file system's refusal is what duckdb.connect raises for a read-write open."""
+have, so the file system's refusal is what the ATTACH of a read-write open raises
+(connection.attach_file)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ from fragility_tui.store.store import Store
 
 @pytest.fixture
 def read_only_mount(monkeypatch):
-    real = duckdb.connect
+    real = connection.attach_file
 
-    def connect(path, read_only=False, **kw):
+    def attach_file(host, path, alias, read_only):
         if not read_only:
             raise duckdb.IOException(f'IO Error: Cannot open file "{path}": Read-only file '
                                      "system")
-        return real(path, read_only=True, **kw)
-    monkeypatch.setattr(connection.duckdb, "connect", connect)
+        return real(host, path, alias, read_only=True)
+    monkeypatch.setattr(connection, "attach_file", attach_file)
 
 
 def test_a_read_only_store_is_read_and_a_write_says_why(tmp_path, monkeypatch, request):
