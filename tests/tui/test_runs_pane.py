@@ -84,10 +84,12 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
             runs = pane.runs
             return runs and runs[0].status == "running" and runs[0].done > 0 and runs[0]
 
-        # The run is paused at its first cells, read from the store, until the cancel is
-        # sent: the pane polls every second and a fast machine finished the whole run (~3 s)
-        # between two of its looks (a CI flake).
-        held = await _first_cells(db)
+        # The run is paused at its first committed batch until the cancel is sent: the pane
+        # polls every second and a fast machine finished the whole run (~2 s) between two
+        # of its looks (a CI flake). The batch is read from the run's events file: a look
+        # at the store for "running with cells" missed a run that wrote fast.
+        held = pane.launched[-1][0]
+        await _first_batch(db)
         pause_outside_the_store(held.pid, db)
         try:
             run = await until(pilot, running_with_progress, "progress")
@@ -125,8 +127,9 @@ async def test_start_watch_cancel_resume_complete(tmp_path, tiny_model_folder):
         assert grid.complete and grid.cells == total
 
 
-async def _first_cells(db: Path, timeout: float = 120.0):
-    """The run row once its process has written cells, looked at every 50 ms."""
+async def _first_batch(db: Path, timeout: float = 120.0) -> None:
+    """Once the store's run has logged a committed batch in its events file (looked at
+    every 20 ms; the other test process's runs log into the same folder)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
@@ -134,10 +137,12 @@ async def _first_cells(db: Path, timeout: float = 120.0):
             runs = Store(db).runs()
         except Exception:  # noqa: BLE001 - the store busy with a write: look again
             runs = []
-        if runs and runs[0].status == "running" and (runs[0].cells_done or 0) > 0:
-            return runs[0]
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"no cells written in {timeout} s: {Store(db).runs()}")
+        for run in runs:  # its events_path is recorded once it runs
+            path = Path(run.events_path or "")
+            if path.is_file() and '"event": "batch"' in path.read_text(errors="replace"):
+                return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no batch logged in {timeout} s: {Store(db).runs()}")
 
 
 async def test_a_doomed_run_is_not_launched(tmp_path):
