@@ -33,6 +33,10 @@ $(STAMP): pyproject.toml
 	@# ~40 CPU-s of g++ that the first int4 run (and a fresh clone's make test) would pay
 	$(PY) -c "from optimum.quanto.library.extensions import get_extension; get_extension('quanto_cpp').lib" \
 	  || echo "note: optimum-quanto's CPU kernels did not build now; quanto retries at first use"
+	@# SmolLM2's wheel is a GGUF file: converted once into the user cache at its first load
+	@# (~14 s), which the first run (and a fresh clone's make test) would otherwise pay
+	$(PY) -c "from runners.models.prepare import load_spec; load_spec('smollm2-135m-instruct', dtype='fp32', device='cpu')" \
+	  || echo "note: SmolLM2's GGUF file was not converted now; its first load converts it"
 	touch $(STAMP)
 
 run: install
