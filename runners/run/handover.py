@@ -31,6 +31,7 @@ from pathlib import Path
 from fragility_tui.processes import pid_alive, process_start
 from fragility_tui.slots import POLL_S
 from fragility_tui.store.runs import RunRecord, RunStatus
+from fragility_tui.store.schema import utc_now
 
 WITHDRAW_AFTER_S = 5 * POLL_S  # a waiting run looks every POLL_S
 FREE_WAIT_S = 30.0  # how long the holder waits for an accepted run to let go of its locks
@@ -155,7 +156,7 @@ def next_run(run: "Run") -> "Run | None":
     for record in candidates:
         try:
             successor = _take(run, folder, record)
-        except Exception:  # before the claim: the queued run waits on as before
+        except Exception:  # not claimed: the queued run waits on as before
             continue
         if successor is not None:
             return successor
@@ -198,17 +199,17 @@ def _take(run: "Run", folder: Path, record: RunRecord) -> "Run | None":
         return None  # it fails the same way in its own process, with its own message
     if not _same_model(run, spec, prepared) or not _claim(run, folder, record):
         return None
-    current = run.store.get_run(record.run_id)
-    if current is not None and current.status == RunStatus.CANCELLING:
-        run.store.update_run(record.run_id, status=RunStatus.CANCELLED)
-        return None
-    run._say(f"run {run.run_id} done; running queued run {record.run_id} (pid {record.pid}) "
-             "next, on the model still loaded")
-    try:
+    try:  # accepted: the queued process follows whatever this records
+        current = run.store.get_run(record.run_id)
+        if current is not None and current.status == RunStatus.CANCELLING:
+            run.store.update_run(record.run_id, status=RunStatus.CANCELLED)
+            return None
+        run._say(f"run {run.run_id} done; running queued run {record.run_id} (pid "
+                 f"{record.pid}) next, on the model still loaded")
         return Run(spec, run.store, run_id=record.run_id, display=run.display.mode,
                    held=run.held, slot=run.slot, take_queued=True,
                    taken_over_after=run.run_id)
-    except Exception as exc:  # accepted: the queued process follows this outcome
+    except Exception as exc:
         _fail(run, record.run_id, exc)
         return None
 
@@ -256,7 +257,8 @@ def _fail(run: "Run", run_id: str, exc: BaseException) -> None:
     reason = f"taken over by run {run.run_id}, then: {failure_reason(exc)}"
     print(f"error: queued run {run_id}: {reason}", file=sys.stderr, flush=True)
     try:
-        run.store.update_run(run_id, status=RunStatus.FAILED, error=reason)
+        run.store.update_run(run_id, status=RunStatus.FAILED, error=reason,
+                             ended_at=utc_now())
     except Exception:
         pass
 

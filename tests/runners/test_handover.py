@@ -206,3 +206,33 @@ def test_a_holder_that_dies_mid_run_is_a_failure_that_says_how_to_resume(store, 
     gone = {"run_id": "holder", "pid": dead_pid(), "pid_started": None}
     with pytest.raises(RunFailed, match="--resume q"):
         handover.follow(Following(store, tmp_path), gone, Stop())
+
+
+def test_a_taken_run_that_cannot_start_is_recorded_failed_for_its_follower(
+        tiny_folder, tmp_path, store, cpu_slots):
+    """Accepted, then its items are gone: the holder records why, so the queued command
+    following it exits 1 with that reason instead of waiting on a run nobody runs."""
+    items = write_items(tmp_path / "items.jsonl", 4)
+    run = holder_run(tiny_folder, items, store, cpu_slots)
+    try:
+        gone = write_items(tmp_path / "gone.jsonl", 4)
+        queued_row(store, "doomed", spec_for(tiny_folder, gone, grid="two", device="cpu"))
+        gone.unlink()
+
+        def queued_process():
+            for _ in range(500):
+                if handover.accept(store.slots_dir(), "doomed"):
+                    handover.mark_free(store.slots_dir(), "doomed")
+                    return
+                time.sleep(0.02)
+
+        waiter = threading.Thread(target=queued_process)
+        waiter.start()
+        assert handover.next_run(run) is None
+        waiter.join(timeout=10)
+        record = store.get_run("doomed")
+        assert record.status == RunStatus.FAILED and record.ended_at is not None
+        assert record.error.startswith(f"taken over by run {run.run_id}, then: ")
+        assert "gone.jsonl" in record.error
+    finally:
+        run.slot.release()
