@@ -32,6 +32,7 @@ from fragility_tui.processes import pid_alive, process_start
 from fragility_tui.slots import POLL_S
 from fragility_tui.store.runs import RunRecord, RunStatus
 from fragility_tui.store.schema import utc_now
+from fragility_tui.text import clean
 
 WITHDRAW_AFTER_S = 5 * POLL_S  # a waiting run looks every POLL_S
 FREE_WAIT_S = 30.0  # how long the holder waits for an accepted run to let go of its locks
@@ -99,7 +100,9 @@ def follow(run: "Run", holder: dict, stopper) -> str:
         if status in (RunStatus.FINISHED, RunStatus.CANCELLED, RunStatus.FAILED):
             _show_new_events(run, offset)
             if status == RunStatus.FAILED:
-                raise RunFailed(record.error or "failed in the process that took it over")
+                # the store's text reaches a terminal: sanitised (fragility_tui.text.clean)
+                raise RunFailed(clean(record.error or "failed in the process that took it over",
+                                      one_line=True))
             return status
         if stopper.should_stop() and not passed_on and status != RunStatus.CANCELLING:
             store.update_run(run_id, status=RunStatus.CANCELLING)  # the holder polls it
@@ -204,8 +207,8 @@ def _take(run: "Run", folder: Path, record: RunRecord) -> "Run | None":
         if current is not None and current.status == RunStatus.CANCELLING:
             run.store.update_run(record.run_id, status=RunStatus.CANCELLED)
             return None
-        run._say(f"run {run.run_id} done; running queued run {record.run_id} (pid "
-                 f"{record.pid}) next, on the model still loaded")
+        run._say(clean(f"run {run.run_id} done; running queued run {record.run_id} (pid "
+                       f"{record.pid}) next, on the model still loaded", one_line=True))
         return Run(spec, run.store, run_id=record.run_id, display=run.display.mode,
                    held=run.held, slot=run.slot, take_queued=True,
                    taken_over_after=run.run_id)
@@ -255,7 +258,8 @@ def _fail(run: "Run", run_id: str, exc: BaseException) -> None:
     from runners.run.failure import failure_reason
 
     reason = f"taken over by run {run.run_id}, then: {failure_reason(exc)}"
-    print(f"error: queued run {run_id}: {reason}", file=sys.stderr, flush=True)
+    print(clean(f"error: queued run {run_id}: {reason}", one_line=True), file=sys.stderr,
+          flush=True)
     try:
         run.store.update_run(run_id, status=RunStatus.FAILED, error=reason,
                              ended_at=utc_now())
