@@ -95,3 +95,11 @@ def import_logs(db: Path, *paths, check: bool = True, extra=()):
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)["runs"]
     return proc
+
+
+def process_memory_limit() -> str:
+    """DuckDB's memory limit in this process (one instance: every store operation's)."""
+    from fragility_tui.store import connection
+
+    return connection._host_connection().execute(
+        "SELECT current_setting('memory_limit')").fetchall()[0][0]

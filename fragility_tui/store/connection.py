@@ -5,6 +5,7 @@ schema version an open store records; and which part of DuckDB a connection need
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import random
@@ -156,6 +157,23 @@ class StoreConnection:
                     entry[1] -= 1
                     if entry[1] <= 0:
                         _detach(_host[0], self._key)
+
+
+@contextlib.contextmanager
+def memory_limit(con, limit: str):
+    """DuckDB's memory limit set to `limit` for the block (it spills beyond it), then its
+    default again: the setting belongs to the process's one instance, so left set it would
+    cap every later operation of the process. (RESET, as the limit reads back rounded;
+    nothing else sets it.)"""
+    con.execute(f"SET memory_limit = {_literal(limit)}")
+    try:
+        yield con
+    finally:  # on a cursor of its own: `con`'s transaction may have failed, refusing SQL
+        restore = con.cursor()
+        try:
+            restore.execute("RESET memory_limit")
+        finally:
+            restore.close()
 
 
 def relational(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:

@@ -5,7 +5,10 @@ already holds is refused unless `replace`; a failure leaves the store as it was.
 
 from __future__ import annotations
 
+import contextlib
+
 from fragility_tui.errors import InputError
+from fragility_tui.store.connection import memory_limit
 from fragility_tui.store.grid_configs import declare_axes
 from fragility_tui.store.schema import forget_derived
 
@@ -27,21 +30,18 @@ class LogWriter:
         self.written = 0
 
     def __enter__(self):
-        self._connection = self.store.connect(write=True)
-        self.con = self._connection.__enter__()
-        self._limit = self.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-        self.con.execute(f"SET memory_limit = '{IMPORT_MEMORY}'")
-        self.store.create_grid(self.grid, description="imported from other harnesses' logs",
-                               con=self.con)
-        self.items = {r[0] for r in self.con.execute(
-            "SELECT item_uid FROM items WHERE grid = ?", [self.grid]).fetchall()}
+        with contextlib.ExitStack() as stack:  # a failure here closes what it opened
+            self.con = stack.enter_context(self.store.connect(write=True))
+            stack.enter_context(memory_limit(self.con, IMPORT_MEMORY))
+            self.store.create_grid(self.grid, description="imported from other harnesses' "
+                                   "logs", con=self.con)
+            self.items = {r[0] for r in self.con.execute(
+                "SELECT item_uid FROM items WHERE grid = ?", [self.grid]).fetchall()}
+            self._opened = stack.pop_all()
         return self
 
     def __exit__(self, *exc):
-        try:
-            self.con.execute(f"SET memory_limit = '{self._limit}'")
-        finally:
-            return self._connection.__exit__(*exc)
+        return self._opened.__exit__(*exc)
 
     def add_items(self, items) -> None:
         new = [it for it in items if it.item_uid not in self.items]

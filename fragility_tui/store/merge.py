@@ -25,6 +25,7 @@ from fragility_tui.store.parts import (CELLS, ITEMS, RUNS, item_schema, part_sch
 from fragility_tui.harness.config_axes import is_runner_config
 from fragility_tui.store.runs import RunRecord
 from fragility_tui.store import cube_cache
+from fragility_tui.store.connection import memory_limit
 from fragility_tui.store.merge_cells import LATER_COLUMNS, CellMerger
 
 MEMORY_LIMIT = "1GB"
@@ -140,8 +141,7 @@ def merge_parts(store, folders: list[str | Path], grid: str) -> dict:
     parts = read_parts(folders)
     settings = _settings(parts)
     models = _models(parts)
-    with store.connect(write=True) as con:
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")  # DuckDB spills beyond it
+    with store.connect(write=True) as con, memory_limit(con, MEMORY_LIMIT):
         _check_grid(con, grid, settings, parts)
         existing = cube_cache.read(con, grid) or store.cube_from_cells(con, grid)
         store.create_grid(grid, seed=settings["seed"], item_set_hash=settings["item_set_hash"],

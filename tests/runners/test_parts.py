@@ -17,7 +17,7 @@ from fragility_tui.store.parts import PartsStore, visible_files  # noqa: E402
 from fragility_tui.store.store import CellRow, Store  # noqa: E402
 from runners.run.loop import Run, RunSpec  # noqa: E402
 from cli_process import cli_popen  # noqa: E402
-from helpers import run_cli  # noqa: E402
+from helpers import process_memory_limit, run_cli  # noqa: E402
 from test_run_loop import assert_same_cells, cells_of, spec_for, write_items  # noqa: E402
 
 CONFIGS = ["o0.letter", "o2.digit", "cloze_qa"]
@@ -46,7 +46,9 @@ def test_two_shards_merged_equal_one_whole_run(whole_and_parts, tmp_path):
     assert visible_files(folder / "cells", "*.parquet")
     assert not list(folder.rglob(".*"))  # no temporary file left behind
     store = Store(tmp_path / "merged.duckdb")
+    limit = process_memory_limit()
     summary = merge_parts(store, [folder], "g")
+    assert process_memory_limit() == limit  # the merge's 1 GB cap is not left on the process
     assert summary["cells_added"] == 6 * len(CONFIGS) == summary["cells"]
     assert_same_cells(cells_of(store, "g"), cells_of(whole, "g"))
     assert [it.item_uid for it in store.load_items("g")] == [

@@ -9,8 +9,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from fragility_tui.store import connection
 from fragility_tui.store.store import Store
+from helpers import process_memory_limit
 
 OPENS_ELSEWHERE = ("import sys, _duckdb; _duckdb.connect(sys.argv[1]).close(); "
                    "print('opened')")
@@ -58,3 +61,18 @@ def test_a_forked_child_uses_its_own_instance_and_exits_cleanly(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["0", "0"], done.stderr[-2000:]
+
+
+def test_a_memory_limit_set_for_a_block_does_not_outlive_it(tmp_path):
+    """merge and log imports cap DuckDB's memory while they write; the instance is the
+    process's, so the cap must go with the block, also when its transaction failed (which
+    refuses every statement until the rollback)."""
+    store = Store(tmp_path / "s.duckdb")
+    default = process_memory_limit()
+    with pytest.raises(Exception, match="nonexistent"):
+        with store.connect(write=True) as con, connection.memory_limit(con, "100MB"):
+            assert process_memory_limit() != default
+            con.execute("SELECT * FROM nonexistent")
+    assert process_memory_limit() == default
+    with store.connect() as con:
+        assert con.execute("SELECT count(*) FROM grids").fetchall() == [(0,)]
