@@ -89,20 +89,50 @@ class PlannedChunk:
 
 
 def detect(path: Path):
-    """The reader of a path: the one whose sniff accepts it (a folder: the first reader
-    that finds files of its own in it)."""
+    """The reader of a log file (or of a HELM run directory): the first whose sniff
+    accepts it."""
     if not path.exists():
         raise InputError("no such file or folder", path=str(path))
     for module in readers():
-        if path.is_dir():
-            if any(module.sniff(p) for p in module.expand(path)):
-                return module
-        elif module.sniff(path):
+        if module.sniff(path):
             return module
-    raise InputError("not a log this version reads (lm-eval samples_*.jsonl, an Inspect "
-                     ".eval or its JSON, a lighteval details parquet, Every Eval Ever "
-                     "JSONL, a HELM run directory with per_instance_stats.json); name the "
-                     "format with --format", path=str(path))
+    raise _not_a_log(path)
+
+
+def _not_a_log(path: Path) -> InputError:
+    return InputError("not a log this version reads (lm-eval samples_*.jsonl, an Inspect "
+                      ".eval or its JSON, a lighteval details parquet, Every Eval Ever "
+                      "JSONL, a HELM run directory with per_instance_stats.json); name the "
+                      "format with --format", path=str(path))
+
+
+def log_files(path: Path, fmt: str | None = None) -> list[tuple[object, Path]]:
+    """(reader, file) for every log under a path. A folder may hold several harnesses'
+    logs: each file goes to the first reader that recognises it, so none is skipped
+    because another format was found first; with --format, only that format's."""
+    if not path.exists():
+        raise InputError("no such file or folder", path=str(path))
+    if fmt:
+        try:
+            module = reader(fmt)
+        except KeyError as exc:
+            raise InputError(str(exc.args[0]), field="--format") from None
+        found = [(module, p) for p in module.expand(path) if not path.is_dir() or module.sniff(p)]
+        if not found:
+            raise InputError(f"no {module.NAME} logs here", path=str(path))
+        return found
+    if not path.is_dir() or reader("helm").sniff(path):  # a file, or one HELM run
+        module = detect(path)
+        return [(module, p) for p in module.expand(path)]
+    found, claimed = [], set()
+    for module in readers():
+        for p in module.expand(path):
+            if p not in claimed and module.sniff(p):
+                claimed.add(p)
+                found.append((module, p))
+    if not found:
+        raise _not_a_log(path)
+    return found
 
 
 def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
@@ -111,15 +141,7 @@ def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
     `read_chunks` streams a big file, parsed in a second process where that pays:
     imports/worker.py; the others give a file's runs whole)."""
     for raw in paths:
-        path = Path(raw)
-        try:
-            module = reader(fmt) if fmt else detect(path)
-        except KeyError as exc:
-            raise InputError(str(exc.args[0]), field="--format") from None
-        files = [p for p in module.expand(path) if not path.is_dir() or module.sniff(p)]
-        if not files:
-            raise InputError(f"no {module.NAME} logs here", path=str(path))
-        for file in files:
+        for module, file in log_files(Path(raw), fmt):
             try:
                 if hasattr(module, "read_chunks"):
                     kwargs = {"model": model, "metric": metric,
