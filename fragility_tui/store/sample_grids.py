@@ -94,6 +94,18 @@ def _load_sample_grid(store, cells_path: Path, meta: dict, digest: str) -> None:
                      synthetic=meta.get("synthetic", False),
                      description=meta.get("description", ""), replace=True,
                      meta=grid_meta, keep_comparisons=True, provenance=provenance)
+    with store.connect(write=True) as con:  # what a later upgrade checks is still all there
+        con.execute("UPDATE grids SET meta = ? WHERE name = ?", [json.dumps(
+            {**grid_meta, "sample_cells": cells_digest(con, meta["name"])}), meta["name"]])
+
+
+def cells_digest(con, grid: str) -> str:
+    """The grid's cells, summed up: their number and an order-free hash of every cell's
+    key, answer and output. A log import, a run or a --replace into the grid changes it."""
+    n, mix = con.execute(
+        "SELECT count(*), coalesce(bit_xor(hash(model, item_uid, config_id, correct, pred, "
+        "raw_output)), 0) FROM cells WHERE grid = ?", [grid]).fetchall()[0]
+    return f"{n}:{mix}"
 
 
 def _holds_older_shipped_version(store, name: str, cells_path: Path, digest: str) -> bool:
@@ -102,7 +114,17 @@ def _holds_older_shipped_version(store, name: str, cells_path: Path, digest: str
         return False
     # Loaded from sample_grids/: recorded since sample_sha256 exists, by its source before.
     shipped = "sample_sha256" in grid or Path(grid.get("source") or "").name == cells_path.name
-    return shipped and not store.has_local_runs(name)
+    return shipped and not store.has_local_runs(name) and not _written_since(store, name, grid)
+
+
+def _written_since(store, name: str, grid: dict) -> bool:
+    """Whether cells came into the grid, or changed, since its shipped version was loaded
+    (imported logs, an import-lmeval, a merge): an upgrade would drop them. Grids loaded
+    before the digest was recorded have only the local-run rule."""
+    if "sample_cells" not in grid:
+        return False
+    with store.connect() as con:
+        return cells_digest(con, name) != grid["sample_cells"]
 
 
 def shipped_cube(name: str):

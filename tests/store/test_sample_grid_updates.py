@@ -73,6 +73,26 @@ def test_a_grid_a_local_run_wrote_into_is_kept(shipped, tmp_path):
     assert models_of(store) == ["a"]
 
 
+@pytest.mark.parametrize("change", ["cells added", "a cell replaced"])
+def test_a_grid_cells_were_written_into_is_kept(shipped, tmp_path, change):
+    """Logs imported into a shipped grid (import-log, import-lmeval: no run row of this
+    machine) or a cell replaced there: an upgrade would lose them, so the grid stays."""
+    store = Store(tmp_path / "s.duckdb")
+    ensure_sample_grids(store)
+    with store.connect(write=True) as con:
+        if change == "cells added":
+            con.execute("INSERT INTO cells (grid, model, item_uid, config_id, correct) "
+                        "SELECT grid, 'imported', item_uid, config_id, correct FROM cells "
+                        "WHERE grid = 'demo' AND model = 'a'")
+        else:
+            con.execute("UPDATE cells SET correct = NOT correct WHERE grid = 'demo' AND "
+                        "item_uid = (SELECT min(item_uid) FROM cells) AND config_id = "
+                        "'cloze_qa'")
+    write_version(shipped, ["a", "b"])
+    assert ensure_sample_grids(store) == []
+    assert models_of(store) == ["a"]
+
+
 def test_a_deleted_shipped_grid_stays_deleted_until_load_samples(shipped, tmp_path):
     store = Store(tmp_path / "s.duckdb")
     ensure_sample_grids(store)
