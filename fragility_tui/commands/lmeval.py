@@ -21,19 +21,27 @@ def register(sub) -> None:
                    help="item file of the task (default: the grid's items, else the docs)")
     p.add_argument("--id-field", default="id", metavar="FIELD",
                    help="doc field holding the item id (default id); content matching otherwise")
+    p.add_argument("--replace", action="store_true",
+                   help="replace the cells the grid already has of this model and config")
     p.set_defaults(func=cmd_import_lmeval)
 
 
 def cmd_import_lmeval(args) -> int:
     from fragility_tui.bootstrap import open_store
-    from fragility_tui.harness.configs import CONFIG_BY_ID
+    from fragility_tui.harness.configs import get_config
     from fragility_tui.store.writer import GridContent, write_grid
     from fragility_tui.store.lmeval import items_from_docs, read_samples, samples_to_cells
     from fragility_tui.store.schema import cell_table
 
-    if args.config not in CONFIG_BY_ID:
-        raise InputError(f"unknown config id {args.config!r}; config ids: "
-                         f"{', '.join(CONFIG_BY_ID)}", field="--config")
+    try:
+        scoring = get_config(args.config).scoring
+    except KeyError as exc:
+        raise InputError(str(exc.args[0]), field="--config") from None
+    if scoring != "likelihood":
+        raise InputError(f"config {args.config} is not scored by each option's text (its "
+                         f"scoring is {scoring}): lm-eval's samples are, so record them under "
+                         "cloze_qa or cloze_bare (with modifiers, e.g. cloze_qa+k5), or use "
+                         "import-log, which reads the config from the log", field="--config")
     samples = read_samples(args.samples)
     store = open_store(args.db, load_samples=False)
     if args.items:
@@ -53,11 +61,10 @@ def cmd_import_lmeval(args) -> int:
     written = write_grid(store, GridContent(
         args.grid, [it for it in items if it.item_uid in matched],
         {args.model: (f"lm-eval:{args.samples}", provenance)}, cell_table(args.grid, cells),
-        description=f"lm-eval samples from {args.samples}"), mode="add")
-    kept = len(cells) - written
+        description=f"lm-eval samples from {args.samples}",
+        pairs=((args.model, args.config),), replace_existing=args.replace), mode="add")
     print(f"imported {written} cells into grid {args.grid!r} (model {args.model}, config "
           f"{args.config}, {args.metric}): accuracy {summary['accuracy']:.3f}"
-          + (f"; {kept} cells already present were kept" if kept else "")
           + (f"; agrees with lm-eval's own {args.metric} on {summary['agree_with_lmeval']}/"
              f"{summary['compared_with_lmeval']} items" if summary["compared_with_lmeval"] else ""))
     return 0

@@ -232,11 +232,17 @@ def _argmax(values) -> int:
 
 
 def export_samples(store, grid: str, model: str, config: str, out: str | Path) -> int:
+    from fragility_tui.harness.config_axes import is_runner_config
     from fragility_tui.harness.configs import get_config
 
+    if not is_runner_config(config):  # its prompts are another harness's: none to render
+        raise InputError(f"config {config} was imported from another harness's log, which is "
+                         "its record; lm-eval samples are exported for this tool's own cloze "
+                         "configs (cloze_qa, cloze_bare)", field="--config")
     if get_config(config).scoring != "likelihood":
-        raise InputError(f"config {config} is a generation config; lm-eval samples carry "
-                         "option log-likelihoods: export cloze_qa or cloze_bare", field="--config")
+        raise InputError(f"config {config} is not scored by each option's text (a generation "
+                         "or letter-likelihood config); lm-eval samples carry option "
+                         "log-likelihoods: export cloze_qa or cloze_bare", field="--config")
     with store.connect() as con:
         rows = con.execute("SELECT item_uid, scores FROM cells WHERE grid = ? AND model = ? AND "
                            "config_id = ? AND scores IS NOT NULL", [grid, model, config]).fetchall()

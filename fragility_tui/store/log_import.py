@@ -11,6 +11,7 @@ from fragility_tui.errors import InputError
 from fragility_tui.store.connection import memory_limit
 from fragility_tui.store.grid_configs import declare_axes
 from fragility_tui.store.schema import forget_derived
+from fragility_tui.store.writer import refuse_synthetic
 
 
 IMPORT_MEMORY = "256MB"  # DuckDB's share while a big log goes in (it spills beyond it)
@@ -33,6 +34,7 @@ class LogWriter:
         with contextlib.ExitStack() as stack:  # a failure here closes what it opened
             self.con = stack.enter_context(self.store.connect(write=True))
             stack.enter_context(memory_limit(self.con, IMPORT_MEMORY))
+            refuse_synthetic(self.con, self.grid)
             self.store.create_grid(self.grid, description="imported from other harnesses' "
                                    "logs", con=self.con)
             self.items = {r[0] for r in self.con.execute(

@@ -26,6 +26,7 @@ from fragility_tui.harness.config_axes import is_runner_config
 from fragility_tui.store.runs import RunRecord
 from fragility_tui.store import cube_cache
 from fragility_tui.store.connection import memory_limit
+from fragility_tui.store.writer import refuse_synthetic
 from fragility_tui.store.merge_cells import LATER_COLUMNS, CellMerger
 
 MEMORY_LIMIT = "1GB"
@@ -175,6 +176,7 @@ def merge_parts(store, folders: list[str | Path], grid: str) -> dict:
 
 
 def _check_grid(con, grid: str, settings: dict, parts: Parts) -> None:
+    refuse_synthetic(con, grid)
     rows = con.execute("SELECT seed, item_set_hash FROM grids WHERE name = ?", [grid]).fetchall()
     if not rows:
         return

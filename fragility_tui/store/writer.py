@@ -38,6 +38,10 @@ class GridContent:
     # disclosure, SPEC §10): its models' records, and its runs in place of the grid's
     # imported ones
     provenance: dict | None = None
+    # (model, config) pairs whose cells this content brings whole ("add" mode): one the grid
+    # already holds is refused, or with `replace_existing` its old cells are dropped first
+    pairs: tuple = ()
+    replace_existing: bool = False
 
 
 def write_grid(store, content: GridContent, *, mode: str = "new",
@@ -60,6 +64,9 @@ def write_grid(store, content: GridContent, *, mode: str = "new",
             if keep_comparisons:
                 kept = comparison_rows(con, content.name)
             store.delete_grid(content.name, con=con)
+        if mode == "add" and not content.synthetic:
+            refuse_synthetic(con, content.name)
+        _take_pairs(con, content)
         store.create_grid(content.name, synthetic=content.synthetic,
                           description=content.description, meta=content.meta, con=con)
         restore_comparison_rows(con, kept)
@@ -81,6 +88,27 @@ def write_grid(store, content: GridContent, *, mode: str = "new",
         else:
             store.cache_cube(content.name, con)
         return written
+
+
+def _take_pairs(con, content: GridContent) -> None:
+    for model, config in content.pairs:
+        where = "WHERE grid = ? AND model = ? AND config_id = ?"
+        args = [content.name, model, config]
+        n = con.execute(f"SELECT count(*) FROM cells {where}", args).fetchall()[0][0]
+        if n and not content.replace_existing:
+            raise InputError(f"grid {content.name!r} already has {n} cells of model {model!r} "
+                             f"under {config}; pass --replace to replace them", field="--grid")
+        con.execute(f"DELETE FROM cells {where}", args)
+
+
+def refuse_synthetic(con, grid: str) -> None:
+    """Real cells never go into a SYNTHETIC grid (its label would then be wrong for them):
+    as `run` refuses one, so do the importers that add to a grid."""
+    row = con.execute("SELECT synthetic FROM grids WHERE name = ?", [grid]).fetchall()
+    if row and row[0][0]:
+        raise InputError(f"grid {grid!r} is SYNTHETIC (simulated cells, labelled so "
+                         "everywhere): real cells do not go into it; name another --grid (a "
+                         "new name creates one)", field="--grid")
 
 
 def _write_provenance(store, con, grid: str, doc: dict) -> None:

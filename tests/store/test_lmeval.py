@@ -57,7 +57,53 @@ def test_generation_config_cannot_be_exported_as_lmeval_samples(tmp_path):
     run_cli("import-lmeval", str(SAMPLES), "--model", "m", "--config", "cloze_qa", db=db, check=True)
     proc = run_cli("export", "--grid", "lmeval", "--format", "lmeval-samples", "--model", "m",
                    "--config", "o0.letter", "--out", str(tmp_path / "x.jsonl"), db=db)
-    assert proc.returncode == 2 and "generation config" in proc.stderr
+    assert proc.returncode == 2 and "generation" in proc.stderr
+    imported = "lm-eval:fragility_starter:acc_norm+k0"  # a config read from a log: no prompts
+    proc = run_cli("export", "--grid", "lmeval", "--format", "lmeval-samples", "--model", "m",
+                   "--config", imported, "--out", str(tmp_path / "x.jsonl"), db=db)
+    assert proc.returncode == 2 and "imported from another harness" in proc.stderr, proc.stderr
+
+
+def test_a_model_and_config_the_grid_has_is_refused_unless_replace(tmp_path):
+    """A second log for a (model, config) the grid holds is refused (it said "imported 0
+    cells" with the new log's accuracy, the old cells kept); --replace replaces them."""
+    db = tmp_path / "s.duckdb"
+    first = ["import-lmeval", str(SAMPLES), "--model", "m", "--config", "cloze_qa"]
+    run_cli(*first, "--metric", "acc", db=db, check=True)
+    again = run_cli(*first, db=db)
+    assert again.returncode == 2
+    assert "already has 40 cells of model 'm' under cloze_qa" in again.stderr
+    assert "--replace" in again.stderr
+    assert Store(db).load_cube("lmeval").bits.mean() == pytest.approx(REPORTED["acc,none"])
+    replaced = run_cli(*first, "--replace", db=db, check=True)
+    assert "imported 40 cells" in replaced.stdout
+    assert Store(db).load_cube("lmeval").bits.mean() == pytest.approx(REPORTED["acc_norm,none"])
+
+
+@pytest.mark.parametrize("config, message", [
+    ("o0.letter", "its scoring is generate"),
+    ("o0.letter.lik", "its scoring is letter_lik"),
+    ("o0.nonsense", "unknown config id"),
+])
+def test_only_configs_scored_by_option_text_take_lmeval_samples(tmp_path, config, message):
+    db = tmp_path / "s.duckdb"
+    proc = run_cli("import-lmeval", str(SAMPLES), "--model", "m", "--config", config, db=db)
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1
+    done = run_cli("import-lmeval", str(SAMPLES), "--model", "m", "--config", "cloze_qa+k5",
+                   db=db, check=True)  # an extension config of the same scoring
+    assert "config cloze_qa+k5" in done.stdout
+
+
+def test_real_cells_do_not_go_into_a_synthetic_grid(tmp_path):
+    db = tmp_path / "s.duckdb"
+    run_cli("simulate", "--models", "2", "--items", "40", "--grid", "syn", db=db, check=True)
+    for args in (["import-lmeval", str(SAMPLES), "--model", "m", "--config", "cloze_qa"],
+                 ["import-log", str(SAMPLES), "--model", "m"]):
+        proc = run_cli(*args, "--grid", "syn", "--items", str(FIXTURE / "items.jsonl"), db=db)
+        assert proc.returncode == 2 and "is SYNTHETIC" in proc.stderr, (args, proc.stderr)
+    assert [m["model"] for m in Store(db).list_models("syn")] == [
+        "synthetic-model-01", "synthetic-model-02"]
 
 
 @pytest.mark.parametrize("content, message", [
