@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fragility_tui.analysis.classify import Classification, classify
+from fragility_tui.analysis.decision_words import MIN_BALANCED_ITEMS
 from fragility_tui.grid.canonical import canonical, canonical_order, reordered  # noqa: F401
 from fragility_tui.grid.cube import Cube
 from fragility_tui.analysis.paired_bootstrap import (Resamples, Strata,  # noqa: F401
@@ -36,8 +37,7 @@ TARGETS = ("observed", "balanced")
 FLAGS = ("unsupported", "harness-sensitive", "underpowered", "target-sensitive")
 # SPEC §9 v4: under the balanced target every benchmark weighs the same, so a benchmark of a
 # handful of paired items would carry a full benchmark's weight that its bootstrap cannot
-# measure: below this many the balanced target is unsupported.
-MIN_BALANCED_ITEMS = 20
+# measure: below MIN_BALANCED_ITEMS the balanced target is unsupported.
 _COLS_PER_BLOCK = 256  # bootstrapped columns per block (temporaries of ~8 MB per benchmark)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from fragility_tui.analysis.decision_words import lacking_benchmarks
 from fragility_tui.analysis.intervals import ASCII_MINUS, MINUS, interval
 from fragility_tui.analysis.pairs import GapSplit, PairsSummary
 from fragility_tui.analysis.report_sections import (AxisAblation, BandRow, CompressionSummary,
@@ -194,9 +195,9 @@ def _decisions_table(report: Report) -> Section:
     ordered = sorted(report.decisions, key=lambda x: x.target != target)
     rows = [[x.a, x.b, x.target, _pct(x.delta), _ci(x.ci), _ci(x.simultaneous_ci), x.label,
              ", ".join(x.flags[1:]) or "-"] for x in ordered]
-    lacking = [f"{x.a} vs {x.b} ({x.target}): unsupported by "
-               f"{', '.join(x.unsupported_benchmarks)}" for x in ordered
-               if x.unsupported_benchmarks]
+    lacking = [f"{x.a} vs {x.b} ({x.target}): unsupported: " + lacking_benchmarks(
+        x.unsupported_benchmarks, {b.benchmark: b.n_items for b in x.per_benchmark})
+        for x in ordered if x.unsupported_benchmarks]
     return Section(
         f"Decisions at {report.grid.reference} (SPEC 9; delta in points, "
                  f"margin {margin:g})",

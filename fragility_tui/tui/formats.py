@@ -6,6 +6,8 @@ import math
 
 from rich.text import Text
 
+from fragility_tui.analysis.decision_words import lacking_benchmarks
+
 
 def pct(value: float | None, digits: int = 1) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -25,8 +27,8 @@ def decision_reason(d: dict) -> str:
     label, m = d.get("label"), d.get("margin_points") or 0.0
     delta, ci = d.get("delta"), d.get("ci")
     if label == "unsupported":
-        return ("a benchmark the target weighs has no complete cells for a model: "
-                + ", ".join(d.get("unsupported_benchmarks") or []))
+        n_items = {b["benchmark"]: b["n_items"] for b in d.get("per_benchmark") or []}
+        return lacking_benchmarks(d.get("unsupported_benchmarks") or [], n_items)
     if label == "harness-sensitive":
         return ("under " + ", ".join((d.get("harness_configs") or [])[:4]) + " the other "
                 "model wins, with a simultaneous 95% interval excluding 0 and |Δ̂| ≥ the margin")

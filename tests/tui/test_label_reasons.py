@@ -33,6 +33,17 @@ def test_other_labels_say_why():
                                                       other_target_delta=-0.02))
 
 
+def test_unsupported_says_whether_a_benchmark_is_empty_or_too_small_to_weigh():
+    """The balanced target leaves a benchmark of fewer than 20 paired items unsupported; the
+    reason said it had "no complete cells" where both models had every cell."""
+    why = decision_reason(decision(
+        label="unsupported", target="balanced", unsupported_benchmarks=["arc", "small"],
+        per_benchmark=[{"benchmark": "arc", "n_items": 0}, {"benchmark": "small",
+                                                            "n_items": 12}]))
+    assert why == ("no item complete for both models in arc; fewer than 20 paired items to "
+                   "weigh in small (12)")
+
+
 def test_identical_is_about_the_stable_set():
     pair = {"a": "A", "b": "B", "gap": 4, "stable_items": 20, "a_only_stable": 0,
             "b_only_stable": 0, "stable_gap": 0, "verdict": "identical", "manufactured": True}
