@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 from pathlib import Path
-from typing import Callable
+from typing import BinaryIO, Callable
+
+from fragility_tui.errors import InputError
 
 
 def write_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> None:
@@ -35,6 +38,31 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Path], object]) -> No
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """The text, UTF-8, written atomically to path."""
     write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+
+def write_output(out: str | os.PathLike, write: Callable[[BinaryIO], object]) -> None:
+    """A file the user named (`export --out`), written by write(binary file): `-` is
+    standard output; a FIFO or device is written straight into and a symlink through (its
+    target replaced atomically), never replaced by a plain file; a folder is an error; any
+    other path is written atomically (its folder created)."""
+    if os.fspath(out) == "-":
+        write(sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise InputError("is a folder: name a file to write", path=str(out))
+    if path.exists() and not path.is_file():  # a FIFO, a device (through a link or not)
+        with open(path, "wb") as fh:
+            write(fh)
+        return
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+
+    def into(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            write(fh)
+
+    write_atomic(target, into)
 
 
 def _alive(pid: int) -> bool:

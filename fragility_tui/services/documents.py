@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fragility_tui.files import write_output
 
-def write_atomic(out: str | Path, text: str) -> None:
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+
+def write_document(out: str | Path, text: str) -> None:
+    """An exported text document (UTF-8) at the path the user named (files.write_output)."""
+    write_output(out, lambda fh: fh.write(text.encode("utf-8")))
 
 
 def md_escape(value) -> str:

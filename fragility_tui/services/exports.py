@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from fragility_tui.errors import InputError
-from fragility_tui.services.documents import md_escape, write_atomic
+from fragility_tui.services.documents import md_escape, write_document
 from fragility_tui.services.provenance_export import provenance_document, provenance_markdown
 from fragility_tui.text import clean, finite, visible_text
 
@@ -57,7 +57,7 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
 
             return f"wrote {export_cells(store, grid, out, fmt)} cells to {out}"
         table = store.export_cells(grid)
-        write_atomic(out, cells_json(table) if fmt == "json"
+        write_document(out, cells_json(table) if fmt == "json"
                      else visible_text(cells_markdown(table, grid)))
         return f"wrote {table.num_rows} cells to {out}"
     if what == "report":
@@ -65,11 +65,11 @@ def export(store, *, grid: str, what: str, fmt: str, out: str, model: str | None
         from fragility_tui.services.reports import grid_report
 
         report = grid_report(store, grid, **(report_options or {}))
-        write_atomic(out, json.dumps(report.to_json(), indent=2, allow_nan=False) + "\n"
+        write_document(out, json.dumps(report.to_json(), indent=2, allow_nan=False) + "\n"
                      if fmt == "json" else visible_text(render_markdown(report) + "\n"))
         return f"wrote the report of {clean(grid, one_line=True)} to {out}"
     doc = provenance_document(store, grid)
-    write_atomic(out, json.dumps(finite(doc), indent=2, default=str, allow_nan=False) + "\n"
+    write_document(out, json.dumps(finite(doc), indent=2, default=str, allow_nan=False) + "\n"
                  if fmt == "json"
                  else visible_text(provenance_markdown(doc)))
     return (f"wrote the provenance of {clean(grid, one_line=True)} ({len(doc['runs'])} runs) "

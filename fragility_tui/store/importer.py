@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from fragility_tui.errors import InputError
+from fragility_tui.files import write_output
 from fragility_tui.store.writer import GridContent, write_grid
 from fragility_tui.items.item import Item
 from fragility_tui.store.long_grid import LongGrid
@@ -184,16 +185,12 @@ def export_cells(store, grid_name: str, out: str | Path, fmt: str) -> int:
 
     store.grid_info(grid_name)  # clear error for an unknown grid
     table = store.export_cells(grid_name)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".partial")
     if fmt == "csv":
-        pacsv.write_csv(_scores_as_json(table), tmp)
+        write_output(out, lambda fh: pacsv.write_csv(_scores_as_json(table), fh))
     elif fmt == "parquet":
-        pq.write_table(table, tmp, compression="zstd")
+        write_output(out, lambda fh: pq.write_table(table, fh, compression="zstd"))
     else:
         raise InputError(f"unknown export format {fmt!r} (csv, parquet)", field="--format")
-    tmp.replace(out)
     return table.num_rows
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fragility_tui.errors import InputError
+from fragility_tui.files import write_output
 from fragility_tui.items.item import Item
 from fragility_tui.store.store import CellRow
 
@@ -251,10 +252,6 @@ def export_samples(store, grid: str, model: str, config: str, out: str | Path) -
                          f"{model!r}", field="--model")
     cells = {uid: {"scores": scores} for uid, scores in rows}
     records = cells_to_samples(store.load_items(grid), cells, config)
-    out = Path(out)
-    tmp = out.with_name(out.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    tmp.replace(out)
+    write_output(out, lambda fh: fh.write("".join(
+        json.dumps(rec, ensure_ascii=False) + "\n" for rec in records).encode("utf-8")))
     return len(records)

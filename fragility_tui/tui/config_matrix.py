@@ -86,15 +86,23 @@ def matrix_layout(configs: list[str]) -> list[str | None]:
 
 
 def group_header(columns: list[str | None], model_width: int) -> Text:
-    """The line above the matrix naming each column group, aligned with its cells."""
+    """The line above the matrix naming each column group, aligned with its cells: a label
+    spans its gap and its run of cells only. A group can come back later in the columns
+    (o0.letter.lik after the cloze configs), so its cells elsewhere must not widen it."""
     line = " " * model_width
     for k, config_id in enumerate(columns):
         if config_id is None:
-            group = config_group(columns[k + 1])
-            span = 1 + sum(1 for c in columns[k + 1:] if c is not None
-                           and config_group(c) == group)
-            line += (" " + group)[:span].ljust(span)
+            span = 1 + _run_length(columns, k + 1)
+            line += (" " + config_group(columns[k + 1]))[:span].ljust(span)
     return Text(line, style="bold")
+
+
+def _run_length(columns: list[str | None], start: int) -> int:
+    """How many cell columns follow start before the next gap (or the end)."""
+    end = start
+    while end < len(columns) and columns[end] is not None:
+        end += 1
+    return end - start
 
 
 def compact_rows(bits: np.ndarray, present: np.ndarray, columns: list[str | None],
