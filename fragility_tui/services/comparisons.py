@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import sys
 
+from fragility_tui.store.comparisons import same_comparison
+
 
 def summary(out: dict) -> dict:
     """What the record keeps of a comparison's result (out: compare's JSON)."""
@@ -58,13 +60,17 @@ def first_comparison(store, grid: str, out: dict, live: bool) -> dict:
     return read_first(store, grid, out, live)
 
 
+SETTINGS = ("seed", "scope", "margin", "chunk")  # with the reference: which comparison
+
+
 def read_first(store, grid: str, out: dict, live: bool) -> dict:
     """`first_comparison`'s reading without its record: for a comparison another process
     records (the app following the live `compare` it started)."""
     settings = settings_of(out, live)
     rows = store.comparisons(grid, out["a"], out["b"], out["target"])
     first = rows[0] if rows else {**settings, "result": None, "created_at": None}
-    is_first = first["reference"] == out["reference"] and int(first["seed"]) == int(out["seed"])
+    is_first = first["reference"] == out["reference"] and same_comparison(
+        [first[k] for k in SETTINGS], [settings[k] for k in SETTINGS])
     out["first_comparison"] = {k: first[k] for k in (
         "a", "b", "reference", "target", "seed", "scope", "margin", "chunk", "live",
         "created_at", "result")}
@@ -104,12 +110,18 @@ def first_line(out: dict) -> str | None:
     first = out["first_comparison"]
     verdict = first_verdict(first["result"])
     when = f" on {first['created_at'][:10]}" if first.get("created_at") else ""
+    differs = ", ".join(f"{k} {_setting(k, out[k])} (first: {_setting(k, first[k])})"
+                        for k in ("reference", *SETTINGS)
+                        if _setting(k, out[k]) != _setting(k, first[k]))
     return (f"first comparison: this pair ({first['target']} target) was first compared in "
             f"this grid at reference {first['reference']}, seed {first['seed']}{when}: "
-            f"{verdict}. That verdict stands; this one (reference {out['reference']}, seed "
-            f"{out['seed']}) reads the same cells in another order or at another reference "
+            f"{verdict}. That verdict stands; this one ({differs}) reads the same cells again "
             "and is not independent evidence: its error is not bounded by alpha on its "
             "own")
+
+
+def _setting(key: str, value) -> str:
+    return f"±{100 * float(value):g} points" if key == "margin" else str(value)
 
 
 def print_first_line(out: dict, stream=None) -> None:

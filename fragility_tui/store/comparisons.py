@@ -9,7 +9,8 @@ verdict; `compare` reads it back and says when the one it runs now is not that o
 keyed by the two names sorted, with `a` and `b` as the first comparison named them.
 
 A row is inserted once per (grid, pair, reference, target) and updated only by the same
-comparison again (same seed: a live run resumed, or the same replay over more cells).
+comparison again (same seed, scope, margin and chunk: a live run resumed, or the same replay
+over more cells).
 Declared with the other tables in schema.py (migration 9); deleted with its grid, and by a
 user's `import --replace` (a new grid under an old name starts afresh, as a deleted one).
 
@@ -49,6 +50,13 @@ def restore_comparison_rows(con, rows: list[tuple]) -> None:
                         f"({', '.join('?' * len(_ROW))})", rows)
 
 
+def same_comparison(first, this) -> bool:
+    """Whether two (seed, scope, margin, chunk) settings are one comparison."""
+    seed, scope, margin, chunk = first
+    return (int(seed) == int(this[0]) and scope == this[1]
+            and abs(float(margin) - float(this[2])) < 1e-12 and int(chunk) == int(this[3]))
+
+
 class ComparisonRecords:
     """Store methods (mixed into store.Store) for the comparisons table."""
 
@@ -74,7 +82,9 @@ class ComparisonRecords:
                           seed: int, scope: str, margin: float, chunk: int, live: bool,
                           result: dict | None) -> None:
         """Insert the pair's first comparison at this reference and target; a row already
-        there is updated only when its seed is this one (the same comparison again)."""
+        there is updated only by the same comparison again: its seed, scope, margin and
+        chunk (another margin or chunk is another look at the same cells, not its
+        continuation)."""
         one, two = sorted((a, b))
         now = utc_now()
         text = None if result is None else json.dumps(result, allow_nan=False)
@@ -82,11 +92,12 @@ class ComparisonRecords:
             key = [grid, one, two, reference, target]
             where = ("grid = ? AND model_1 = ? AND model_2 = ? AND reference = ? AND "
                      "target = ?")
-            rows = con.execute(f"SELECT seed FROM comparisons WHERE {where}", key).fetchall()
+            rows = con.execute(f"SELECT seed, scope, margin, chunk FROM comparisons "
+                               f"WHERE {where}", key).fetchall()
             if not rows:
                 con.execute("INSERT INTO comparisons VALUES "
                             "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                             [*key, a, b, seed, scope, margin, chunk, live, now, now, text])
-            elif int(rows[0][0]) == seed and result is not None:
+            elif same_comparison(rows[0], (seed, scope, margin, chunk)) and result is not None:
                 con.execute(f"UPDATE comparisons SET updated_at = ?, result = ? WHERE {where}",
                             [now, text, *key])

@@ -124,6 +124,17 @@ def test_a_replay_with_another_seed_or_reference_says_the_first_verdict_stands(s
     text = run_cli("compare", *args, "--reference", "cloze_qa", db=db, check=True).stdout
     assert "100 of 265 items used" in text and "saved" not in text
     assert "first comparison:" not in text
+    # the first one's seed and reference at another margin or chunk is another look: the
+    # first verdict is neither overwritten nor taken for this one's
+    for flag, value, said in (("--margin", "20", "margin ±20 points (first: ±2 points)"),
+                              ("--chunk", "300", "chunk 300 (first: 25)")):
+        looked = run_cli("compare", *args, "--reference", "cloze_qa", flag, value,
+                         db=db, check=True).stdout
+        assert said in looked and "not independent evidence" in looked, looked
+        assert _compare(db, *args, "--reference", "cloze_qa", flag, value)[
+            "independent_evidence"] is False
+    assert _compare(db, *args, "--reference", "cloze_qa")["first_comparison"] == \
+        first["first_comparison"]
 
 
 def test_json_margin_points_and_the_balanced_targets_own_pool_delta(shipped_db):
