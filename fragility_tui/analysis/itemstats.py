@@ -130,7 +130,7 @@ Z_95 = 1.959963984540054
 def two_way_pearson_ci(cube: Cube, cls: Classification, r: float, n_boot: int,
                        rng: np.random.Generator):
     """95% interval of the discrimination-fragility r when both items and models are
-    resampled: r ± 1.96·sd, sd over resamples that draw models and items with replacement
+    resampled: r ± 1.96·sd (cut to [-1, 1]), sd over resamples that draw models and items with replacement
     (each to its own count) and recompute every figure on the resampled grid: each model's
     score over the drawn items (one copy of the item itself left out), each item's
     corrected item-total r over the drawn models (weighted by how often each is drawn), its
@@ -183,7 +183,8 @@ def two_way_pearson_ci(cube: Cube, cls: Classification, r: float, n_boot: int,
     if len(boot) < 2:
         return None
     sd = float(boot.std(ddof=1))
-    return r - Z_95 * sd, r + Z_95 * sd
+    # r ± 1.96·sd can leave [-1, 1] with few items or models: a correlation cannot
+    return max(-1.0, r - Z_95 * sd), min(1.0, r + Z_95 * sd)
 
 
 @dataclass(frozen=True, eq=False)

@@ -112,7 +112,7 @@ def report_of(cube: Cube | Basis, *, target: str = "observed", margin: float = 2
         compression=CompressionSummary(
             k=int(k), random_mean_champions=items.random_mean_champions,
             discriminative_mean_champions=items.discriminative_mean_champions,
-            discriminative_range=items.discriminative_range),
+            discriminative_range=items.discriminative_range, grid_items=len(cube.items)),
         decisions=tuple(decisions),
         costs=None if costs is None else {
             cube.models[m]: Cost(*(_num((costs.get(cube.models[m]) or {}).get(key))

@@ -145,11 +145,18 @@ class CompressionSummary:
     random_mean_champions: float | None
     discriminative_mean_champions: float | None
     discriminative_range: tuple[int, int] | None
+    grid_items: int | None = None  # k at or above it: every "subset" is the whole grid
+
+    @property
+    def cuts(self) -> bool:
+        """Whether k is below the grid's items (else nothing was compressed)."""
+        return self.grid_items is None or self.k < self.grid_items
 
     def to_json(self) -> dict:
         return {"k": self.k, "random_mean_champions": self.random_mean_champions,
                 "discriminative_mean_champions": self.discriminative_mean_champions,
-                "discriminative_range": _pair(self.discriminative_range)}
+                "discriminative_range": _pair(self.discriminative_range),
+                "grid_items": self.grid_items}
 
 
 @dataclass(frozen=True)

@@ -185,7 +185,9 @@ def _discrimination_notes(d: DiscriminationSummary, c: CompressionSummary) -> Se
         f"vs all items {_flt(d.mean_fragility)}",
         f"champions with {c.k} items: random {_flt(c.random_mean_champions, 1)}, "
         f"by discrimination {_flt(c.discriminative_mean_champions, 1)}"
-        + ("" if rng is None else f" (range {rng[0]}-{rng[1]})"),
+        + ("" if rng is None else f" (range {rng[0]}-{rng[1]})") if c.cuts else
+        f"champions with all {c.grid_items} items: {_flt(c.random_mean_champions, 1)} (k = "
+        f"{c.k} is not below the grid's {c.grid_items} items: nothing to compress)",
     ])
 
 

@@ -66,6 +66,29 @@ def test_two_way_interval_matches_explicit_resampled_grids(seed):
     assert got == pytest.approx((r - Z_95 * sd, r + Z_95 * sd), rel=1e-9, abs=1e-12)
 
 
+def test_two_way_interval_stays_a_correlations_range():
+    """r ± 1.96·sd left [-1, 1] on a grid of few models (the README's harness grid gave
+    [-0.13, 1.11]): the interval is cut to what a correlation can be."""
+    cube = random_cube(22, n_models=3)
+    cls = classify(cube)
+    disc, frag = discrimination(cube), fragility(cube, cls)
+    both = np.isfinite(disc) & np.isfinite(frag)
+    r = pearson(disc[both], frag[both])
+    low, high = two_way_pearson_ci(cube, cls, r, 200, rng_for(22, STREAM_TWO_WAY))
+    assert -1.0 < low < r and high == 1.0
+
+
+def test_compression_at_or_above_the_grids_items_says_nothing_was_compressed():
+    typed = report_of(random_cube(5, n_items=40), n_boot=50, k=100, n_random=5)
+    assert typed.to_json()["compression"]["grid_items"] == 40
+    text = " ".join(render_text(typed).split())
+    assert "champions with all 40 items" in text and "nothing to compress" in text
+    assert "champions with 100 items" not in text
+    cut = " ".join(render_text(report_of(random_cube(5, n_items=40), n_boot=50, k=10,
+                                         n_random=5)).split())
+    assert "champions with 10 items: random" in cut
+
+
 @pytest.mark.parametrize("seed", [0, 3])
 def test_pooled_share_interval_matches_explicit_resamples(seed):
     cube = random_cube(seed, missing=0.1)

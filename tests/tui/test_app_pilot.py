@@ -58,6 +58,9 @@ async def check_header_badge_and_every_pane(app, pilot):
         await open_pane(app, pilot, key)
         assert app.query_one("#panes").current == pane_id
         assert table(app, pane_id).row_count == rows, pane_id
+        if pane_id == "compression":  # 40 items: k = 100 cuts nothing, and says so
+            assert "not compressed: k = 100 is not below the grid's 40 items" in \
+                screen_text(app)
     await open_pane(app, pilot, "8")
     assert app.query_one("#panes").current == "compare"
     result = str(app.query_one("#compare-result").render())

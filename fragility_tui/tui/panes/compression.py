@@ -71,12 +71,17 @@ class CompressionPane(PlotToggle, Pane, pane_id="compression", title="Compressio
                     f"{num(d.top_k_mean_fragility)} vs {num(d.mean_fragility)} "
                     "for all items\n")
         rng = c.discriminative_range
-        text.append(f"compressed to k = {c.k} items: ", style="bold")
-        text.append(f"{num(c.random_mean_champions, 1)} champions over configs (random "
-                    f"subsets, mean) · {num(c.discriminative_mean_champions, 1)} "
-                    "(top-k by discrimination"
-                    + (f", range {rng[0]}–{rng[1]})" if rng else ")")
-                    + f" · full grid: {report.rankings.champion_count}")
+        if not c.cuts:
+            text.append(f"not compressed: k = {c.k} is not below the grid's {c.grid_items} "
+                        f"items · full grid: {report.rankings.champion_count} champions over "
+                        "configs", style="bold")
+        else:
+            text.append(f"compressed to k = {c.k} items: ", style="bold")
+            text.append(f"{num(c.random_mean_champions, 1)} champions over configs (random "
+                        f"subsets, mean) · {num(c.discriminative_mean_champions, 1)} "
+                        "(top-k by discrimination"
+                        + (f", range {rng[0]}–{rng[1]})" if rng else ")")
+                        + f" · full grid: {report.rankings.champion_count}")
         self.query_one("#compression-summary", Static).update(text)
         from fragility_tui.tui.plots import draw_item_scatter
 
