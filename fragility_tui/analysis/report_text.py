@@ -57,6 +57,22 @@ def _ci(ci, scale: float = 100.0, digits: int = 1) -> str:
     return "-" if ci is None else interval(scale * ci[0], scale * ci[1], digits, ASCII_MINUS)
 
 
+def _reference_gaps(report: Report) -> list[str]:
+    """Models without a cell at the reference: every pair and decision of theirs is measured
+    there, so those tables are empty for them; say so and which configs every model has (a
+    grid imported from several harnesses' logs: its first config may be one harness's)."""
+    lacking = [row.band.model for row in report.bands if row.band.reference is None]
+    if not lacking:
+        return []
+    shared = [c.config for c in report.configs
+              if all(v is not None for v in c.accuracy.values())]
+    named = ", ".join(shared[:3]) + (f" and {len(shared) - 3} more" if len(shared) > 3 else "")
+    return [f"no cells at the reference {report.grid.reference} for {', '.join(lacking)}: "
+            "their pairs and decisions are empty; "
+            + (f"configs every model has: {named} (--reference picks one)" if shared
+               else "no config has cells of every model")]
+
+
 def _sections(report: Report) -> list[Section]:
     """The report as titled tables, shared by both renderings."""
     g = report.grid
@@ -66,6 +82,7 @@ def _sections(report: Report) -> list[Section]:
     if g.reference != REFERENCE:
         notes.append(f"reference {g.reference} stands in for SPEC's {REFERENCE}: every figure "
                      "is measured against it")
+    notes += _reference_gaps(report)
     title = "Grid (SYNTHETIC: simulated, not model outputs)" if g.synthetic else "Grid"
     secs = [Section(title, notes=notes), _bands_table(report.bands)]
     if report.costs:

@@ -117,3 +117,19 @@ def test_report_names_each_interval_by_what_it_resamples():
     assert d["ci_two_way"][0] < d["ci"][0] and d["ci"][1] < d["ci_two_way"][1]
     text = " ".join(render_text(typed).split())  # prose wraps (issue 43)
     assert "resampling items and models" in text and "resampling items)" in text
+
+
+def test_a_model_without_reference_cells_is_named_with_the_configs_every_model_has():
+    """A grid imported from several harnesses' logs is measured against its first config,
+    which one harness alone may have: the report's empty pairs said nothing of why."""
+    cube = random_cube(4, n_models=3, n_items=40, missing=0.0)
+    cube.present[2, :, 0] = False  # m2 lacks o0.letter, the reference
+    cube.present[1, :, 3] = False  # m1 lacks cloze_qa
+    cube.bits[~cube.present] = False
+    text = " ".join(render_text(report_of(cube, n_boot=20, k=5, n_random=5)).split())
+    assert ("no cells at the reference o0.letter for m2: their pairs and decisions are "
+            "empty; configs every model has: o0.paren, o1.letter (--reference picks one)") \
+        in text
+    assert "no cells at the reference" not in " ".join(
+        render_text(report_of(random_cube(4, n_models=3, missing=0.0), n_boot=20, k=5,
+                              n_random=5)).split())
