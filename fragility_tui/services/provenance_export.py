@@ -46,9 +46,30 @@ def provenance_markdown(doc: dict) -> str:
         lines.append("| " + " | ".join(md_escape(m.get(k)) for k in
                                         ("model", "source", "revision", "dtype", "quantization",
                                          "base_model")) + " |")
+    imports = [(m["model"], e) for m in doc["models"]
+               for e in (m.get("provenance") or {}).get("imports") or []]
+    if imports:
+        lines += ["", "## Imported logs", "",
+                  "| model | config | harness | log file | imported at | harness version |",
+                  "|---|---|---|---|---|---|"]
+        lines += ["| " + " | ".join(md_escape(v) for v in (
+            model, e.get("config"), e.get("harness"), e.get("imported_from"),
+            e.get("imported_at"), _harness_version(e.get("log") or {}))) + " |"
+            for model, e in imports]
     lines += ["", "## Runs", ""]
     if not doc["runs"]:
-        lines.append("No evaluation runs recorded for this grid (imported or simulated).")
+        lines.append("No evaluation runs recorded for this grid" + (
+            " (its cells came from the logs above)." if imports else
+            " (imported or simulated)."))
     for run in doc["runs"]:
         lines += [f"### Run {md_escape(run['run_id'])}", "", "```", provenance_card(run), "```", ""]
     return "\n".join(lines) + "\n"
+
+
+def _harness_version(log: dict) -> str | None:
+    """The version a log names for the harness that wrote it, where it names one."""
+    for key in ("harness_version", "lm_eval_version", "inspect_version", "lighteval_version",
+                "helm_version", "version"):
+        if log.get(key):
+            return str(log[key])
+    return None

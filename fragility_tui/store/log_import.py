@@ -6,11 +6,13 @@ already holds is refused unless `replace`; a failure leaves the store as it was.
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 
 from fragility_tui.errors import InputError
 from fragility_tui.store.connection import memory_limit
 from fragility_tui.store.grid_configs import declare_axes
-from fragility_tui.store.schema import forget_derived
+from fragility_tui.store.schema import forget_derived, utc_now
 from fragility_tui.store.writer import refuse_synthetic
 
 
@@ -72,18 +74,35 @@ class LogWriter:
         if n:
             con.execute("DELETE FROM cells WHERE grid = ? AND model = ? AND config_id = ?",
                         [grid, config.model, config.config_id])
-        if not con.execute("SELECT 1 FROM models WHERE grid = ? AND model = ?",
-                           [grid, config.model]).fetchall():  # a model of the grid keeps its row
-            self.store.upsert_model(grid, config.model, source=f"import:{config.run.harness}",
-                                    provenance={**config.run.provenance,
-                                                "imported_from": config.run.source}, con=con)
-        declare_axes(con, grid, {config.config_id: config.axes}, config.run.source,
-                     replace=self.replace)
+        source = os.path.abspath(config.run.source)
+        _record_import(con, grid, config, source, self.store)
+        declare_axes(con, grid, {config.config_id: config.axes}, source, replace=self.replace)
 
     def finish(self) -> int:
         forget_derived(self.con, [self.grid])
         self.store.cache_cube(self.grid, self.con)
         return self.written
+
+
+def _record_import(con, grid: str, config, source: str, store) -> None:
+    """The model's row records each config's log under provenance `imports` (the file, the
+    harness, when, the log's own provenance), a replaced config's entry replaced: the row
+    itself is the model's first (a model of the grid keeps its source and settings)."""
+    run = config.run
+    entry = {"config": config.config_id, "harness": run.harness, "imported_from": source,
+             "imported_at": utc_now().isoformat(timespec="seconds"), "log": run.provenance}
+    rows = con.execute("SELECT provenance FROM models WHERE grid = ? AND model = ?",
+                       [grid, config.model]).fetchall()
+    if not rows:
+        store.upsert_model(grid, config.model, source=f"import:{run.harness}",
+                           provenance={**run.provenance, "imported_from": source,
+                                       "imports": [entry]}, con=con)
+        return
+    provenance = json.loads(rows[0][0] or "{}")
+    provenance["imports"] = [e for e in provenance.get("imports") or []
+                             if e.get("config") != config.config_id] + [entry]
+    con.execute("UPDATE models SET provenance = ? WHERE grid = ? AND model = ?",
+                [json.dumps(provenance, sort_keys=True, default=str), grid, config.model])
 
 
 def _insert(con, table) -> int:

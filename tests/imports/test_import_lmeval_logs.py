@@ -76,6 +76,37 @@ def test_the_same_model_and_config_again_is_refused_unless_replace(lmeval_grid, 
     assert "reproduces the log's accuracy 0.450" in out
 
 
+def test_every_imported_log_is_in_the_models_provenance(lmeval_grid, tmp_path):
+    """Each config's log is recorded on the model (file, harness, when, the log's own
+    provenance), a replaced config's entry with it; the exported provenance lists them.
+    Before, only the model's first log was kept, a replaced one stayed on record, and a
+    config's source named the last import's path as typed (relative)."""
+    db = tmp_path / "s.duckdb"
+    shutil.copy(lmeval_grid[0], db)
+    from fragility_tui.store.store import Store
+
+    def imports():
+        (model,) = Store(db).list_models("g")
+        return {e["config"]: e for e in model["provenance"]["imports"]}
+
+    before = imports()
+    assert len(before) == 7 and all(Path(e["imported_from"]).is_absolute()
+                                    for e in before.values())
+    assert before["lm-eval:fragility_starter:acc+k2"]["log"]["n_shot"] == 2
+    # the 0-shot configs again from a copy of the log, replaced
+    folder, _ = _copy_mc(tmp_path)
+    run_cli("import-log", str(folder), "--grid", "g", "--model", "smollm2", "--replace",
+            db=db, check=True)
+    after = imports()
+    assert Path(after["lm-eval:fragility_starter:acc+k0"]["imported_from"]).parent == folder
+    assert after["lm-eval:fragility_starter:acc+k2"] == before["lm-eval:fragility_starter:acc+k2"]
+    text = run_cli("export", "--grid", "g", "--what", "provenance", "--format", "markdown",
+                   "--out", "-", db=db, check=True).stdout
+    assert "## Imported logs" in text and "| smollm2 | lm-eval:fragility_starter:acc+k2 | " \
+        "lm-eval | samples_fragility_starter_" in text and "| 0.4.13 |" in text
+    assert str(tmp_path) not in text  # machine paths reduced to the file they name
+
+
 def _copy_mc(tmp_path) -> tuple[Path, Path]:
     src = next((LOGS / "mc").rglob("samples_*.jsonl"))
     folder = tmp_path / "log"
