@@ -9,7 +9,7 @@ import numpy as np
 from fragility_tui.grid.cube import Cube
 from fragility_tui.harness.config_axes import config_sort_key
 from fragility_tui.store.connection import relational
-from fragility_tui.store.grid_configs import POSITIONS_SQL, grid_config_ids
+from fragility_tui.store.grid_configs import POSITIONS_SQL, grid_config_ids, stated_axes
 
 
 class CellFigures:
@@ -62,15 +62,32 @@ class CellFigures:
     def export_cells(self, grid: str):
         """All cells of a grid as an Arrow table: the export contract's columns (model, item,
         benchmark, config, correct, pred, raw_output) first, then everything else a cell
-        records, so an export re-imports without loss."""
+        records, then the axes stated for its config (`axis_<name>`: an imported config's),
+        so an export re-imports without loss."""
         with self.connect() as con:
             configs = grid_config_ids(con, grid)
+            names = sorted({a for axes in stated_axes(con, grid).values() for a in axes})
+            axes = "".join(f", json_extract_string(g.axes, {_sql_text('$.' + _json_key(a))}) "
+                           f"AS {_sql_name('axis_' + a)}" for a in names)
             return relational(con).sql(f"""
                 SELECT c.model, c.item_uid AS item, i.benchmark, c.config_id AS config,
                        c.correct, c.pred, c.raw_output, i.subject, c.permutation, c.scores,
                        c.tokens, c.ms, c.run_id, c.prompt_sha, c.margin, c.near_tie,
-                       c.examples
+                       c.examples, c.prompt{axes}
                 FROM cells c LEFT JOIN items i ON i.grid = c.grid AND i.item_uid = c.item_uid
                 LEFT JOIN {POSITIONS_SQL} f ON f.config_id = c.config_id
+                LEFT JOIN grid_configs g ON g.grid = c.grid AND g.config_id = c.config_id
                 WHERE c.grid = $g ORDER BY c.model, i.position, f.position""",
                 params={"g": grid, "configs": configs}).to_arrow_table()
+
+
+def _sql_text(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _sql_name(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _json_key(key: str) -> str:
+    return '"' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'

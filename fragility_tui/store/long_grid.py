@@ -7,7 +7,8 @@ the encoding and the quoting) and handed to DuckDB as an Arrow table.
 
 Columns: model, item, config, correct; optionally benchmark, subject, pred, raw_output; and
 what `export` writes so a grid re-imports without loss (permutation, scores, tokens, ms,
-run_id, prompt_sha). A config is any id (SPEC v5 §2b); `axis_<name>` columns state its axes,
+run_id, prompt_sha, prompt, margin, near_tie, examples, and an imported config's axes as
+`axis_<name>`). A config is any id (SPEC v5 §2b); `axis_<name>` columns state its axes,
 one level per config throughout the file. Every error names the data row (1-based, header
 excluded) and column.
 """
@@ -27,7 +28,8 @@ from fragility_tui.harness.config_axes import (axis_levels_problem, canonical_or
 
 REQUIRED = ("model", "item", "config", "correct")
 OPTIONAL = ("benchmark", "subject", "pred", "raw_output")
-DETAIL = ("permutation", "scores", "tokens", "ms", "run_id", "prompt_sha")
+DETAIL = ("permutation", "scores", "tokens", "ms", "run_id", "prompt_sha", "prompt", "margin",
+          "near_tie", "examples")
 TRUE = ("true", "1", "t", "yes", "y")
 FALSE = ("false", "0", "f", "no", "n")
 MEMORY_LIMIT = "1GB"  # DuckDB spills to disk beyond this: a 52 M-cell file stays in ~2 GB
@@ -90,13 +92,32 @@ class LongGrid:
             {self._correct()} AS correct, {self._optional_text('benchmark')} AS benchmark,
             {self._optional_text('subject')} AS subject,
             TRY_CAST(NULLIF(trim({_text(col['pred'])}), '') AS INTEGER) AS pred,
-            {self._optional_text('raw_output')} AS raw_output,
+            {self._raw_output()} AS raw_output,
             {self._optional_text('permutation')} AS permutation, {self._scores()} AS scores,
             TRY_CAST(NULLIF(trim({_text(col['tokens'])}), '') AS INTEGER) AS tokens,
             TRY_CAST(NULLIF(trim({_text(col['ms'])}), '') AS REAL) AS ms,
             {self._optional_text('run_id')} AS run_id,
-            {self._optional_text('prompt_sha')} AS prompt_sha
+            {self._optional_text('prompt_sha')} AS prompt_sha,
+            {self._optional_text('prompt')} AS prompt,
+            TRY_CAST(NULLIF(trim({_text(col['margin'])}), '') AS DOUBLE) AS margin,
+            TRY_CAST(NULLIF(trim({_text(col['near_tie'])}), '') AS BOOLEAN) AS near_tie,
+            {self._examples()} AS examples
             FROM _long_grid"""
+
+    def _raw_output(self) -> str:
+        """The model's answer; an empty one ("": it generated nothing) stays empty where the
+        file can say so (Parquet: null and "" differ; in CSV both are an empty field)."""
+        if self.arrow is None and "raw_output" in self.columns:
+            return _text("raw_output")
+        return self._optional_text("raw_output")
+
+    def _examples(self) -> str:
+        """A +kN cell's solved examples: a list in Parquet, JSON text in CSV (as exported)."""
+        if "examples" not in self.columns:
+            return "CAST(NULL AS VARCHAR[])"
+        if self.types["examples"] == "string":
+            return "TRY_CAST(from_json(NULLIF(trim(examples), ''), '[\"VARCHAR\"]') AS VARCHAR[])"
+        return "TRY_CAST(examples AS VARCHAR[])"
 
     def _optional_text(self, name: str) -> str:
         return f"NULLIF({_text(self._raw(name))}, '')"
@@ -297,10 +318,11 @@ class LongGrid:
         self.attach(con)
         before = con.execute("SELECT count(*) FROM cells").fetchall()[0][0]
         con.execute(f"""INSERT INTO cells (grid, model, item_uid, config_id, correct, pred,
-                            permutation, raw_output, scores, tokens, ms, run_id, prompt_sha)
+                            permutation, raw_output, scores, tokens, ms, run_id, prompt_sha,
+                            prompt, margin, near_tie, examples)
                         SELECT $grid, model, item, config, correct, CAST(pred AS TINYINT),
-                               permutation,
-                               raw_output, scores, tokens, ms, run_id, prompt_sha
+                               permutation, raw_output, scores, tokens, ms, run_id,
+                               prompt_sha, prompt, margin, near_tie, examples
                         FROM ({self.normalised()})""", {"grid": grid})
         con.execute("DROP VIEW _long_grid")
         if self.arrow is not None:

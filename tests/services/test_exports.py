@@ -149,3 +149,37 @@ def test_out_is_written_through_links_and_pipes_never_replaced(db, tmp_path, fmt
                      str(tmp_path), db=db)
     assert folder.returncode == 2 and "is a folder" in folder.stderr
     assert not list(tmp_path.parent.glob("*.partial")) and not list(tmp_path.glob(".*.tmp"))
+
+
+def test_an_export_reimports_with_prompts_margins_examples_and_axes(tmp_path):
+    """Every column a cell records comes back from its export: an imported config's prompt
+    and stated axes, a run's margins, near-ties and solved examples, an empty answer (in
+    Parquet; CSV writes "" and a missing answer alike). The README's "import of the export
+    gives back every cell" lost all of these."""
+    import pyarrow as pa
+
+    source = tmp_path / "g.parquet"
+    pq.write_table(pa.table({
+        "model": ["m", "m", "n"], "item": ["toy/q1"] * 3,
+        "config": ["lm-eval:toy:acc+k0", "o0.letter+k2", "lm-eval:toy:acc+k0"],
+        "correct": [True, False, True], "pred": [1, 2, 1], "raw_output": [None, "", "B"],
+        "prompt": ["Q: x\nA:", None, "Q: x\nA:"], "margin": [None, 0.03, None],
+        "near_tie": [None, True, None], "examples": [None, ["toy/q2", "toy/q3"], None],
+        "axis_harness": ["lm-eval", None, "lm-eval"], "axis_metric": ["acc", None, "acc"]}),
+        source)
+    db = tmp_path / "s.duckdb"
+    run_cli("import", str(source), "--grid", "g", db=db, check=True)
+    original = Store(db).export_cells("g")
+    assert {"prompt", "axis_harness", "axis_metric"} <= set(original.column_names)
+    for fmt in ("parquet", "csv"):
+        out = _export(db, tmp_path, "g", "cells", fmt)
+        other = tmp_path / f"{fmt}.duckdb"
+        run_cli("import", str(out), "--grid", "g", db=other, check=True)
+        back = Store(other).export_cells("g").to_pylist()
+        expected = original.to_pylist()
+        if fmt == "csv":
+            expected = [{**row, "raw_output": row["raw_output"] or None} for row in expected]
+        assert back == expected, fmt
+        with Store(other).connect() as con:
+            assert con.execute("SELECT config_id, axes FROM grid_configs").fetchall() == [
+                ("lm-eval:toy:acc+k0", '{"harness": "lm-eval", "metric": "acc"}')]
