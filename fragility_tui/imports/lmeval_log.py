@@ -139,8 +139,9 @@ def read_chunks(path: Path, *, model: str | None = None, metric: str | None = No
     if runs:
         yield list(runs.values())
     elif not keys:
-        raise InputError(f"no samples with metric {metric!r}" if metric else "no samples",
-                         path=str(path))
+        have = ", ".join(names or MC_METRICS)
+        raise InputError(f"no samples with metric {metric!r} (the task's metrics: {have})"
+                         if metric else "no samples", path=str(path))
 
 
 def _run(results, results_path, path, task, task_cfg, key, name, filt, shots, output_type,

@@ -140,8 +140,12 @@ def stream_runs(paths, fmt: str | None = None, *, model: str | None = None,
     """The runs of every log under the paths, a chunk at a time (a reader with
     `read_chunks` streams a big file, parsed in a second process where that pays:
     imports/worker.py; the others give a file's runs whole)."""
+    seen = set()  # a file named twice (a folder and a file in it) is read once
     for raw in paths:
         for module, file in log_files(Path(raw), fmt):
+            if file.resolve() in seen:
+                continue
+            seen.add(file.resolve())
             try:
                 if hasattr(module, "read_chunks"):
                     kwargs = {"model": model, "metric": metric,

@@ -80,6 +80,10 @@ def jsonl_objects(path, key: str, kind: str):
 
     loads, source = json_loads(), str(path)
     with open(path, "rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            raise InputError("gzip-compressed: decompress it first (gunzip, or zcat into a "
+                             ".jsonl file)", path=source)
+        fh.seek(0)
         for lineno, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue

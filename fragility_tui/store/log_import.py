@@ -69,8 +69,9 @@ class LogWriter:
                         "config_id = ?", [grid, config.model, config.config_id]).fetchall()[0][0]
         if n and not self.replace:
             raise InputError(f"grid {grid!r} already has {n} cells of model {config.model!r} "
-                             f"under {config.config_id} (from {config.run.source}); pass "
-                             "--replace to replace them", field="--grid")
+                             f"under {config.config_id} ({_earlier(con, grid, config)}); pass "
+                             f"--replace to replace them with {config.run.source}'s",
+                             field="--grid")
         if n:
             con.execute("DELETE FROM cells WHERE grid = ? AND model = ? AND config_id = ?",
                         [grid, config.model, config.config_id])
@@ -82,6 +83,17 @@ class LogWriter:
         forget_derived(self.con, [self.grid])
         self.store.cache_cube(self.grid, self.con)
         return self.written
+
+
+def _earlier(con, grid: str, config) -> str:
+    """Where the (model, config)'s cells in the grid came from, as recorded."""
+    rows = con.execute("SELECT provenance FROM models WHERE grid = ? AND model = ?",
+                       [grid, config.model]).fetchall()
+    imports = json.loads(rows[0][0] or "{}").get("imports") or [] if rows else []
+    entry = next((e for e in imports if e.get("config") == config.config_id), None)
+    if entry is None:
+        return "from an earlier run or import"
+    return f"imported from {entry.get('imported_from')} on {entry.get('imported_at')}"
 
 
 def _record_import(con, grid: str, config, source: str, store) -> None:

@@ -71,9 +71,32 @@ def test_the_same_model_and_config_again_is_refused_unless_replace(lmeval_grid, 
     assert proc.returncode == 2
     assert "already has 40 cells of model 'smollm2' under lm-eval:fragility_starter:acc+k0" \
         in proc.stderr and "--replace" in proc.stderr
+    # it names where the cells there came from, not the log it was given
+    samples = next((LOGS / "mc").rglob("samples_*.jsonl"))
+    assert f"(imported from {samples.resolve()} on 20" in proc.stderr, proc.stderr
     out = run_cli("import-log", str(LOGS / "mc"), "--grid", "g", "--model", "smollm2",
                   "--replace", db=db, check=True).stdout
     assert "reproduces the log's accuracy 0.450" in out
+
+
+def test_a_log_named_twice_a_gzipped_log_and_an_unknown_metric(tmp_path):
+    """A file named twice (its folder and itself) is read once, not "scored twice"; a
+    gzipped samples file is named as such, not "invalid JSON"; an unknown --metric lists the
+    task's metrics."""
+    samples = next((LOGS / "mc").rglob("samples_*.jsonl"))
+    out = _import(tmp_path / "s.duckdb", LOGS / "mc", samples, model="smollm2")
+    assert len(out["runs"]) == 2 and out["cells_written"] == 80
+    folder, copied = _copy_mc(tmp_path)
+    gz = copied.with_name(copied.name[:-len(".jsonl")] + ".jsonl.gz")
+    import gzip
+
+    gz.write_bytes(gzip.compress(copied.read_bytes()))
+    copied.unlink()
+    proc = _import(tmp_path / "t.duckdb", gz, check=False, format="lm-eval")
+    assert proc.returncode == 2 and "gzip-compressed: decompress it first" in proc.stderr
+    proc = _import(tmp_path / "u.duckdb", samples, check=False, metric="bogus")
+    assert proc.returncode == 2
+    assert "no samples with metric 'bogus' (the task's metrics: acc, acc_norm)" in proc.stderr
 
 
 def test_every_imported_log_is_in_the_models_provenance(lmeval_grid, tmp_path):
