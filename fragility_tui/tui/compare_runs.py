@@ -39,6 +39,8 @@ class CompareRuns:
     def __init__(self, app: CompareHost):
         self.app = app
         self.awaited: str | None = None  # a Compare form's grid, until it exists
+        self.started: tuple = ()  # (process, log, what) the last Compare form started
+        self.last_look = False  # every started process has ended: one listing more
 
     def start(self, plan: ComparePlan | SequencePlan) -> None:
         """Launch the plan's two runs (or its one sequential comparison), open Compare on
@@ -47,8 +49,8 @@ class CompareRuns:
 
         app, runs = self.app, self.app.panes.pane_of(RunsPane)
         compare = app.panes.pane_of(ComparePane)
+        before = len(runs.launched)
         if hasattr(plan, "settings"):  # "stop when settled": one `compare` process
-            before = len(runs.launched)
             runs.launch(list(plan.argv), f"start compare {plan.a} vs {plan.b} (stop when "
                                          "settled)")
             process = runs.launched[-1][0] if len(runs.launched) > before else None
@@ -59,16 +61,26 @@ class CompareRuns:
             # two plain runs: the full grid's decision, not a replayed sequence that reads
             # like a sequential result (the form may have been opened from the sequence view)
             compare.sequence_on = False
-        compare.want(plan.grid, plan.a, plan.b)
+        self.started = tuple(runs.launched[before:])  # (process, log, what)
+        compare.want(plan.grid, plan.a, plan.b, self.started)
         app.action_pane("compare")
         if plan.grid != app.grid_name:  # opened once the first run has created it
-            self.awaited = plan.grid
+            self.awaited, self.last_look = plan.grid, False
             self._look()
 
     def _look(self) -> None:
-        if self.awaited is not None:
-            self.app.list_grids()  # listed(): opens it once it is there
-            self.app.set_timer(AWAIT_GRID_SECONDS, self._look)
+        """List the grids until the awaited one is there, or until one more listing after
+        every started process has ended (a refused run never creates it)."""
+        if self.awaited is None:
+            return
+        if self.last_look:
+            self.awaited = None
+            return
+        # looked at before the listing, so that this listing comes after their end
+        self.last_look = bool(self.started) and all(
+            proc.poll() is not None for proc, _, _ in self.started)
+        self.app.list_grids()  # listed(): opens it once it is there
+        self.app.set_timer(AWAIT_GRID_SECONDS, self._look)
 
     def listed(self, grids: list) -> bool:
         """After the app lists its grids: True when this opened the awaited grid."""

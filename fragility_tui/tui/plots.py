@@ -143,6 +143,30 @@ def new_plot(widget_id: str) -> PlotWidget:
     return FigurePlot(id=widget_id, allow_pan_and_zoom=False)
 
 
+class NoTicks(AxisFormatter):
+    """An axis with no ticks: a cleared plot names nothing (not the last grid's configs)."""
+
+    def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
+        return []
+
+    def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
+        return []
+
+
+def clear_plot(plot: PlotWidget) -> None:
+    """An empty plot: no points, ticks or axis labels. PlotWidget.clear drops the points
+    only, so the last draw's config ticks (another grid's, maybe) would stay, and its y
+    label too: textual-plot writes that label over its row without blanking it first."""
+    plot.remember(lambda: clear_plot(plot))
+    plot.set_x_formatter(NoTicks())
+    plot.set_y_formatter(NoTicks())
+    plot.set_xlabel("")
+    plot.set_ylabel("")
+    plot.query_one("#margin-top", Canvas).reset()
+    plot.border_title = ""
+    plot.clear()
+
+
 def draw_item_scatter(plot: PlotWidget, discrimination, fragility) -> int:
     """Discrimination (x) against fragility (y) per item with both defined; returns how
     many items are drawn."""

@@ -272,7 +272,7 @@ async def check_the_compare_form_starts_both_runs_and_waits_for_the_pair(app, pi
 async def test_a_compare_run_that_fails_to_start_is_reported_where_the_user_is(
         synthetic_store, tmp_path):
     """Folders with a config.json but no weights pass the form; the runs then fail at their
-    start, and the Compare pane's user is told (a notification), not left waiting."""
+    start, and the Compare pane's user is told (a notification), and the pane stops waiting."""
     a, b = model_folder(tmp_path, "empty-a"), model_folder(tmp_path, "empty-b")
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
@@ -290,3 +290,9 @@ async def test_a_compare_run_that_fails_to_start_is_reported_where_the_user_is(
         assert sorted(n.message.split(" failed")[0] for n in failed) == [
             "start empty-a (compare A)", "start empty-b (compare B)"], failed
         assert app.query_one("#panes").current == "compare"
+        result = app.pane("compare").query_one("#compare-result")
+        for _ in range(50):  # the pane looks at its runs every 2 s: it stops waiting
+            await pilot.pause(0.1)
+            if "stopped" in str(result.render()):
+                break
+        assert str(result.render()).startswith("Compare in one go stopped: start empty-a")

@@ -17,7 +17,7 @@ from fragility_tui.tui.formats import decision_reason, num, pct
 from fragility_tui.tui.live import pair_coverage
 from fragility_tui.tui.messages import CompareQueued, WorkFailed
 from fragility_tui.tui.panes.base import Pane
-from fragility_tui.tui.panes.compare_sequence import SequenceMixin
+from fragility_tui.tui.panes.compare_sequence import PROCESS_POLL_SECONDS, SequenceMixin
 from fragility_tui.tui.panes.calibration import (CALIBRATING, CalibrationReady,
                                                  failed_line, start_calibration,
                                                  label_line, line_width)
@@ -39,6 +39,7 @@ class CompareResult(Message):
     configs: list = field(default_factory=list)
     provisional: str = ""  # "provisional: 120 of 265 items" while items are still to come
     at_reference: object = None  # analysis.pair_detail.ConfigPair: accuracies, discordant items
+    view: object = None  # the view it was computed on: an answer to an older view is dropped
 
 
 def decisions_for(view, a: str, b: str) -> list[dict]:
@@ -99,6 +100,9 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
                         id="compare.sequence")]
     # (grid, A, B) a Compare form queued, until the grid is open with cells of both
     wanted: tuple[str, str, str] | None = None
+    started: tuple = ()  # (process, log, what) of the processes started for `wanted`
+    _started_ended: tuple = ()  # which of them had ended at the last look
+    _started_timer = None
     plot_id, table_id = "compare-plot", "compare-table"
     small_hides = ("compare-result", "compare-calibration")
 
@@ -122,7 +126,7 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
             return
         if self.wanted:  # both have cells now: picked once, the user's picks rule after
             _, old_a, old_b = self.wanted
-            self.wanted = None
+            self.wanted, self.started = None, ()
             self._set_options(models, old_a, old_b)
             self.call_after_refresh(self.compare)
             return
@@ -140,25 +144,32 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
                 sel_a.value = old_a if old_a in models else models[0]
                 sel_b.value = old_b if old_b in models else models[1]
 
-    def want(self, grid: str, a: str, b: str) -> None:
+    def want(self, grid: str, a: str, b: str, started=()) -> None:
         """Open on A vs B as soon as `grid` is open with cells of both (a Compare form's
-        runs: the second may still be queued behind the first)."""
-        self.wanted = (grid, a, b)
+        runs: the second may still be queued behind the first). started: (process, log,
+        what) of the processes that bring the cells: watched, so that one ending failed or
+        refused stops the wait instead of leaving it to wait forever."""
+        self.wanted, self.started = (grid, a, b), tuple(started)
+        self._started_ended = (False,) * len(self.started)
+        if self.started and self._started_timer is None:
+            self._started_timer = self.set_interval(PROCESS_POLL_SECONDS, self._poll_started)
         self._changed()
+
+    def _poll_started(self) -> None:
+        """Shown again when one of the started processes has ended: the wait may be over."""
+        ended = tuple(proc.poll() is not None for proc, _, _ in self.started)
+        if self.wanted and ended != self._started_ended:
+            self._started_ended = ended
+            self._changed()
 
     def _show_waiting(self, view, models: list[str]) -> None:
         grid, a, b = self.wanted
         missing = [m for m in (a, b) if m not in models or view.grid != grid]
         settling = self.following is not None and \
             (self.following.grid, self.following.a, self.following.b) == self.wanted
-        text = Text("Stop when settled: waiting for the first chunk's cells of " if settling
-                    else "Compare in one go: waiting for the first cells of ",
-                    style="bold yellow")
-        text.append(" and ".join(clean(m, one_line=True, limit=80) for m in missing))
-        text.append(f" in grid {clean(grid, one_line=True, limit=80)}; a queued run starts "
-                    "when its device frees. The Runs pane (7) shows " +
-                    ("each chunk's runs." if settling else "both runs."), style="yellow")
-        self.query_one("#compare-result", Static).update(text)
+        why = stop_reason(self.started)
+        self.query_one("#compare-result", Static).update(
+            stopped_text(why, settling) if why else waiting_text(grid, missing, settling))
         self.query_one("#compare-calibration", Static).update("")
         self.clear_figures(settling)
 
@@ -167,7 +178,7 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
         table, with the sequence's columns when a sequence is coming."""
         from fragility_tui.tui.panes.compare_sequence import (PLOT_TITLE, SEQUENCE_COLUMNS,
                                                               SEQUENCE_TITLE)
-        from fragility_tui.tui.plots import draw_sequence
+        from fragility_tui.tui.plots import clear_plot, draw_sequence
 
         plot, table = self.query_one("#compare-plot"), self.query_one(ReportTable)
         if settling:
@@ -177,24 +188,25 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
             table.set_data(SEQUENCE_COLUMNS, [])
             table.border_title = SEQUENCE_TITLE
         else:
-            plot.remember(plot.clear)
-            plot.clear()
+            clear_plot(plot)
             table.set_data(COLUMNS, [])
+            table.border_title = ""
         self.update_caption()
 
     def action_new_comparison(self) -> None:
         from fragility_tui.tui.panes.compare_form import CompareFormScreen
-        from fragility_tui.tui.panes.run_form import proposed_grid
+        from fragility_tui.tui.panes.run_form import open_grid_configs, proposed_grid
 
         synthetic = frozenset(g.name for g in self.grids or [] if g.synthetic)
+        grid = proposed_grid(self.grid_name, synthetic, open_grid_configs(self.view,
+                                                                          self.grid_name))
 
         def done(plan) -> None:
             if plan is not None:
                 self.post_message(CompareQueued(plan))
 
         # from the sequence view, the form opens with "stop when settled" ticked
-        self.app.push_screen(CompareFormScreen(proposed_grid(self.grid_name, synthetic),
-                                               self.db_path, synthetic,
+        self.app.push_screen(CompareFormScreen(grid, self.db_path, synthetic,
                                                settled=self.sequence_on), done)
 
     def set_pair(self, a: str, b: str) -> None:
@@ -215,10 +227,11 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
             return
         line = self.query_one("#compare-calibration", Static)
         if not isinstance(a, str) or not isinstance(b, str) or a == b:
-            # A blank or repeated choice clears the last result: it no longer answers it.
+            # A blank or repeated choice (a grid of one model) clears the last result, its
+            # plot and table with it: they no longer answer it.
             self.query_one("#compare-result", Static).update(Text("pick two different models"))
             line.update("")
-            self.query_one(ReportTable).set_data(COLUMNS, [])
+            self.clear_figures(False)
             return
         if self.sequence_on:
             self.start_sequence(view, a, b)
@@ -256,7 +269,7 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
             ref = decisions[0]["config"] if decisions else view.cube.reference
             result = CompareResult(a, b, decisions, cost, deltas, [d.config for d in deltas],
                                    partial.label() if partial else "",
-                                   pair_detail(view.cube, a, b, [ref]).configs[0])
+                                   pair_detail(view.cube, a, b, [ref]).configs[0], view)
         except Exception as exc:
             self.post_message(WorkFailed(f"comparing {a} and {b}", f"{type(exc).__name__}: {exc}"))
             return
@@ -264,8 +277,9 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
 
     @on(CompareResult)
     def _show(self, result: CompareResult) -> None:
-        if self.sequence_on:
-            return  # the sequence was asked for since
+        if self.sequence_on or result.view is not self.view or \
+                self._picked_pair() != (result.a, result.b):
+            return  # the sequence was asked for since, or another grid or pair
         self.query_one("#compare-result", Static).update(summary_text(result))
         from fragility_tui.tui.plots import draw_pair_deltas
 
@@ -279,6 +293,40 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
         table.border_title = f"Per benchmark Δ̂ (A − B) at {at}, paired items, both targets"
         self.update_caption()
         self.apply_plot_layout()
+
+
+def waiting_text(grid: str, missing: list[str], settling: bool) -> Text:
+    """While a Compare form's processes have not yet brought cells of both models."""
+    text = Text("Stop when settled: waiting for the first chunk's cells of " if settling
+                else "Compare in one go: waiting for the first cells of ", style="bold yellow")
+    text.append(" and ".join(clean(m, one_line=True, limit=80) for m in missing))
+    text.append(f" in grid {clean(grid, one_line=True, limit=80)}; a queued run starts "
+                "when its device frees. The Runs pane (7) shows " +
+                ("each chunk's runs." if settling else "both runs."), style="yellow")
+    return text
+
+
+def stop_reason(started) -> str | None:
+    """Why a Compare form's processes will not bring the pair's cells: the first of them
+    that ended failed, refused (exit 2: e.g. the grid holds another item set) or cancelled,
+    with its log's last line; None while none has."""
+    from fragility_tui.processes import failure_line
+
+    for proc, log, what in started:
+        code = proc.poll()
+        if code is not None and code != 0:
+            how = "cancelled" if code == 130 else f"failed (exit {code})"
+            return f"{what} {how}: {failure_line(log)}"
+    return None
+
+
+def stopped_text(why: str, settling: bool) -> Text:
+    """The waiting line once the wait is over: what stopped it, and what is left to do."""
+    text = Text("Stop when settled stopped: " if settling else "Compare in one go stopped: ",
+                style="bold red")
+    text.append(clean(why, one_line=True, limit=400))
+    text.append(". The Runs pane (7) has its log; n opens the form again.", style="yellow")
+    return text
 
 
 def summary_text(r: CompareResult) -> Text:

@@ -9,7 +9,8 @@ pane pushes itself, as the Runs pane pushes its confirm question.
 
 The grid it proposes is the open one only when that is the user's own (run_form.
 proposed_grid): never a synthetic grid, nor a shipped one, which a newer release updates
-only while no local run has written into it; a shipped grid typed in is warned about once
+only while no local run has written into it, nor one with configs imported from another
+harness's log (its items are the log's); a shipped grid typed in is warned about once
 before Start goes ahead."""
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ from pathlib import Path
 from fragility_tui.backends import DEFAULT_BACKEND, backend_info
 from fragility_tui.devices import ANY_GPU
 from fragility_tui.errors import InputError
+from fragility_tui.harness.config_axes import is_runner_config
 from fragility_tui.processes import db_args
 
 ENDPOINTS = ("completions", "chat")  # its --endpoint
@@ -34,14 +35,24 @@ def shipped_grid_names() -> frozenset[str]:
     return frozenset(meta["name"] for _, meta in sample_grid_files())
 
 
-def proposed_grid(open_grid: str | None, synthetic) -> str:
+def proposed_grid(open_grid: str | None, synthetic, configs=()) -> str:
     """The grid a run form proposes: the open grid when it is the user's own, else a new
     one (NEW_GRID). Never a synthetic grid (no run writes into one), nor a shipped one (a
     newcomer's first runs would go into the shipped real grid, which then is never
-    upgraded)."""
-    if open_grid and open_grid not in synthetic and open_grid not in shipped_grid_names():
-        return open_grid
-    return NEW_GRID
+    upgraded), nor one with configs our runner does not render (`configs`: the open grid's,
+    e.g. imported from another harness's log): such a grid holds the log's items, which
+    the run refuses to mix with its own ("holds another item set")."""
+    if not open_grid or open_grid in synthetic or open_grid in shipped_grid_names():
+        return NEW_GRID
+    if not all(is_runner_config(c) for c in configs):
+        return NEW_GRID
+    return open_grid
+
+
+def open_grid_configs(view, grid: str | None) -> tuple[str, ...]:
+    """The open grid's configs for proposed_grid: all of them, not only the selection's;
+    none while its view is not computed yet."""
+    return tuple(view.full.configs) if view is not None and view.grid == grid else ()
 
 
 def shipped_grid_note(grid: str | None) -> str | None:

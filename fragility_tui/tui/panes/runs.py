@@ -31,8 +31,8 @@ from fragility_tui.tui.confirm import ConfirmScreen
 from fragility_tui.tui.messages import RunsWrote, ShowRun
 from fragility_tui.tui.panes.base import Pane
 from fragility_tui.tui.panes.device_picker import DevicePicker
-from fragility_tui.tui.panes.run_form import (ENDPOINTS, check_run_form, proposed_grid,
-                                              run_argv, shipped_grid_note)
+from fragility_tui.tui.panes.run_form import (ENDPOINTS, check_run_form, open_grid_configs,
+                                              proposed_grid, run_argv, shipped_grid_note)
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import Column, FormKeys, ReportTable, hbar
 
@@ -137,6 +137,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         self.runs: list[RunProgress] = []
         self.launched: list[tuple] = []  # (process, log, what) until each has exited
         self.warned_grid: str | None = None  # the shipped grid Start warned about
+        self.proposed: str | None = None  # the grid field's last proposal (proposed_grid)
         self.set_interval(REFRESH_SECONDS, self._tick)
         self.set_interval(DEVICE_REFRESH_SECONDS, self.poll_devices)
         self.poll_devices()
@@ -161,10 +162,13 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         grid_input = self.query_one("#run-grid", Input)
         # The open grid is proposed as the target when it is the user's own, else a new
         # grid: a run's cells never go into simulated ones (the runner refuses them too),
-        # and a newcomer's first runs not into the shipped real grid.
-        if not grid_input.value and self.grids is not None:
-            grid_input.value = proposed_grid(
-                self.grid_name, {g.name for g in self.grids if g.synthetic})
+        # and a newcomer's first runs not into the shipped real grid. The proposal follows
+        # the open grid (and its configs, once computed) until the user types another.
+        if grid_input.value in ("", self.proposed) and self.grids is not None:
+            self.proposed = proposed_grid(self.grid_name,
+                                          {g.name for g in self.grids if g.synthetic},
+                                          open_grid_configs(self.view, self.grid_name))
+            grid_input.value = self.proposed
         self._show_runs()
         self.poll()
 
