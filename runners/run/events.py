@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -98,6 +99,7 @@ class Display:
         self._lock = threading.Lock()  # retries are told from the requests' threads
         self._progress = ""  # the live line's progress, as last drawn
         self._retrying: dict[str, str] = {}  # request -> its retry line, while it waits
+        self._cells = (0, 0)  # the run's cells done and in all, as last told
 
     def show(self, record: dict) -> None:
         """Show one event as emitted (a line of the log)."""
@@ -114,9 +116,22 @@ class Display:
                 if self.mode == "full":
                     self.stream.write("\r\x1b[2K")
                 self._print(_other_line(record))
+                self._between_batches(event)
+
+    def _between_batches(self, event) -> None:
+        """The live line until the first batch is committed (on a CPU, tens of seconds):
+        the run's cells so far and that the model is scoring."""
+        if isinstance(event, Started):
+            self._cells = (event.cells_done or 0, event.cells_total or 0)
+        elif isinstance(event, ModelLoaded) and self.mode == "full":
+            done, total = self._cells
+            self._progress = (f"[{_bar(done, total)}] {event.model}  {done}/{total} cells  "
+                              "scoring its first batch…")
+            self._draw(self._progress)
 
     def _show_batch(self, event: Batch) -> None:
-        line = _batch_line(event)
+        self._cells = (event.cells_done, event.cells_total)
+        line = _batch_line(event, self._width() if self.mode == "full" else None)
         retried = bool(self._retrying)
         self._retrying.clear()  # the batch's requests were all answered
         if self.mode != "full":
@@ -146,8 +161,22 @@ class Display:
         else:
             self._print(shown)
 
+    def _width(self) -> int | None:
+        """The live line's room on a terminal: its columns less one (no wrap at the last);
+        None when the stream is not a terminal (a file or a pipe gets the whole line)."""
+        isatty = getattr(self.stream, "isatty", None)
+        if not (isatty and isatty()):
+            return None
+        return shutil.get_terminal_size((100, 24)).columns - 1
+
     def _draw(self, line: str) -> None:
-        self.stream.write("\r\x1b[2K" + clean(line, one_line=True))
+        # one terminal row: a longer line wraps, and the next redraw's \r clears only its
+        # last row (at 100 columns it showed "ETA 0:01:0")
+        width = self._width()
+        line = clean(line, one_line=True)
+        if width is not None and len(line) > width:
+            line = line[:max(width - 1, 0)] + "…"
+        self.stream.write("\r\x1b[2K" + line)
         self.stream.flush()
 
     def _print(self, line: str) -> None:
@@ -168,10 +197,21 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
-def _batch_line(b: Batch) -> str:
-    return (f"[{_bar(b.cells_done, b.cells_total)}] {b.model}  "
-            f"{b.cells_done}/{b.cells_total} cells  {b.tokens_per_s:.0f} tok/s  "
-            f"elapsed {_duration(b.elapsed_s)}  ETA {_duration(b.eta_s)}")
+def _batch_line(b: Batch, width: int | None = None) -> str:
+    """The progress line; within `width` the model's name gives way (its middle elided)
+    before the counts and the ETA do."""
+    model = clean(str(b.model), one_line=True)
+    cells, eta = f"  {b.cells_done}/{b.cells_total} cells", f"  ETA {_duration(b.eta_s)}"
+    speed, elapsed = f"  {b.tokens_per_s:.0f} tok/s", f"  elapsed {_duration(b.elapsed_s)}"
+    bar = f"[{_bar(b.cells_done, b.cells_total)}] "
+    rest = cells + speed + elapsed + eta
+    for rest in (rest, cells + speed + eta, cells + eta):  # the narrower, the fewer
+        if width is None or len(bar) + 9 + len(rest) <= width:
+            break
+    room = None if width is None else max(width - len(bar) - len(rest), 5)
+    if room is not None and len(model) > room:
+        model = model[:(room - 1) // 2] + "…" + model[len(model) - (room - 1 - (room - 1) // 2):]
+    return bar + model + rest
 
 
 def _other_line(record: dict) -> str:
