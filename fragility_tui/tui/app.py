@@ -14,14 +14,14 @@ import time
 from functools import partial
 from typing import Iterable
 
-from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.reactive import var
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Static, Tab, Tabs
+from textual.widgets import Tab, Tabs
 
 from fragility_tui.tui.bindings import APP_BINDINGS, help_rows
+from fragility_tui.tui.chrome import FittingFooter, StatusLine
 from fragility_tui.tui.compare_runs import CompareRuns
 from fragility_tui.tui.filter_box import FilterBox
 from fragility_tui.tui.gateway import StoreGateway
@@ -85,8 +85,8 @@ class FragilityApp(TableKeys, App):
                 # the hidden panes are imported and composed after the first frame
                 yield AfterFirstFrame(make=partial(self._hidden_pane, pane_id))
         yield FilterBox()
-        yield Static("", id="status")
-        yield AfterFirstFrame(Footer())  # its key list follows the first frame
+        yield StatusLine(id="status")
+        yield AfterFirstFrame(FittingFooter())  # its key list follows the first frame
 
     def _bound(self, pane: Pane) -> Pane:
         """The pane with the app's state handed down (data_bind): the open grid, its view and
@@ -180,8 +180,8 @@ class FragilityApp(TableKeys, App):
         # closing, a late line (a worker's progress, a live reload) can find no screen, or
         # a screen whose widgets are already gone
         if self.screen_stack:
-            for status in self.main_screen.query("#status"):
-                status.update(Text(text))
+            for status in self.main_screen.query(StatusLine):
+                status.show(text)
 
     def _progress(self, text: str) -> None:
         """The status line, from a worker thread."""

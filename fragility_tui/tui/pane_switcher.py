@@ -29,7 +29,8 @@ class PaneSwitcher(ContentSwitcher):
         return self.pane(self.current or "grids")
 
     def show(self, pane_id: str) -> Pane | None:
-        """Show the pane, up to date, its table focused; None when it has not mounted yet."""
+        """Show the pane, up to date, focused (Pane.focus_on_open); None when it has not
+        mounted yet."""
         if not self.query(f"#{pane_id}"):
             self.pending = pane_id
             return None
@@ -39,5 +40,5 @@ class PaneSwitcher(ContentSwitcher):
         pane = self.pane(pane_id)
         if pane.stale:
             pane.refresh_pane()
-        pane.focus_main()
+        pane.focus_on_open()
         return pane

@@ -7,11 +7,13 @@ text figure it draws, which stays for copying and export:
 
 Readable without colour (NO_COLOR, monochrome terminals): each series has its own marker
 glyph, and the legend names the glyph; colour only helps. Configs sit on the x axis by
-their canonical position, labelled by order (o0…o5) and `cl` for the two cloze configs.
+their canonical position, labelled by order (o0…o5), `cl` for the cloze configs and the
+start of the harness's name for another harness's (`lm`, `insp`), thinned to never touch.
 Panning and zooming are off: the arrow keys keep moving through the tables."""
 
 from __future__ import annotations
 
+import re
 from contextlib import ExitStack
 from math import ceil, floor, log10
 from typing import Sequence
@@ -25,6 +27,7 @@ from textual.events import Resize
 from textual.reactive import reactive
 from textual_plot import AxisFormatter, HiResMode, NumericAxisFormatter, PlotWidget
 
+from fragility_tui.harness.config_axes import derived_axes
 from fragility_tui.text import distinct_labels
 from fragility_tui.tui.sanitize import clean
 
@@ -38,28 +41,67 @@ LEGEND_MARKER_BORDER = 6  # a legend line's marker (3) and space, and the box's 
 MAX_SERIES = len(MARKERS)  # beyond that the plot names the first ten (the table has all)
 
 
-class ConfigAxis(AxisFormatter):
-    """x = a config's position in view; a tick at the first config of each order and at
-    the cloze configs, labelled o0…o5 / cl (the table beside the plot names every config)."""
+def config_tick_label(config_id: str) -> str:
+    """A config's x tick label: its order (o0…o5), `cl` for a cloze config, the start of
+    its harness's name for another harness's (`lm` for lm-eval, `insp` for inspect), the
+    start of its id for a free-form one."""
+    axes = derived_axes(config_id)
+    if "order" in axes:
+        return axes["order"]
+    if "stem" in axes:
+        return "cl"
+    name = axes.get("harness") or config_id
+    return (re.split(r"[^0-9A-Za-z]", name)[0] or name)[:4]
 
-    def __init__(self, configs: Sequence[str]):
+
+def config_axis_label(configs: Sequence[str]) -> str:
+    """The x axis's title: what its tick labels stand for, only those it can show."""
+    labels = {config_tick_label(c): derived_axes(c) for c in configs}
+    parts = []
+    if any("order" in axes for axes in labels.values()):
+        parts.append("o0…o5: orders")
+    if "cl" in labels:
+        parts.append("cl: cloze")
+    parts += [f"{label}: {clean(axes.get('harness', 'free-form'), one_line=True, limit=20)}"
+              for label, axes in labels.items()
+              if "order" not in axes and "stem" not in axes]
+    return f"config ({' · '.join(parts)})"
+
+
+class ConfigAxis(AxisFormatter):
+    """x = a config's position in view; a tick at the first config of each order, of the
+    cloze configs and of each other harness's (config_tick_label; the table beside the plot
+    names every config). On a narrow plot a label that would touch the one before it is
+    left out with its tick (48 configs at 80 columns ran `cl o0cl o0` together)."""
+
+    def __init__(self, configs: Sequence[str], plot: PlotWidget | None = None):
         self.configs = list(configs)
+        self.plot = plot
 
     def get_ticks(self, min_: float, max_: float, max_ticks: int = 8) -> list[float]:
-        ticks, last = [], None
+        ticks, last, right = [], None, None
         for k, config in enumerate(self.configs):
-            group = config.split(".")[0] if "." in config else "cl"
-            if group != last and min_ - 0.5 <= k <= max_ + 0.5:
-                ticks.append(float(k))
-            last = group
+            label = config_tick_label(config)
+            if label != last and min_ - 0.5 <= k <= max_ + 0.5:
+                left, end = self._span(k, label)
+                if right is None or left > right + 1:  # a blank column between labels
+                    ticks.append(float(k))
+                    right = end
+            last = label
         return ticks
 
+    def _span(self, k: int, label: str) -> tuple[float, float]:
+        """The columns the label of the tick at config k takes (centred on its tick);
+        while the plot is not laid out, one config a column (drawn again once it is)."""
+        if self.plot is None or not self.plot.size.width:
+            x = k
+        else:
+            x, _ = self.plot.get_pixel_from_coordinate(float(k), 0.0)
+        left = x - len(label) // 2  # as textual-hires-canvas centres a text
+        return left, left + len(label) - 1
+
     def get_labels_for_ticks(self, ticks: Sequence[float]) -> list[str]:
-        out = []
-        for t in ticks:
-            config = self.configs[int(round(t))]
-            out.append(config.split(".")[0] if "." in config else "cl")
-        return out
+        return [config_tick_label(self.configs[int(round(t))]) for t in ticks]
 
 
 class RowTicks(NumericAxisFormatter):
@@ -194,8 +236,8 @@ def draw_config_accuracy(plot: PlotWidget, configs: Sequence[str],
     model's points joined by a line, the highlighted model's in bold."""
     plot.remember(lambda: draw_config_accuracy(plot, configs, accuracy, highlight))
     plot.clear()
-    plot.set_x_formatter(ConfigAxis(configs))
-    plot.set_xlabel("config (o0…o5: orders · cl: cloze)")
+    plot.set_x_formatter(ConfigAxis(configs, plot))
+    plot.set_xlabel(config_axis_label(configs))
     plot.set_ylabel("accuracy %")
     plot.set_y_formatter(_row_ticks(plot))
     series = list(accuracy.items())[:MAX_SERIES]
@@ -239,8 +281,8 @@ def draw_pair_deltas(plot: PlotWidget, configs: Sequence[str], deltas: list) -> 
     a vertical bar per interval, ● at Δ̂, a dotted zero line."""
     plot.remember(lambda: draw_pair_deltas(plot, configs, deltas))
     plot.clear()
-    plot.set_x_formatter(ConfigAxis(configs))
-    plot.set_xlabel("config (o0…o5: orders · cl: cloze)")
+    plot.set_x_formatter(ConfigAxis(configs, plot))
+    plot.set_xlabel(config_axis_label(configs))
     plot.set_ylabel("Δ̂ A−B, points")
     plot.set_y_formatter(_row_ticks(plot))
     n = len(configs)

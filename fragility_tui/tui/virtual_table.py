@@ -16,6 +16,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from fragility_tui.tui.cut_edge import mark_cut
 from fragility_tui.tui.widgets import SORT_BINDING, TableRows
 
 WIDTH_SAMPLE = 500  # rows measured for the column widths (a wider cell is cut with "…")
@@ -164,7 +165,7 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
                 return Strip.blank(width, self.rich_style)
             cells = self.formatted([self.shown_rows[row]])[0][1]
             style = self._row_style(row)
-        line = self._join(cells)
+        line = mark_cut(self._join(cells), scroll_x + width)
         segments = list(line.render(self.app.console))
         strip = Strip(segments, line.cell_len).crop(scroll_x, scroll_x + width)
         strip = strip.extend_cell_length(width).apply_style(style)
@@ -199,3 +200,4 @@ class VirtualTable(TableRows, ScrollView, can_focus=True):
                 line.append_text(piece)
                 line.append(" " * pad)
         return line
+

@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static, Tabs
 
 from fragility_tui.text import cut_middle, md_cell, visible_text
+from fragility_tui.tui.cut_edge import mark_table_cut
 from fragility_tui.tui.sanitize import cell, clean
 
 DEFAULT_MAX_WIDTH = 40  # cells wider than this are cut with "…" (copy/export keep them whole)
@@ -205,6 +206,9 @@ class ReportTable(TableRows, DataTable):
         kwargs.setdefault("zebra_stripes", True)
         super().__init__(**kwargs)
         self._init_rows(table_name)
+
+    def render_line(self, y: int):
+        return mark_table_cut(self, y, super().render_line(y))  # a cut at the edge: …
 
     def _show(self) -> None:
         self.clear(columns=True)

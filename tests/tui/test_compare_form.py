@@ -153,6 +153,7 @@ async def test_one_app_walks_the_compare_and_run_forms(synthetic_store, tmp_path
             app, pilot, check_app_letters_do_not_act_behind_the_compare_form,
             partial(check_a_bad_compare_form_says_which_field, tmp_path=tmp_path),
             check_the_palette_opens_the_compare_form,
+            check_a_fixed_run_form_field_clears_its_error,
             partial(check_the_run_form_offers_the_openai_backend, db=synthetic_store.path),
             partial(check_the_compare_form_starts_both_runs_and_waits_for_the_pair, a=a, b=b,
                     db=synthetic_store.path))
@@ -193,6 +194,9 @@ async def check_a_bad_compare_form_says_which_field(app, pilot, tmp_path):
     assert "model A:" in screen_text(app)  # on screen at 80×24, not only in the widget
     assert isinstance(app.screen, CompareFormScreen) and launched == []
     form.query_one("#cf-model-a", Input).value = "gemma3-270m"
+    await pilot.pause()  # fixed: its error goes at once, not at the next Start
+    error = str(form.query_one("#cf-error").render())
+    assert "model A:" not in error and error.startswith("fixed")
     form.query_one("#cf-grid", Input).value = "synthetic-small"  # the open grid
     await pilot.pause()
     await pilot.click("#cf-start")
@@ -217,6 +221,28 @@ async def check_the_palette_opens_the_compare_form(app, pilot):
     await pilot.press("escape")  # leave the form for the next check
     await pilot.pause()
     assert not isinstance(app.screen, CompareFormScreen)
+
+
+async def check_a_fixed_run_form_field_clears_its_error(app, pilot):
+    """The run form's error went only at the next Start: `model: './ckpts/x' is not an
+    alias…` stayed beside a model field that now held one."""
+    pane = await open_pane(app, pilot, "7")
+    launched = []
+    pane.launch = lambda argv, what: launched.append(argv)
+    model = pane.query_one("#run-model", Input)
+    model.value = "./ckpts/x"
+    pane.query_one("#run-start").press()
+    await pilot.pause()
+    assert "model: './ckpts/x' is not an alias" in screen_text(app) and launched == []
+    model.value = "./ckpts/"  # still wrong: the error follows the field
+    await pilot.pause()
+    assert "model: './ckpts/' is not an alias" in screen_text(app)
+    model.value = "smollm2-135m-instruct"
+    await pilot.pause()
+    text = screen_text(app)
+    assert "is not an alias" not in text and "errors are fixed" in text and launched == []
+    model.value = ""  # as the next check expects it
+    await pilot.pause()
 
 
 async def check_the_run_form_offers_the_openai_backend(app, pilot, db):

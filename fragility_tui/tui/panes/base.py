@@ -120,6 +120,11 @@ class Pane(Vertical):
         if table is not None:
             table.focus()
 
+    def focus_on_open(self) -> None:
+        """Where the focus goes when the pane is switched to: its table, unless the pane
+        starts elsewhere (Compare: its first model picker)."""
+        self.focus_main()
+
     def apply_filter(self, text: str) -> None:
         table = self.main_table()
         if table is not None:

@@ -117,6 +117,15 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
         yield new_plot("compare-plot")
         yield ReportTable(table_name="compare", id="compare-table")
 
+    def focus_on_open(self) -> None:
+        """The first picker, so Enter opens it at once (the table had the focus, and Enter
+        did nothing until Tab); the table when the pickers are hidden (no pair to pick)."""
+        picker = self.query_one("#compare-a", Select)
+        if picker.display and self.query_one("#compare-pickers").display:
+            picker.focus()
+        else:
+            self.focus_main()
+
     def render_view(self, view) -> None:
         ranked = [row.band.model for row in view.report.bands]
         models = ranked + [m for m in view.cube.models if m not in ranked]

@@ -154,15 +154,21 @@ class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
                 "settled": self.query_one("#cf-settled", Checkbox).value,
                 **{name.replace("-", "_"): value(name) for _, name, _ in SEQUENCE_FIELDS}}
 
-    @on(Input.Submitted)
-    @on(Button.Pressed, "#cf-start")
-    def action_start(self) -> None:
+    def checked(self):
+        """(plan, problems) of the form as filled in now."""
         form = self.form()
         check = check_sequential_form if form["settled"] else check_compare_form
         plan, problems = check(form, self.cwd, self.db_path)
         if plan and plan.grid in self.synthetic:
             plan, problems = None, [f"grid: {plan.grid} is SYNTHETIC: name another grid "
                                     "(a new name creates one)"]
+        return plan, problems
+
+    @on(Input.Submitted)
+    @on(Button.Pressed, "#cf-start")
+    def action_start(self) -> None:
+        plan, problems = self.checked()
+        self.showing_errors = bool(problems)
         if problems:  # nothing started: say what to fix, each problem naming its field
             self.query_one("#cf-error", Static).update(
                 Text(clean("; ".join(problems), limit=600), style="bold red"))
@@ -174,6 +180,22 @@ class CompareFormScreen(ModalScreen[ComparePlan | object | None]):
                 Text(clean(note + "; Start again to go ahead", limit=600), style="bold yellow"))
             return
         self.dismiss(plan)
+
+    showing_errors = False
+
+    @on(Input.Changed)
+    @on(Select.Changed)
+    @on(Checkbox.Changed)
+    def _recheck(self) -> None:
+        """A field changed while errors are shown: checked again, so a fixed field's error
+        goes instead of staying until the next Start."""
+        if not self.showing_errors:
+            return
+        _, problems = self.checked()
+        self.showing_errors = bool(problems)
+        self.query_one("#cf-error", Static).update(
+            Text(clean("; ".join(problems), limit=600), style="bold red") if problems else
+            Text("fixed: Start both (or Enter) starts the runs", style="dim"))
 
     @on(Button.Pressed, "#cf-cancel")
     def action_cancel(self) -> None:

@@ -156,9 +156,9 @@ class PairsPane(Pane, pane_id="pairs", title="Pairs", above="pairs-summary",
             return
         p = found[0]
         n = p.a_only_stable + p.b_only_stable
-        # the pair is the row under the cursor (as for the calibration line): no names, so
-        # the line fits 80 columns; one line, cut with an ellipsis if it still does not
-        text = Text("stable set: ", no_wrap=True, overflow="ellipsis")
+        # the pair is the row under the cursor (as for the calibration line): no names;
+        # what does not fit 80 columns wraps (it was cut at `+2 of the gap on`)
+        text = Text("stable set: ")
         text.append(p.detail or f"{n} stable disagreements, exact test p {num(p.mcnemar_p, 3)}",
                     style="yellow" if p.detail else "")
         if p.fragile_share is not None and not 0 <= p.fragile_share <= 1:

@@ -138,6 +138,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         self.launched: list[tuple] = []  # (process, log, what) until each has exited
         self.warned_grid: str | None = None  # the shipped grid Start warned about
         self.proposed: str | None = None  # the grid field's last proposal (proposed_grid)
+        self.form_error = False  # the note shows the form's errors: checked again on a change
         self.set_interval(REFRESH_SECONDS, self._tick)
         self.set_interval(DEVICE_REFRESH_SECONDS, self.poll_devices)
         self.poll_devices()
@@ -263,6 +264,37 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
     @on(Button.Pressed, "#run-start")
     def action_start_run(self) -> None:
         """The Start button, or Enter in any of the form's fields."""
+        form, problems = self._checked_form()
+        if problems:  # nothing launched, no run row: say what to fix
+            self.note("; ".join(problems), error=True)
+            self.form_error = True
+            return
+        warning = shipped_grid_note(form.get("grid"))
+        if warning and self.warned_grid != form["grid"]:  # once: Start again goes ahead
+            self.warned_grid = form["grid"]
+            self.note(warning + "; Start again to go ahead", error=True)
+            return
+        self.launch(run_argv(form, self.db_path),
+                    f"start {form.get('served_model') or form['model']}")
+        self.focus_main()  # Enter now opens a run's card instead of starting another run
+
+    @on(Input.Changed, "#run-form Input")
+    @on(Select.Changed, "#run-form Select")
+    def _recheck(self) -> None:
+        """A field changed while the form's errors are shown: checked again, so a corrected
+        field's error goes (it stayed until the next Start: `model: './ckpts/x' is not an
+        alias…` beside a model that now is one)."""
+        if not self.form_error:
+            return
+        _, problems = self._checked_form()
+        if problems:
+            self.note("; ".join(problems), error=True)
+            self.form_error = True
+        else:
+            self.note("the form's errors are fixed: Start (or Enter) starts the run")
+
+    def _checked_form(self) -> tuple[dict, list[str]]:
+        """The form's fields, checked (check_run_form), and what is wrong with them."""
         value = lambda name: self.query_one(f"#run-{name}", Input).value.strip()  # noqa: E731
         form = {"model": value("model"), "items": value("items"), "grid": value("grid"),
                 "per_benchmark": value("sample"), "configs": value("configs"),
@@ -278,17 +310,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         if form.get("grid") and self._synthetic(form["grid"]):
             problems = [*problems, f"grid {form['grid']} is SYNTHETIC: name another grid "
                         "(a new name creates one)"]
-        if problems:  # nothing launched, no run row: say what to fix
-            self.note("; ".join(problems), error=True)
-            return
-        warning = shipped_grid_note(form.get("grid"))
-        if warning and self.warned_grid != form["grid"]:  # once: Start again goes ahead
-            self.warned_grid = form["grid"]
-            self.note(warning + "; Start again to go ahead", error=True)
-            return
-        self.launch(run_argv(form, self.db_path),
-                    f"start {form.get('served_model') or form['model']}")
-        self.focus_main()  # Enter now opens a run's card instead of starting another run
+        return form, problems
 
     def _selected_for(self, statuses, action: str, *, error: bool = True):
         """(run, progress) of the selected run when its status allows `action`; otherwise
@@ -350,6 +372,7 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
         self.poll()
 
     def note(self, text: str, error: bool = False) -> None:
+        self.form_error = False  # another note replaces the form's errors
         self.query_one("#run-note", Static).update(
             Text(clean(text, one_line=True, limit=400), style="red" if error else "dim"))
 

@@ -8,8 +8,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
+from fragility_tui.tui.chrome import FittingFooter
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.widgets import TABLES
 
@@ -35,7 +36,7 @@ class DrillScreen(Screen):
 
     def compose_footer(self) -> ComposeResult:
         yield Input(placeholder="filter rows (Esc closes)", classes="drill-filter")
-        yield Footer()
+        yield FittingFooter()
 
     def on_mount(self) -> None:
         self.query_one(".drill-filter", Input).display = False

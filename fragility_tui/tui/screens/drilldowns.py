@@ -20,7 +20,7 @@ from fragility_tui.tui.widgets import Column, ReportTable, hbar, safe_title
 
 
 # ---------------------------------------------------------------- Bands → model
-ITEM_WIDTH = 22  # with the 33-character config row, the item table fits 80 columns
+ITEM_WIDTH = 22  # with the class, the tally and 26 configs, the item table fits 80 columns
 SHORT_CLASS = ("robust ✓", "robust ✗", "fragile", "incomplete")  # analysis.classify order
 
 
@@ -131,14 +131,16 @@ class ModelScreen(PlotToggle, DrillScreen):
         shown = present.sum(axis=1).tolist()
         classes = view.classes[m].tolist()
         marks = compact_rows(bits, present, columns, position)
-        rows = [(uid, [keep_end(uid, ITEM_WIDTH), marks[k],
-                       f"{correct[k]}/{shown[k]}", SHORT_CLASS[classes[k]]])
+        # the item's class and tally before its marks: a grid of more configs than the
+        # synthetic 26 (starter-real's 48) scrolls the marks sideways, not the class (`fragil`)
+        rows = [(uid, [keep_end(uid, ITEM_WIDTH), SHORT_CLASS[classes[k]],
+                       f"{correct[k]}/{shown[k]}", marks[k]])
                 for k, uid in enumerate(view.cube.items)]
         groups = group_header(columns, 0).plain.rstrip()
         table = self.query_one("#model-items", VirtualTable)
-        table.set_data([Column("item", width=ITEM_WIDTH),
-                        Column(f"{groups}\n{config_letters(columns)}", "marks"),
-                        Column("✓/n"), Column("class")], rows)
+        table.set_data([Column("item", width=ITEM_WIDTH), Column("class"), Column("✓/n"),
+                        Column(f"{groups}\n{config_letters(columns)}", "marks",
+                               width=len(columns))], rows)
         table.border_title = safe_title(
             f"{self.model} × {len(rows):,} items (✓ correct ✗ wrong · missing)")
         table.border_subtitle = Text(table.caption_text)

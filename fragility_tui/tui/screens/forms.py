@@ -104,6 +104,9 @@ class SelectionScreen(ModalScreen[Selection | None]):
                 yield _list("configs", cube.configs, cur.configs)
                 yield _list("models", cube.models, cur.models)
                 yield _list("benchmarks", benchmarks, cur.benchmarks)
+            # a name cut to its list's width, whole (three lists of starter-real's names
+            # need ~90 columns)
+            yield Static("", id="sel-highlighted")
             yield Static("", id="selection-error")
             with Horizontal(id="selection-buttons"):
                 yield Static("reference", id="sel-reference-label")
@@ -143,6 +146,22 @@ class SelectionScreen(ModalScreen[Selection | None]):
             for k, label in enumerate(distinct_labels([clean(v, one_line=True, limit=200)
                                                        for v in values], width)):
                 widget.replace_option_prompt_at_index(k, label)
+
+    @on(SelectionList.SelectionHighlighted)
+    def _highlighted(self, event: SelectionList.SelectionHighlighted) -> None:
+        self._show_whole_name(event.selection_list)
+
+    def on_descendant_focus(self, event) -> None:
+        self._show_whole_name(event.widget)
+
+    def _show_whole_name(self, widget) -> None:
+        """The focused list's highlighted name, whole (its list may show it cut)."""
+        if not isinstance(widget, SelectionList) or not widget.has_focus or \
+                widget.highlighted is None:
+            return
+        value = widget.get_option_at_index(widget.highlighted).value
+        self.query_one("#sel-highlighted", Static).update(Text(
+            f"{widget.border_title}: {clean(value, one_line=True, limit=200)}", style="dim"))
 
     @on(Button.Pressed, "#apply")
     def action_apply(self) -> None:

@@ -88,14 +88,10 @@ class ItemScreen(DrillScreen):
             shown.append("\n\n").append_text(truth)
         self.query_one("#item-text", Static).update(shown)
         self._fill_matrix(view, k)
-        others = legend(view.cube.configs)
-        self.query_one("#matrix-legend", Static).update(Text(
-            "✓ correct ✗ wrong · missing │ under o0…o5: L letter P paren D digit I instruct"
-            + (" (lower case: letter likelihood)" if any(
-                view.cube.axes(c).get("scoring") == "letter_lik" for c in view.cube.configs)
-               else "") + " │ cloze: q cloze_qa b cloze_bare"
-            + (f" │ {clean(others, one_line=True)}" if others else "")
-            + " │ the cell under the cursor is explained below", style="dim"))
+        # only the groups and letters shown, the configs a letter alone does not name
+        self.legend = clean(legend(view.cube.configs), one_line=True, limit=2000) + \
+            " │ the cell under the cursor is explained below"
+        self.query_one("#matrix-legend", Static).update(Text(self.legend, style="dim"))
         self.load_cells()
         self.query_one("#bit-matrix", DataTable).focus()
 
@@ -161,8 +157,9 @@ class ItemScreen(DrillScreen):
             table.update_cell(model, config_id, marked)
         if near:
             legend = self.query_one("#matrix-legend", Static)
-            legend.update(Text(f"{len(near)} near-tie cell(s) underlined: decided inside "
-                               "rounding, not evidence of fragility", style="dim"))
+            legend.update(Text(f"{self.legend} │ {len(near)} near-tie cell(s) underlined: "
+                               "decided inside rounding, not evidence of fragility",
+                               style="dim"))
 
     @on(DataTable.CellHighlighted, "#bit-matrix")
     def _highlighted(self, event: DataTable.CellHighlighted) -> None:
