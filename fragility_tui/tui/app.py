@@ -34,7 +34,7 @@ from fragility_tui.tui.panes.grids import GridsPane
 from fragility_tui.tui.pane_switcher import PaneSwitcher
 from fragility_tui.tui.sanitize import clean
 from fragility_tui.tui.selection import Selection
-from fragility_tui.tui.session import GridSession, default_grid, describe
+from fragility_tui.tui.session import GridSession, default_grid, describe, start_grid_note
 from fragility_tui.tui.startup import AfterFirstFrame, apply_keymap
 from fragility_tui.tui.table_keys import TableKeys
 from fragility_tui.tui.widgets import GridHeader, PaneTabs
@@ -129,6 +129,9 @@ class FragilityApp(TableKeys, App):
             pass  # it opened the grid a Compare form's runs write
         elif self.grid_name is None and self.grids:
             self.open_grid(default_grid(self.grids))  # $FRAGILITY_TUI_GRID, or the biggest
+            note = start_grid_note(self.grids)
+            if note:
+                self.notify(note, severity="warning", timeout=10)
         elif not self.grids:
             self.set_status("this store holds no grid: create one with `fragility-tui simulate` "
                             "or `fragility-tui import`")

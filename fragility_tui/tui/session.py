@@ -114,5 +114,16 @@ def default_grid(grids: list) -> str:
     return max(grids, key=lambda g: g.cells).name  # max keeps the first of equals
 
 
+def start_grid_note(grids: list) -> str | None:
+    """What to tell when $FRAGILITY_TUI_GRID names no grid of the store (it was ignored
+    without a word)."""
+    wanted = settings.start_grid()
+    if not wanted or any(g.name == wanted for g in grids):
+        return None
+    names = ", ".join(g.name for g in grids[:6]) + (" …" if len(grids) > 6 else "")
+    return (f"FRAGILITY_TUI_GRID names no grid {clean(wanted)!r} in this store; opened "
+            f"{clean(default_grid(grids))} instead (grids: {clean(names)})")
+
+
 def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"

@@ -312,12 +312,17 @@ async def test_grids_pane_opens_another_grid(synthetic_store, monkeypatch):
     from fragility_tui.grid.simulate import simulate
 
     write_synthetic_grid(synthetic_store, simulate(3, 30, 9), "second")
-    from fragility_tui.tui.session import default_grid
+    from fragility_tui.tui.session import default_grid, start_grid_note
 
     grids = synthetic_store.list_grids()
     assert default_grid(grids) == "synthetic-small"  # the larger grid opens first
     monkeypatch.setenv("FRAGILITY_TUI_GRID", "second")
-    assert default_grid(grids) == "second"
+    assert default_grid(grids) == "second" and start_grid_note(grids) is None
+    monkeypatch.setenv("FRAGILITY_TUI_GRID", "nope")  # a typo: said, not ignored
+    assert default_grid(grids) == "synthetic-small"
+    assert start_grid_note(grids) == ("FRAGILITY_TUI_GRID names no grid 'nope' in this store; "
+                                      "opened synthetic-small instead (grids: "
+                                      "synthetic-small, second)")
     monkeypatch.delenv("FRAGILITY_TUI_GRID")
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
