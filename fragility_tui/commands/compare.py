@@ -23,6 +23,10 @@ from fragility_tui.commands.compare_text import (alpha_words, other_words, point
                                                  reading, reversed_words, seq, verdict)
 from fragility_tui.errors import InputError
 
+# the comparisons table records a comparison's chunk in an INTEGER column (store/schema.py):
+# 2**31 items a chunk failed its insert (exit 1)
+CHUNK_MAX = 2 ** 31 - 1
+
 
 def register(sub) -> None:
     from fragility_tui.commands.compare_live import RUN_FLAGS
@@ -58,7 +62,7 @@ def register(sub) -> None:
                         "verdict stands and is not independent evidence (JSON "
                         "first_comparison, independent_evidence)")
     p.add_argument("--chunk", type=int, default=25, metavar="N",
-                   help="items per chunk between decisions (default 25)")
+                   help=f"items per chunk between decisions (default 25), at most {CHUNK_MAX:,}")
     p.add_argument("--max-items", type=int, default=None, metavar="N",
                    help="budget: stop after this many items (default: the whole pool)")
     p.add_argument("--max-seconds", type=float, default=None, metavar="S",
@@ -84,13 +88,13 @@ def register(sub) -> None:
 def _check(args) -> None:
     """Every flag, before the store is opened (issue 58: `run`'s checks for the options the
     two commands share, commands/flag_checks.py)."""
-    from fragility_tui.commands.flag_checks import check_margin, check_run_flags, check_seed
+    from fragility_tui.commands.flag_checks import (check_count, check_margin,
+                                                    check_run_flags, check_seed)
 
     check_margin(args.margin)
     check_seed(args.seed, "--seed")
     check_run_flags(args, seed_flag="--grid-seed")
-    if args.chunk < 1:
-        raise InputError(f"must be at least 1, got {args.chunk}", field="--chunk")
+    check_count(args.chunk, "--chunk", 1, CHUNK_MAX, "the store's INTEGER chunk column")
     if args.max_items is not None and args.max_items < 1:
         raise InputError(f"must be at least 1, got {args.max_items}", field="--max-items")
     if args.a == args.b:

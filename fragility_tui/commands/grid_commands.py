@@ -10,6 +10,11 @@ from fragility_tui.bootstrap import open_store
 from fragility_tui.errors import InputError
 from fragility_tui.text import clean
 
+# simulate's bounds (_check_simulate says where they come from)
+SIMULATE_CELLS_MAX = 260_000_000
+SIMULATE_ITEMS_MAX = 1_000_000
+SIMULATE_MODELS_MAX = 100_000
+
 
 def register(sub) -> None:
     p = sub.add_parser("grids", help="list the grids in the store (or delete one)")
@@ -39,9 +44,13 @@ def register(sub) -> None:
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("simulate", help="write a SYNTHETIC grid from the documented generative model")
-    p.add_argument("--models", type=int, default=12, metavar="N")
-    p.add_argument("--items", type=int, default=3679, metavar="N")
-    p.add_argument("--seed", type=int, default=0, metavar="S")
+    p.add_argument("--models", type=int, default=12, metavar="N",
+                   help=f"simulated models (default 12), at most {SIMULATE_MODELS_MAX:,}; "
+                        f"models x items x 26 configs at most {SIMULATE_CELLS_MAX:,} cells")
+    p.add_argument("--items", type=int, default=3679, metavar="N",
+                   help=f"simulated items (default 3679), at most {SIMULATE_ITEMS_MAX:,}")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="generator seed (default 0), a whole number from 0 to 2**63 - 1")
     p.add_argument("--grid", required=True, metavar="NAME")
     p.add_argument("--replace", action="store_true", help="replace an existing grid of that name")
     p.add_argument("--out", metavar="PATH", help="also write the cells as Parquet (sample_grids/)")
@@ -132,8 +141,7 @@ def cmd_simulate(args) -> int:
     from fragility_tui.store.importer import write_synthetic_grid
     from fragility_tui.grid.simulate import simulate
 
-    if args.models < 1 or args.items < 1:
-        raise InputError("--models and --items must be at least 1", field="--models/--items")
+    _check_simulate(args)
     grid = simulate(args.models, args.items, args.seed)
     store = open_store(args.db, load_samples=False)
     summary = write_synthetic_grid(store, grid, args.grid, replace=args.replace)
@@ -144,6 +152,29 @@ def cmd_simulate(args) -> int:
     print(f"simulated SYNTHETIC grid {summary['grid']!r}: {summary['models']} models x "
           f"{summary['items']} items x {summary['configs']} configs ({summary['cells']} cells)")
     return 0
+
+
+def _check_simulate(args) -> None:
+    """Before anything is drawn: simulate holds the whole grid as pred (int8), bits and
+    present (bool) [models, items, 26] and writes it in one transaction, ~20 bytes a cell at
+    its peak (docs/scale.md: 100 x 20,000 x 26 = 52 M cells, 1.15 GB), and ~2.8 KB an item
+    (its Item record, row and per-model [items, 26, 4] float32 scores: 1 x 200,000 peaked at
+    0.8 GB). The bounds: 5 times that 52 M-cell grid (~5 GB), a million items (~3 GB) and
+    1,000 times its 100 models (each drawn in a loop of its own: 1,000 models took 8.7 s)."""
+    from fragility_tui.commands.flag_checks import check_count, check_seed
+    from fragility_tui.harness.configs import CONFIG_IDS
+
+    check_count(args.models, "--models", 1, SIMULATE_MODELS_MAX,
+                "each is simulated in a loop of its own, ~9 ms, and stored with its metadata")
+    check_count(args.items, "--items", 1, SIMULATE_ITEMS_MAX,
+                "each item holds a record and a row of scores per config and option")
+    cells = args.models * args.items * len(CONFIG_IDS)
+    if cells > SIMULATE_CELLS_MAX:
+        raise InputError(f"--models {args.models:,} x --items {args.items:,} x "
+                         f"{len(CONFIG_IDS)} configs is {cells:,} cells; at most "
+                         f"{SIMULATE_CELLS_MAX:,} (~20 bytes a cell while it is written: "
+                         "about 5 GB)", field="--models/--items")
+    check_seed(args.seed, "--seed")
 
 
 def cmd_export(args) -> int:

@@ -18,7 +18,8 @@ def register(sub) -> None:
     p.add_argument("--model", required=True, metavar="NAME")
     add_reference_option(p)
     p.add_argument("--show", type=int, default=10, metavar="N",
-                   help="disagreeing items listed in text (default 10; --json lists all)")
+                   help="disagreeing items listed in text, 0 (none) or more (default 10; "
+                        "--json lists all)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_harnesses)
 
@@ -27,9 +28,11 @@ def cmd_harnesses(args) -> int:
     from fragility_tui.analysis.axes import preserved_fractions
     from fragility_tui.analysis.harnesses import harness_view
     from fragility_tui.bootstrap import open_store
+    from fragility_tui.commands.flag_checks import check_minimum
     from fragility_tui.grid.reference import choose_reference
     from fragility_tui.text import clean
 
+    check_minimum(args.show, "--show", 0, "0 (none) or more")  # -1 sliced off the last item
     store = open_store(args.db, load_samples=False)
     cube = choose_reference(store.load_cube(args.grid), args.reference)
     try:

@@ -9,6 +9,12 @@ from fragility_tui.errors import InputError
 from fragility_tui.grid.reference import check_reference, choose_reference
 from fragility_tui.harness.configs import REFERENCE, parse_config_list
 
+# compression's random subsets (_check_subsets): 100 times the default draws, and at most
+# 10 M item indices in all (the default 1,000 x 100: 100,000; 100,000 draws of 3,000 items
+# took 7.1 GB and a minute)
+RANDOM_DRAWS_MAX = 100_000
+SUBSET_INDICES_MAX = 10_000_000
+
 
 def _split(text: str | None) -> list[str] | None:
     if text is None:
@@ -32,11 +38,15 @@ def register(sub) -> None:
     p.add_argument("--target", choices=["observed", "balanced"], default="observed",
                    help="target the text report leads with (JSON holds both)")
     p.add_argument("--margin", type=float, default=2.0, metavar="POINTS",
-                   help="practical margin m in accuracy points (default 2)")
+                   help="practical margin m in accuracy points, at least 0 and below 100 "
+                        "(default 2)")
     add_resampling_options(p, boot=2000)
     p.add_argument("--k", type=int, default=100, metavar="K", help="compression size (default 100)")
     p.add_argument("--random-draws", type=int, default=1000, metavar="N",
-                   help="random subsets for compression (default 1000)")
+                   help=f"random subsets for compression (default 1000), at most "
+                        f"{RANDOM_DRAWS_MAX:,}, and N x K at most {SUBSET_INDICES_MAX:,} "
+                        "(K: --k or the items in view if fewer; the subsets are N x K item "
+                        "indices)")
     p.add_argument("--discrimination", choices=["item-total", "irt"], default="item-total",
                    help="item discrimination behind r, top-k and compression: corrected "
                         "item-total correlation (default) or 2PL IRT slope (SPEC 8)")
@@ -53,11 +63,24 @@ def add_reference_option(parser) -> None:
 
 
 def add_resampling_options(parser, *, boot: int | None, boot_default: str | None = None) -> None:
-    """--seed and --boot, shared by every command that bootstraps. boot_default: what the
-    help says the default is, where it depends on other flags (boot is then None)."""
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    """--seed and --boot, shared by every command that bootstraps (checked by
+    check_resampling). boot_default: what the help says the default is, where it depends on
+    other flags (boot is then None)."""
+    from fragility_tui.commands.flag_checks import BOOT_HELP, SEED_HELP
+
+    parser.add_argument("--seed", type=int, default=0,
+                        help=f"random seed (default 0), {SEED_HELP}")
     parser.add_argument("--boot", type=int, default=boot, metavar="N",
-                        help=f"bootstrap resamples (default {boot_default or boot})")
+                        help=f"bootstrap resamples (default {boot_default or boot}), {BOOT_HELP}")
+
+
+def check_resampling(args) -> None:
+    """add_resampling_options' --seed and --boot (commands/flag_checks.py), before any
+    store or array is touched."""
+    from fragility_tui.commands.flag_checks import check_boot, check_seed
+
+    check_seed(args.seed, "--seed")
+    check_boot(args.boot)
 
 
 def select_view(cube, args):
@@ -122,11 +145,26 @@ def parse_pairs(texts: list[str], models) -> list[tuple[str, str]]:
 
 
 def _check_counts(args) -> None:
-    for flag, value, low in (("--boot", args.boot, 1), ("--k", args.k, 1),
-                             ("--random-draws", args.random_draws, 1),
-                             ("--margin", args.margin, 0)):
-        if value < low:
-            raise InputError(f"must be at least {low}, got {value}", field=flag)
+    from fragility_tui.commands.flag_checks import check_count, check_margin, check_minimum
+
+    check_resampling(args)
+    check_minimum(args.k, "--k", 1)
+    check_count(args.random_draws, "--random-draws", 1, RANDOM_DRAWS_MAX,
+                "each draw is a row of K item indices")
+    check_margin(args.margin)
+
+
+def _check_subsets(args, items: int) -> None:
+    """Compression's random subsets are [--random-draws, K] item indices (int64, stacked and
+    sorted: two copies), K = --k or every item in view if fewer (then one draw is the whole
+    view): bounded before they are drawn, once the view's size is known."""
+    k = min(args.k, items)
+    if k < items and args.random_draws * k > SUBSET_INDICES_MAX:
+        raise InputError(f"--random-draws {args.random_draws:,} subsets of --k {k:,} items "
+                         f"are {args.random_draws * k:,} item indices; at most "
+                         f"{SUBSET_INDICES_MAX:,} (8 bytes each, held in several copies): "
+                         f"lower --random-draws to {SUBSET_INDICES_MAX // k:,} or less, or --k",
+                         field="--random-draws")
 
 
 def run(args) -> int:
@@ -139,6 +177,7 @@ def run(args) -> int:
         cube = select_view(store.load_cube(args.grid), args)
         if not cube.models or not cube.items:
             raise InputError("the selection holds no models or no items", field="--grid")
+        _check_subsets(args, len(cube.items))
         pairs = parse_pairs(args.pair, cube.models)
         inputs = report_inputs(store, args.grid, cube)
     report = grid_report(store, args.grid, cube=cube, inputs=inputs, target=args.target,

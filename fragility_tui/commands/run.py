@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import math
 import os
 import re
 import sys
@@ -21,10 +22,15 @@ from fragility_tui.errors import InputError
 from fragility_tui.processes import pid_alive
 from fragility_tui.store.runs import RunStatus
 from fragility_tui.harness.configs import parse_config_list
-from fragility_tui.commands.flag_checks import check_run_flags
+from fragility_tui.commands.flag_checks import check_count, check_minimum, check_run_flags
 from fragility_tui.commands.run_options import add_run_options
 
 SPEC_FLAGS = ("model", "items", "grid")  # what --resume takes from the recorded run
+# Upper bounds of run's own counts (its shared ones: commands/flag_checks.py), far above use:
+PLAN_WORKERS_MAX = 64  # spawned planning processes (auto: at most 8)
+CONCURRENCY_MAX = 1024  # --backend openai: one thread each (a ThreadPoolExecutor)
+REQUEST_TIMEOUT_MAX = 86_400.0  # s; 1e10 overflowed time_t at the first request (exit 1)
+SHARDS_MAX = 10_000  # --ray: one task spec, Ray task and run record per (model, shard)
 
 def register(sub) -> None:
     p = sub.add_parser("run", help="evaluate local models on items under the 26 configs",
@@ -63,13 +69,9 @@ def _workers_or_auto(text: str) -> int | None:
     if value < 0:
         raise InputError(f"--plan-workers must be 0 or more, or auto, got {text!r}",
                          field="--plan-workers")
+    check_count(value, "--plan-workers", 0, PLAN_WORKERS_MAX,
+                "each is a process of its own with the tokenizer loaded; auto starts at most 8")
     return value
-
-
-def _require_minimum(args: argparse.Namespace, flag: str, minimum: int,
-                     wording: str | None = None) -> None:
-    if getattr(args, flag[2:].replace("-", "_")) < minimum:
-        raise InputError(f"{flag} must be {wording or f'at least {minimum}'}", field=flag)
 
 
 def spec_from_args(args: argparse.Namespace):
@@ -141,9 +143,13 @@ def _server_options(args: argparse.Namespace) -> dict:
         if not getattr(args, flag):
             raise InputError(f"--backend openai needs --{flag.replace('_', '-')}",
                              field=f"--{flag.replace('_', '-')}")
-    _require_minimum(args, "--concurrency", 1)
-    if not args.request_timeout > 0:
-        raise InputError("--request-timeout must be a number of seconds above 0",
+    check_minimum(args.concurrency, "--concurrency", 1)
+    check_count(args.concurrency, "--concurrency", 1, CONCURRENCY_MAX,
+                "a thread per request in flight")
+    if not 0 < args.request_timeout <= REQUEST_TIMEOUT_MAX:  # nan fails too
+        raise InputError(f"--request-timeout must be a number of seconds above 0 and at most "
+                         f"{REQUEST_TIMEOUT_MAX:,g} (a day; past ~10**9 s the socket's "
+                         f"deadline overflows), got {args.request_timeout:g}",
                          field="--request-timeout")
     if args.api_key_env and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", args.api_key_env):
         raise InputError("--api-key-env takes the name of an environment variable (letters, "
@@ -247,6 +253,11 @@ def _launch_on_ray(args: argparse.Namespace) -> int:
     if args.resume:
         raise InputError("--ray does not take --resume: run the same command again (it skips "
                          "the cells the parts hold)", field="--resume")
+    check_count(args.shards, "--shards", 1, SHARDS_MAX,
+                "a Ray task and a run record per model and shard")
+    if args.gpus_per_task is not None and not math.isfinite(args.gpus_per_task):
+        raise InputError(f"--gpus-per-task must be a finite number of GPUs, got "
+                         f"{args.gpus_per_task:g}", field="--gpus-per-task")
     spec = spec_from_args(args)
     if not backend_info(spec.backend).ray:  # e.g. a served model: not built yet
         raise InputError(f"--ray does not take --backend {spec.backend} yet: run shards with "

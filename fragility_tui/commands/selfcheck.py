@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import textwrap
 
+from fragility_tui.commands.flag_checks import check_boot, check_seed
 from fragility_tui.commands.report import add_resampling_options
 from fragility_tui.errors import InputError
 
@@ -45,8 +46,8 @@ def run(args) -> int:
     boot = args.boot if args.boot is not None else sizes[1]
     if replicates < 1:
         raise InputError(f"must be at least 1, got {replicates}", field="--replicates")
-    if boot < 1:
-        raise InputError(f"must be at least 1, got {boot}", field="--boot")
+    check_seed(args.seed, "--seed")
+    check_boot(boot)
     results = run_check(replicates=replicates, seed=args.seed, n_boot=boot)
     out = [f"controlled check of decisions (SPEC 9): {replicates} replicates per scenario, "
            f"{boot} bootstrap resamples, seed {args.seed}",
