@@ -52,9 +52,17 @@ COMMAND_OF = {
 
 
 class _Parser(argparse.ArgumentParser):
+    commands: tuple = ()  # the top parser's command names
+    argv: tuple = ()  # the top parser's words, to name the command in its errors
+
     def error(self, message):  # argparse's usage errors are bad input: exit 2, one line
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"error: {message}\n")
+        named = next((w for w in self.argv if w in self.commands), None)
+        prog = f"{self.prog} {named}" if named else self.prog
+        hint = f"`{prog} --help` lists the options"
+        if named and message.startswith("unrecognized arguments") and _takes_paths(
+                self._subparsers._group_actions[0].choices[named]):
+            hint += "; its paths go before its options"
+        sys.stderr.write(f"error: {message} ({hint})\n")
         sys.exit(2)
 
 
@@ -87,6 +95,19 @@ def build_parser(modules=None) -> argparse.ArgumentParser:
             if p.get_default("func") is None and hasattr(module, "run"):
                 p.set_defaults(func=module.run)
     return parser
+
+
+def _takes_paths(parser: argparse.ArgumentParser) -> bool:
+    """Whether a command takes positional words (a stray one after its options is then
+    most likely one of them: argparse takes positionals only before the options)."""
+    return any(not a.option_strings and a.nargs in ("+", "*") for a in parser._actions)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = build_parser(command_modules(argv))
+    parser.argv = tuple(argv)
+    parser.commands = tuple(parser._subparsers._group_actions[0].choices)
+    return parser.parse_args(argv)
 
 
 def resolve_db(args) -> str | None:
@@ -178,7 +199,7 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
     caller in-process gets the status back."""
     argv = sys.argv[1:] if argv is None else list(argv)
     quiet_blas_threads()
-    args = app_only(argv) or build_parser(command_modules(argv)).parse_args(argv)
+    args = app_only(argv) or _parse(argv)
     args.db = resolve_db(args)
     try:
         if args.command is None:

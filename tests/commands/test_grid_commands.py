@@ -105,6 +105,17 @@ def test_bad_grid_corpus_is_documented():
 def test_usage_errors_exit_2(small_db):
     proc = run_cli("import", db=small_db)
     assert proc.returncode == 2 and "error:" in proc.stderr
+    # argparse's own errors are one line too (the README's promise), naming the command's
+    # --help; a path after a command's options is told where it goes
+    for args, said in ((["report", "--grid"], "argument --grid: expected one argument "
+                        "(`fragility-tui report --help` lists the options)"),
+                       (["import-log", "a.jsonl", "--grid", "g", "b.jsonl"],
+                        "unrecognized arguments: b.jsonl (`fragility-tui import-log --help` "
+                        "lists the options; its paths go before its options)"),
+                       (["reprt"], "invalid choice: 'reprt'")):
+        proc = run_cli(*args, db=small_db)
+        assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+        assert proc.stderr.startswith("error: ") and said in proc.stderr, proc.stderr
     proc = run_cli("export", "--grid", "nope", "--out", "/tmp/x.csv", db=small_db)
     assert proc.returncode == 2 and proc.stderr.startswith("error: no grid named 'nope'")
 
