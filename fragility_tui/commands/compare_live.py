@@ -130,7 +130,10 @@ class LiveComparison:
         from fragility_tui.devices import normalise_device
         from fragility_tui.harness.configs import parse_config_list
 
+        from fragility_tui.commands.flag_checks import check_listed
+
         args = self.args
+        check_listed(args.configs, "--configs")
         try:
             configs = parse_config_list(args.configs)
         except ValueError as exc:

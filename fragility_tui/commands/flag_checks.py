@@ -62,6 +62,15 @@ def check_count(value, flag: str, minimum: int, maximum: int, why: str = "") -> 
                          f"{f' ({why})' if why else ''}, got {value}", field=flag)
 
 
+def check_listed(value, flag: str) -> None:
+    """A list flag given empty (`--configs ''`, as a script with an unset variable writes
+    it) is an error: it quietly meant a default (the paper's 26 configs) the user did not
+    ask for."""
+    if value is not None and not value.strip(" ,"):
+        raise InputError(f"{flag} is empty: name at least one, or leave the flag out",
+                         field=flag)
+
+
 def check_seed(value, flag: str) -> None:
     if value is None:
         return

@@ -86,7 +86,11 @@ def check_resampling(args) -> None:
 def select_view(cube, args):
     """Apply --reference and --configs/--models/--benchmarks; bad names become InputError
     naming the flag."""
+    from fragility_tui.commands.flag_checks import check_listed
+
     cube = choose_reference(cube, getattr(args, "reference", None))
+    for flag in ("configs", "models", "benchmarks"):
+        check_listed(getattr(args, flag, None), f"--{flag}")
     configs = None
     if args.configs is not None and "=" in args.configs:  # axis=level[,axis=level…]
         from fragility_tui.harness.config_axes import select_by_axes

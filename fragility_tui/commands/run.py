@@ -22,7 +22,8 @@ from fragility_tui.errors import InputError
 from fragility_tui.processes import pid_alive
 from fragility_tui.store.runs import RunStatus
 from fragility_tui.harness.configs import parse_config_list
-from fragility_tui.commands.flag_checks import check_count, check_minimum, check_run_flags
+from fragility_tui.commands.flag_checks import (check_count, check_listed, check_minimum,
+                                                 check_run_flags)
 from fragility_tui.commands.run_options import add_run_options
 
 SPEC_FLAGS = ("model", "items", "grid")  # what --resume takes from the recorded run
@@ -87,6 +88,7 @@ def spec_from_args(args: argparse.Namespace):
                if not getattr(args, flag) and not (served and flag == "model")]
     if missing:
         raise InputError(f"missing {', '.join(missing)} (or give --resume RUN_ID)")
+    check_listed(args.configs, "--configs")
     try:
         configs = parse_config_list(args.configs)
     except ValueError as exc:

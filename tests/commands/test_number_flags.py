@@ -193,3 +193,14 @@ def test_the_bounds_are_what_the_help_and_the_runner_say():
                            (("selfcheck",), "at most 100,000"),
                            (("simulate",), "at most 260,000,000 cells")):
         assert bound in " ".join(run_cli(*command, "--help", check=True).stdout.split())
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["report", "--grid", "g", "--configs", ""], "--configs"),
+    (["report", "--grid", "g", "--models", " , "], "--models"),
+    (["report", "--grid", "g", "--benchmarks", ""], "--benchmarks"),
+    (["run", "--model", MODEL, "--configs", "", "--grid", "new"], "--configs"),
+])
+def test_an_empty_list_flag_is_refused_not_read_as_the_default(db, args, flag):
+    """`--configs ''` (a script's unset variable) quietly meant the paper's 26 configs."""
+    refused(run_cli(*args, db=db), flag, "is empty")
