@@ -48,15 +48,21 @@ def cmd_harnesses(args) -> int:
     print(clean(f"{args.model} on {args.grid}: {len(view.harnesses)} harnesses, "
                 f"{view.items} items scored under all their configs (reference "
                 f"{cube.reference})", one_line=True))
-    for harness, accuracies in view.accuracy.items():
+    width = max((len(c) for a in view.accuracy.values() for c in a), default=0)
+    for harness, accuracies in view.accuracy.items():  # the % column aligned on the longest id
         for config, accuracy in accuracies.items():
-            print(clean(f"  {harness:<16} {config:<48} {100 * accuracy:5.1f}%", one_line=True))
+            print(clean(f"  {harness:<16} {config:<{width}} {100 * accuracy:5.1f}%",
+                        one_line=True))
     print(f"every config right: {view.agree_right} · every config wrong: {view.agree_wrong} · "
           f"they disagree: {view.disagree}")
     print("harness axis, preserved fraction of reference-correct (SPEC 7): "
           + ("-" if preserved is None else f"{preserved:.2f}")
           + ("" if preserved is not None else " (no config differs from the reference in "
              "harness alone; see docs/imports.md)"))
-    for item, right in list(view.right_under.items())[:args.show]:
+    shown = list(view.right_under.items())[:args.show]
+    for item, right in shown:
         print(clean(f"  {item}: right under {', '.join(right) or 'none'}", one_line=True))
+    if len(view.right_under) > len(shown):
+        print(f"  … {len(view.right_under) - len(shown)} more items they disagree on "
+              f"(--show N lists N, --json all)")
     return 0

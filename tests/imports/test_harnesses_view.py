@@ -46,3 +46,10 @@ def test_a_model_under_one_harness_is_told_what_to_do(starter_with_lmeval):
     text = run_cli("harnesses", "--grid", "starter-real", "--model", MODEL, "--show", "2",
                    db=starter_with_lmeval, check=True).stdout
     assert "2 harnesses, 40 items" in text and "they disagree:" in text
+    disagree = int(text.split("they disagree: ")[1].split()[0])
+    listed = [line for line in text.splitlines() if ": right under " in line]
+    assert len(listed) == 2  # the rest said, not silently dropped
+    assert f"… {disagree - 2} more items they disagree on (--show N lists N, --json all)" \
+        in text
+    rows = [line for line in text.splitlines() if line.rstrip().endswith("%")]
+    assert len({line.rindex("%") for line in rows}) == 1  # one column, however long the ids
