@@ -89,6 +89,10 @@ def cell_detail(item, model: str, config_id: str, cell: dict | None, seed: int,
             text.append("prompt (as the log shows it)\n", style="bold")
             text.append_text(block(cell["prompt"], limit=ITEM_TEXT_LIMIT, style="on grey11"))
             text.append("\n")
+    elif item is not None and not item.choices:  # a grid imported from cells alone
+        text.append("no item text in this grid (imported from cells alone): `fragility-tui "
+                    "import FILE --items ITEMS` with the item file shows the prompt\n",
+                    style="dim")
     elif item is not None:
         try:
             from fragility_tui.harness.render import render

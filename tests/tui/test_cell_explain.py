@@ -109,3 +109,13 @@ def test_a_letter_likelihood_cell_with_chat_shows_the_template_s_turn():
     text = cell_detail(item, "m", "o0.letter.lik+chat", cell, 0, _smollm2_chat()).plain
     assert "context (letter likelihood: the chat template's assistant turn" in text
     assert "<|im_start|>assistant" in text and "0: 'A' → native choice 0" in text
+
+
+def test_a_grid_imported_from_cells_alone_says_how_to_get_its_prompts():
+    """A re-imported export has no item text: the drill-down said "cannot re-render the
+    prompt: 0 choices, expected 4" in red."""
+    bare = Item("toy/1", "toy", None, "", (), -1)
+    cell = {"correct": True, "pred": 0, "scores": None, "permutation": "0123"}
+    text = cell_detail(bare, "m", "o0.letter", cell, seed=0).plain
+    assert "cannot re-render" not in text
+    assert "no item text in this grid" in text and "--items" in text
