@@ -168,7 +168,13 @@ def _check_while_held(db, tiny_folder, items, a, b, procs) -> None:
 
 
 def _check_both_finish(db, procs, a, b) -> None:
-    assert procs[a["grid"]].wait(timeout=300) == 0
+    if procs[a["grid"]].wait(timeout=300) != 0:  # seen once under make test: say why
+        procs[b["grid"]].wait(timeout=300)
+        rows = {g: (r["status"], r.get("error")) for g, r in runs_json(db).items()}
+        raise AssertionError(f"the holder exited {procs[a['grid']].returncode}: "
+                             f"{procs[a['grid']].stderr.read()}; the waiter "
+                             f"{procs[b['grid']].returncode}: {procs[b['grid']].stderr.read()}"
+                             f"; runs: {rows}")
     assert procs[b["grid"]].wait(timeout=300) == 0, procs[b["grid"]].stderr.read()
     done = runs_json(db)
     assert done[b["grid"]]["status"] == "finished" and done[b["grid"]]["note"] is None
