@@ -98,6 +98,7 @@ PAIR_PARTS = {
     "a_only_stable": "stable: A only",  # A robust-correct, B robust-wrong
     "b_only_stable": "stable: B only",  # B robust-correct, A robust-wrong
     "fragile_disagreements": "fragile split",  # reference disagreement outside the stable set
+    "incomplete_disagreements": "incomplete split",  # ... on a row missing a cell (SPEC v3)
 }
 
 

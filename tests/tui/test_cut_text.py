@@ -231,6 +231,7 @@ async def test_a_grid_of_other_harnesses_configs_at_80_columns(imported_store):
         await walk_checks(app, pilot, check_the_status_keeps_f1_help_beside_a_long_reference,
                           check_the_legend_names_the_imported_configs,
                           check_the_pairs_detail_wraps,
+                          check_the_pair_drilldown_lists_the_incomplete_split,
                           check_imported_configs_get_tick_labels)
 
 
@@ -264,6 +265,25 @@ async def check_the_pairs_detail_wraps(app, pilot):
     text = " ".join(screen_text(app).split())
     assert f"{pair.incomplete_gap:+d} of the gap on items with a missing cell" in text
     assert str(pane.query_one("#pairs-detail").render()).startswith("stable set: ")
+
+
+async def check_the_pair_drilldown_lists_the_incomplete_split(app, pilot):
+    """A gap on items one model lacks a cell of: the drill-down showed three parts of 0
+    and an empty table; it lists those items as the incomplete split."""
+    from fragility_tui.tui.screens import PairScreen
+
+    pair = app.view.report.pairs[0]  # the Pairs pane is open, its first row the cursor's
+    await pilot.press("enter")
+    await wait_while(app, pilot, lambda: not isinstance(app.screen, PairScreen), 10,
+                     "no pair drill-down")
+    await pilot.pause()
+    text = " ".join(screen_text(app).split())
+    table = app.screen.query_one("#pair-items")
+    parts = [table.get_row_at(k)[0] for k in range(table.row_count)]
+    assert "incomplete split" in text and "incomplete split" in [str(p) for p in parts]
+    assert pair.incomplete_gap
+    await pilot.press("escape")
+    await pilot.pause()
 
 
 async def check_imported_configs_get_tick_labels(app, pilot):

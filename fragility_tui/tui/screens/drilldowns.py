@@ -180,8 +180,13 @@ class PairScreen(DrillScreen):
         explain = {"stable: A only": "A robust-correct, B robust-wrong (supports A)",
                    "stable: B only": "B robust-correct, A robust-wrong (supports B)",
                    "fragile split": "the reference config splits them, but at least one of "
-                                    "the two is fragile on the item"}
+                                    "the two is fragile on the item",
+                   "incomplete split": "the reference config splits them on an item one of "
+                                       "them lacks a cell of (the incomplete gap, not "
+                                       "fragility)"}
         for part, idx in groups.items():
+            if part == "incomplete split" and not len(idx):
+                continue  # said only where the grid misses cells of the pair
             summary.append(f"{len(idx):>5,}  {part}: {explain.get(part, '')}\n")
             for key, values in item_rows(view, idx):
                 rows.append((key, [part] + values))
