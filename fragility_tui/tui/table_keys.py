@@ -64,6 +64,8 @@ class TableKeys(_AppBase):
         if not path:
             return
         try:
+            if path.rstrip().endswith(("/", os.sep)):  # Path() drops the slash: a file
+                raise ValueError(f"{path} names a folder: name a file in it")
             written = table.export(Path(path).expanduser())
         except (OSError, ValueError) as exc:
             self.notify(clean(exc, limit=400), title="Export failed", severity="error",

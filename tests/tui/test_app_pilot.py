@@ -227,7 +227,7 @@ async def check_copy_export_and_screenshot(app, pilot, tmp_path):
     shots = list(tmp_path.glob("fragility-*.svg"))
     assert len(shots) == 1 and "<svg" in shots[0].read_text()[:500]
     await open_pane(app, pilot, "3")
-    for suffix in (".csv", ".parquet", ".md", ".xlsx"):
+    for suffix in (".csv", ".parquet", ".md", ".xlsx", "-dir.csv/"):
         await pilot.press("x")
         await pilot.pause()
         box = app.screen.query_one("#export-path", Input)
@@ -236,6 +236,9 @@ async def check_copy_export_and_screenshot(app, pilot, tmp_path):
         await pilot.press("enter")
         await pilot.pause()
     assert any("unknown export format" in str(n.message) for n in app._notifications)
+    # a path ending in / names a folder: refused, not written as the file before the slash
+    assert any("names a folder" in str(n.message) for n in app._notifications)
+    assert not (tmp_path / "pairs-dir.csv").exists()
 
 
 def check_the_exported_files(app, tmp_path):
