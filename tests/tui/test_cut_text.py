@@ -156,7 +156,8 @@ async def check_the_model_drilldown_shows_the_class_whole(app, pilot):
     await pilot.pause()
 
 
-async def check_the_bos_columns_are_explained(app, pilot):
+async def first_item_drilldown_text(app, pilot) -> str:
+    """The Items pane's first item opened: its drill-down's screen, one line of words."""
     from fragility_tui.tui.screens import ItemScreen
 
     await open_pane(app, pilot, "4")
@@ -164,7 +165,11 @@ async def check_the_bos_columns_are_explained(app, pilot):
     await wait_while(app, pilot, lambda: not isinstance(app.screen, ItemScreen), 10,
                      "no item drill-down")
     await pilot.pause()
-    text = " ".join(screen_text(app).split())
+    return " ".join(screen_text(app).split())
+
+
+async def check_the_bos_columns_are_explained(app, pilot):
+    text = await first_item_drilldown_text(app, pilot)
     assert "o0 LL: +bos, +nobos · cl qq: +bos, +nobos" in text
     assert "a BOS token put first/removed" in text
     await pilot.press("escape")
@@ -243,14 +248,7 @@ async def check_the_status_keeps_f1_help_beside_a_long_reference(app, pilot):
 
 
 async def check_the_legend_names_the_imported_configs(app, pilot):
-    from fragility_tui.tui.screens import ItemScreen
-
-    await open_pane(app, pilot, "4")
-    await pilot.press("enter")
-    await wait_while(app, pilot, lambda: not isinstance(app.screen, ItemScreen), 10,
-                     "no item drill-down")
-    await pilot.pause()
-    text = " ".join(screen_text(app).split())
+    text = await first_item_drilldown_text(app, pilot)
     assert "lm-eval:fragility_starter: 1 acc+k0 2 acc+k5 3 acc_norm+k0 4 acc_norm+k5" in text
     assert "under o0" not in text and "cloze" not in text
     assert "other configs numbered" not in text
