@@ -14,6 +14,7 @@ from fragility_tui.store.connection import memory_limit
 from fragility_tui.store.grid_configs import declare_axes
 from fragility_tui.store.schema import forget_derived, utc_now
 from fragility_tui.store.writer import refuse_synthetic
+from fragility_tui.text import clean
 
 
 IMPORT_MEMORY = "256MB"  # DuckDB's share while a big log goes in (it spills beyond it)
@@ -93,7 +94,9 @@ def _earlier(con, grid: str, config) -> str:
     entry = next((e for e in imports if e.get("config") == config.config_id), None)
     if entry is None:
         return "from an earlier run or import"
-    return f"imported from {entry.get('imported_from')} on {entry.get('imported_at')}"
+    # the store's text reaches a terminal: sanitised (a path may hold control characters)
+    return clean(f"imported from {entry.get('imported_from')} on {entry.get('imported_at')}",
+                 one_line=True, limit=400)
 
 
 def _record_import(con, grid: str, config, source: str, store) -> None:
