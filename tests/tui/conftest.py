@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -85,6 +86,31 @@ def screen_lines(app) -> list[str]:
     update = app.screen._compositor.render_full_update()
     return ["".join(seg.text for strip in line for seg in strip if not seg.control)
             for line in update.strips]
+
+
+def footer_and_status(app) -> tuple[str, str]:
+    lines = screen_lines(app)
+    return lines[-1], lines[-2]
+
+
+def assert_footer_whole(app) -> None:
+    """Every key label in the footer whole: `x Exp▏` and `q Qui▏` were cut."""
+    footer = footer_and_status(app)[0]
+    keys = footer.split("▏")[0]
+    for label in re.findall(r"(?:^|  )\S+ (\S+(?: \S+)?)", keys):
+        assert label.split()[0] in {"Sort", "Help", "Filter", "Selection", "Copy", "Export",
+                                    "Quit", "Reload", "Back", "Plot/items", "Plot/table",
+                                    "Compare", "Zoom", "Pan", "Reset", "Cancel", "Resume",
+                                    "New"}, (label, footer)
+    assert footer.rstrip().endswith("^p palette"), footer
+
+
+def shown_footer_keys(app) -> int:
+    """How many keys the footer shows (the ones past its width are hidden)."""
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    return sum(1 for key in app.screen.query_one(Footer).query(FooterKey) if key.display)
 
 
 def screen_text(app) -> str:

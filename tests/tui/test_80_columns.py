@@ -14,7 +14,8 @@ from rich.segment import Segment
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.panes import PANE_NAMES, pane_class
 
-from .conftest import open_pane, screen_lines, screen_text, wait_ready
+from .conftest import (assert_footer_whole, open_pane, screen_lines, screen_text,
+                       shown_footer_keys, wait_ready)
 
 pytestmark = pytest.mark.anyio
 
@@ -91,11 +92,15 @@ async def test_every_pane_leads_with_its_figures_at_80_columns(shipped_store, mo
         assert head.split()[:2] == ["item", "fragility"]
         assert re.search(r"\b[01]\.\d{3}\b", first)
 
-        # Bands: the band's figures whole, robust included, at 80 and at 100 columns
+        # Bands: the band's figures whole, robust included, at 80 and at 100 columns; the
+        # footer's keys whole at each width, more of them at 100 (kept, not rebuilt, on resize)
         await open_pane(app, pilot, "2")
+        footer_keys = []
         for width in (80, 100):
             await pilot.resize_terminal(width, 24)
             await pilot.pause(0.2)
+            assert_footer_whole(app)
+            footer_keys.append(shown_footer_keys(app))
             head, *body = table_lines(app)
             for column in ("ref %", "mean %", "min %", "max %", "spread", "robust %"):
                 assert column in head, (width, column)
@@ -106,6 +111,8 @@ async def test_every_pane_leads_with_its_figures_at_80_columns(shipped_store, mo
                                                band.band.spread, band.band.robust_accuracy)]
         await pilot.resize_terminal(80, 24)
         await pilot.pause(0.2)
+        assert_footer_whole(app)
+        assert shown_footer_keys(app) == footer_keys[0] < footer_keys[1]
 
         # NO_COLOR: the ✗ of the model's config matrix and of the item's matrix stays legible
         from fragility_tui.tui.screens import ItemScreen, ModelScreen

@@ -23,7 +23,8 @@ from fragility_tui.tui.config_matrix import legend
 from fragility_tui.tui.cut_edge import mark_cut
 from fragility_tui.tui.plots import ConfigAxis, config_tick_label
 
-from .conftest import open_pane, screen_lines, screen_text, wait_ready, wait_while, walk_checks
+from .conftest import (assert_footer_whole, footer_and_status, open_pane, screen_lines,
+                       screen_text, wait_ready, wait_while, walk_checks)
 
 pytestmark = pytest.mark.anyio
 
@@ -106,23 +107,6 @@ async def test_the_shipped_real_grid_at_80_columns(shipped_store, monkeypatch):
                           check_the_bos_columns_are_explained,
                           check_the_selection_form_shows_a_cut_name_whole,
                           check_compare_focuses_a_picker_and_spaces_its_ticks)
-
-
-def footer_and_status(app) -> tuple[str, str]:
-    lines = screen_lines(app)
-    return lines[-1], lines[-2]
-
-
-def assert_footer_whole(app) -> None:
-    """Every key label in the footer whole: `x Exp▏` and `q Qui▏` were cut."""
-    footer = footer_and_status(app)[0]
-    keys = footer.split("▏")[0]
-    for label in re.findall(r"(?:^|  )\S+ (\S+(?: \S+)?)", keys):
-        assert label.split()[0] in {"Sort", "Help", "Filter", "Selection", "Copy", "Export",
-                                    "Quit", "Reload", "Back", "Plot/items", "Plot/table",
-                                    "Compare", "Zoom", "Pan", "Reset", "Cancel", "Resume",
-                                    "New"}, (label, footer)
-    assert footer.rstrip().endswith("^p palette"), footer
 
 
 BARS = "│ ▏▎▍▌▋▊▉█▁▂▃▄▅▆▇▔▕"  # the border and a scrollbar's glyphs, right of a row

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from textual.keys import key_to_character
 from textual.widgets import Footer, Input
+from textual.widgets._footer import FooterKey
 
 from fragility_tui.tui.app import FragilityApp
 from fragility_tui.tui.panes import PANES
@@ -43,8 +44,32 @@ async def test_one_app_walks_every_pane_s_keys_then_the_run_form_s(synthetic_sto
             check_the_run_form_keeps_its_letters_and_the_footer_does_not_offer_them)
 
 
+def footer_widgets(app) -> list[FooterKey]:
+    return list(app.screen.query_one(Footer).query(FooterKey))
+
+
+def check_the_footer_follows_the_focus(app, before: tuple[tuple, list]) -> tuple[tuple, list]:
+    """The footer's keys are the screen's shown bindings; where those are the same as at
+    the focus just before, the same key widgets (the footer is rebuilt only when its keys
+    change: a rebuild was ~15% of the app's CPU while moving between panes)."""
+    shown = tuple((key, active.binding.action, active.binding.description, active.enabled)
+                  for key, active in app.screen.active_bindings.items() if active.binding.show)
+    first_per_action = {}  # the footer shows an action once, by its first key
+    for key, action, _, enabled in shown:
+        first_per_action.setdefault(action, (key, enabled))
+    widgets = footer_widgets(app)
+    on_footer = {w.action: (w.key, not w.disabled) for w in widgets
+                 if not w.has_class("-command-palette")}  # shown apart, at the right
+    assert on_footer == first_per_action
+    if shown == before[0]:
+        assert widgets == before[1] and all(a is b for a, b in zip(widgets, before[1]))
+    return shown, widgets
+
+
 async def check_every_offered_key_works_from_every_widget_of_every_pane(app, pilot):
     fired: list[str] = []
+    footer = ((), [])
+    kept = 0
 
     async def record(action, default_namespace=None, namespaces=None) -> bool:
         fired.append(action if isinstance(action, str) else str(action))
@@ -57,10 +82,14 @@ async def check_every_offered_key_works_from_every_widget_of_every_pane(app, pil
         widgets = [w for w in pane.query("*") if w.focusable and w.visible
                    and w.region.area and not isinstance(w, Input)]
         assert widgets, pane_class.pane_id
+        footer = ((), [])  # opening a pane moves the focus through other widgets
         for widget in widgets:
             widget.focus()
             await pilot.pause()
             assert app.focused is widget
+            shown_before = footer[0]
+            footer = check_the_footer_follows_the_focus(app, footer)
+            kept += footer[0] == shown_before
             offered = {key: active.binding.action
                        for key, active in app.screen.active_bindings.items()
                        if active.enabled and printable(key)}
@@ -79,6 +108,7 @@ async def check_every_offered_key_works_from_every_widget_of_every_pane(app, pil
                 del app.run_action
         app.screen.set_focus(None)  # the run form keeps digits: leave it before the next
     assert checked > 100
+    assert kept >= 3  # focus moves that kept the footer's keys (4 on 2026-12-06)
 
 
 async def check_the_run_form_keeps_its_letters_and_the_footer_does_not_offer_them(app, pilot):
