@@ -14,20 +14,46 @@ from fragility_tui.store.store import Store
 SMALL = dict(n_models=4, n_items=40, seed=3)
 
 
+def keep_calibrations(store: Store, grid: str, pairs: int) -> None:
+    """The grid's first `pairs` adjacent pairs (of its reference ranking) calibrated into the
+    store's cache, as the Pairs and Compare panes calibrate their first pair on opening (on
+    the default view): ~1.5 CPU-s a pair on 4 models x 40 items, which ~40 pilot tests spent
+    again each; once per session in a template instead. The calibration line's own tests
+    start without it (`uncalibrated_store`)."""
+    from fragility_tui.analysis.pairs import adjacent_pairs
+    from fragility_tui.services.reports import grid_calibration
+
+    cube = store.load_cube(grid)
+    first = [(cube.models[i], cube.models[j]) for i, j in adjacent_pairs(cube)][:pairs]
+    assert grid_calibration(store, grid, pairs=first)["cache"]["pairs_computed"] == pairs
+
+
 @pytest.fixture(scope="session")
 def _synthetic_template(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("template") / "tui.duckdb")
     write_synthetic_grid(store, simulate(**SMALL), "synthetic-small")
+    keep_calibrations(store, "synthetic-small", pairs=2)
     return store.path
 
 
 @pytest.fixture
 def synthetic_store(tmp_path, _synthetic_template):
-    """A store of its own with one synthetic grid: 4 models × 40 items × 26 configs (a copy
-    of a file built once per session; the store keeps no file open between operations)."""
+    """A store of its own with one synthetic grid: 4 models × 40 items × 26 configs, its
+    first two adjacent pairs calibrated (a copy of a file built once per session; the store
+    keeps no file open between operations)."""
     path = tmp_path / "tui.duckdb"
     shutil.copyfile(_synthetic_template, path)
     return Store(path)
+
+
+@pytest.fixture
+def uncalibrated_store(synthetic_store):
+    """synthetic_store with nothing in its calibration cache: the panes calibrate anew."""
+    import duckdb
+
+    with duckdb.connect(str(synthetic_store.path)) as con:
+        con.execute("DELETE FROM calibration_cache")
+    return synthetic_store
 
 
 async def wait_while(app, pilot, busy, timeout: float, what: str) -> None:

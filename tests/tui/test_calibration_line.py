@@ -45,8 +45,8 @@ async def until(pilot, condition, timeout: float = 30.0) -> None:
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 40)])
-async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
-    app = FragilityApp(str(synthetic_store.path))
+async def test_pairs_line_follows_the_cursor_and_fits(uncalibrated_store, size):
+    app = FragilityApp(str(uncalibrated_store.path))
     async with app.run_test(size=size) as pilot:
         await wait_ready(app, pilot)
         await open_pane(app, pilot, "3")
@@ -56,7 +56,7 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
                 await pilot.press("down")
             await until(pilot, lambda: "reps" in line_text(app, "pairs-calibration")
                         or "replicates" in line_text(app, "pairs-calibration"))
-            result = expected(synthetic_store.path, app.view, pair.a, pair.b)
+            result = expected(uncalibrated_store.path, app.view, pair.a, pair.b)
             outcome = "manufactured" if pair.manufactured else pair.verdict
             width = size[0] - 2
             assert line_text(app, "pairs-calibration") == summary_line(result, outcome,
@@ -78,14 +78,14 @@ async def test_pairs_line_follows_the_cursor_and_fits(synthetic_store, size):
             assert "with no gap, rows exchanged" in shown[0]
 
 
-async def test_compare_line_quotes_the_observed_label(synthetic_store):
-    app = FragilityApp(str(synthetic_store.path))
+async def test_compare_line_quotes_the_observed_label(uncalibrated_store):
+    app = FragilityApp(str(uncalibrated_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
         await open_pane(app, pilot, "8")
         await until(pilot, lambda: "reps" in line_text(app, "compare-calibration"))
         a, b = (app.query_one(f"#compare-{x}").value for x in "ab")
-        result = expected(synthetic_store.path, app.view, a, b)
+        result = expected(uncalibrated_store.path, app.view, a, b)
         label = result["observed"]["labels"]["observed"]
         text = line_text(app, "compare-calibration")
         assert text == summary_line(result, label, "observed", width=78)
@@ -96,13 +96,13 @@ async def test_compare_line_quotes_the_observed_label(synthetic_store):
         assert f"'{label}' {100 * rep['rate']:.0f}% at" in text
         assert f", {100 * null['rate']:.0f}% no gap" in text
         assert any(text in line for line in screen_lines(app))
-    con = duckdb.connect(str(synthetic_store.path))
+    con = duckdb.connect(str(uncalibrated_store.path))
     kept = con.execute("SELECT a, b FROM calibration_cache").fetchall()
     con.close()
     assert tuple(sorted((a, b))) in kept  # computed once, kept in the store
 
 
-async def test_the_line_says_calibrating_until_the_worker_is_done(synthetic_store, monkeypatch):
+async def test_the_line_says_calibrating_until_the_worker_is_done(uncalibrated_store, monkeypatch):
     release = threading.Event()
     real = reports.grid_calibration
 
@@ -111,7 +111,7 @@ async def test_the_line_says_calibrating_until_the_worker_is_done(synthetic_stor
         return real(*args, **kwargs)
 
     monkeypatch.setattr(reports, "grid_calibration", slow)
-    app = FragilityApp(str(synthetic_store.path))
+    app = FragilityApp(str(uncalibrated_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         while app.view is None or app.computing:
             await pilot.pause(0.05)
@@ -128,13 +128,13 @@ async def test_the_line_says_calibrating_until_the_worker_is_done(synthetic_stor
         assert f"'{outcome}'" in line_text(app, "pairs-calibration")
 
 
-async def test_a_failed_calibration_says_so_instead_of_calibrating(synthetic_store,
+async def test_a_failed_calibration_says_so_instead_of_calibrating(uncalibrated_store,
                                                                     monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("no room \x1b[31mleft")
 
     monkeypatch.setattr(reports, "grid_calibration", broken)
-    app = FragilityApp(str(synthetic_store.path))
+    app = FragilityApp(str(uncalibrated_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_ready(app, pilot)
         await open_pane(app, pilot, "8")

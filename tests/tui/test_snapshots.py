@@ -13,7 +13,7 @@ from fragility_tui.grid.simulate import simulate
 from fragility_tui.store.store import Store
 from fragility_tui.tui.app import FragilityApp
 
-from .conftest import wait_while
+from .conftest import keep_calibrations, wait_while
 
 WIDE, SMALL_TERM = (120, 40), (80, 24)
 
@@ -22,6 +22,7 @@ WIDE, SMALL_TERM = (120, 40), (80, 24)
 def _snapshot_template(tmp_path_factory):
     store = Store(tmp_path_factory.mktemp("snap") / "snap.duckdb")
     write_synthetic_grid(store, simulate(6, 120, 5), "synthetic-demo")
+    keep_calibrations(store, "synthetic-demo", pairs=1)  # the pair Pairs and Compare open on
     return store.path
 
 
