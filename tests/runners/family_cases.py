@@ -35,7 +35,10 @@ FAMILIES = {
     "gpt_oss": ({**MOE, "sliding_window": 24}, "eager"),
     "phi3": ({}, "sdpa"),
     "olmo2": ({}, "sdpa"),
-    "gemma4_text": ({"sliding_window": 24}, "sdpa"),
+    # Gemma 4's full-attention layers default to head_dim 512 and its per-layer input
+    # embeddings to 256 columns a layer (their rows: the tokenizer's vocabulary, tiny_folder)
+    "gemma4_text": ({"sliding_window": 24, "global_head_dim": 32,
+                     "hidden_size_per_layer_input": 16}, "sdpa"),
 }
 
 
@@ -71,6 +74,10 @@ def tiny_folder(root, model_type: str, tokenizer):
         max_position_embeddings=1024, initializer_range=0.5,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, **extra)
+    if hasattr(config, "vocab_size_per_layer_input"):
+        # Gemma 4's per-layer input embeddings default to 262,144 rows: 134M of a 135M-
+        # parameter "tiny" model, ~8 CPU-s a test to initialise, save and load
+        config.vocab_size_per_layer_input = len(tokenizer)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
