@@ -32,7 +32,7 @@ def tiny_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def whole(tiny_folder, tmp_path_factory):
     """(items, cells) of the single-process grid the Ray launches are compared with
-    (test_ray_launch.py, test_ray_nodes.py): 8 items under test_ray_launch's configs, run
+    (test_ray_nodes.py): 8 items under test_ray_launch's configs (common_args), run
     once per test process (it was once per module)."""
     from helpers import run_cli
     from test_ray_launch import common_args
