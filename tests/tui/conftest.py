@@ -209,12 +209,14 @@ def _shipped_template(tmp_path_factory):
 
     store = Store(tmp_path_factory.mktemp("shipped") / "shipped.duckdb")
     ensure_sample_grids(store)
+    keep_calibrations(store, "starter-real", pairs=1)  # ~4.5 CPU-s, opened in 4+ tests
     return store.path
 
 
 @pytest.fixture
 def shipped_store(tmp_path, _shipped_template):
-    """A store of its own holding the shipped grids (synthetic-12x3679, starter-real)."""
+    """A store of its own holding the shipped grids (synthetic-12x3679, starter-real), the
+    first adjacent pair of starter-real calibrated."""
     path = tmp_path / "shipped.duckdb"
     shutil.copyfile(_shipped_template, path)
     return Store(path)
