@@ -39,7 +39,14 @@ def refusing_launch(runs, tmp_path):
 
 
 async def test_compare_in_one_go_says_it_stopped_when_both_runs_are_refused(
-        synthetic_store, tmp_path):
+        synthetic_store, tmp_path, monkeypatch):
+    from fragility_tui.tui import compare_runs
+    from fragility_tui.tui.panes import compare
+
+    # the processes and the grid are looked for every 2 s: every 0.3 s here (the refused
+    # processes still take 1.5 s), not ~4 s of the test's wall time spent idle
+    monkeypatch.setattr(compare, "PROCESS_POLL_SECONDS", 0.3)
+    monkeypatch.setattr(compare_runs, "AWAIT_GRID_SECONDS", 0.3)
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(120, 40)) as pilot:
         pane = await open_pane(app, pilot, "8")
@@ -51,7 +58,7 @@ async def test_compare_in_one_go_says_it_stopped_when_both_runs_are_refused(
         assert "Compare in one go: waiting for the first cells" in \
             " ".join(screen_text(app).split())
         text = ""
-        for _ in range(100):  # the pane looks at the processes every 2 s
+        for _ in range(100):  # until the pane has looked at the ended processes
             await pilot.pause(0.1)
             text = " ".join(screen_text(app).split())
             if "stopped" in text:
