@@ -28,13 +28,24 @@ def start_detached(argv: list[str], log_path: str | os.PathLike) -> int:
 def launch_detached(argv: list[str], log_path: str | os.PathLike) -> subprocess.Popen:
     """start_detached, keeping the process handle: a launcher that stays up (the app) can
     see a run refused at its start (exit status 2, no run row) and say why."""
+    command = [sys.executable, "-m", "fragility_tui.cli", *argv]
+    with open_log(log_path) as log:
+        return subprocess.Popen(command, close_fds=True, **detached_stdio(log))
+
+
+def open_log(log_path: str | os.PathLike):
+    """A launched process's log, opened for appending (its folder made)."""
     log_path = Path(log_path)
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "fragility_tui.cli", *argv]
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                start_new_session=True, close_fds=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return open(log_path, "ab")
+
+
+def detached_stdio(log) -> dict:
+    """How a launched process starts (subprocess.Popen's arguments): in a session of its own,
+    so it outlives the terminal; stdin closed; stdout and stderr appended to `log`,
+    unbuffered, as the log is read while the process runs."""
+    return dict(stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
 def failure_line(log_path: str | os.PathLike) -> str:

@@ -79,6 +79,17 @@ def cli_run(args, *, input=None, capture_output=False, timeout=None, check=False
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
+def launch_detached(argv, log_path):
+    """fragility_tui.processes.launch_detached, warm where it can be: the same session, stdio
+    and environment (processes.detached_stdio). The app's launches (the Runs pane's form, the
+    Compare form's runs and comparison) go through it in the pilot tests (tests/tui/conftest.py);
+    the real one is tested by tests/runners/test_launch_events.py."""
+    from fragility_tui.processes import detached_stdio, open_log
+
+    with open_log(log_path) as log:
+        return cli_popen(argv, **detached_stdio(log))
+
+
 class _Server:
     """One forking server per test process, started at the first warm call."""
 

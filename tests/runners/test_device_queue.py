@@ -22,7 +22,14 @@ from cli_process import cli_popen, cli_run  # noqa: E402
 from helpers import pause_outside_the_store  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-ENV = {**os.environ, "NO_COLOR": "1", "FRAGILITY_CPU_SLOTS": "1"}
+
+
+def env() -> dict:
+    """This process's environment now, plus the queue's settings: read at each call, as a
+    copy taken at import would lack what torch set since (TORCHINDUCTOR_CACHE_DIR,
+    PYTORCH_CUDA_ALLOC_CONF) and so start every CLI cold instead of forking it warm
+    (tests/cli_process.py), ~2.5 CPU-s of imports each."""
+    return {**os.environ, "NO_COLOR": "1", "FRAGILITY_CPU_SLOTS": "1"}
 
 
 def common(tiny_folder, items, db):
@@ -32,12 +39,12 @@ def common(tiny_folder, items, db):
 
 
 def start(*args):
-    return cli_popen(["run", *args], cwd=REPO, env=ENV, stdout=subprocess.DEVNULL,
+    return cli_popen(["run", *args], cwd=REPO, env=env(), stdout=subprocess.DEVNULL,
                      stderr=subprocess.PIPE, text=True)
 
 
 def runs_json(db) -> dict:
-    out = cli_run(["runs", "list", "--json", "--db", str(db)], cwd=REPO, env=ENV,
+    out = cli_run(["runs", "list", "--json", "--db", str(db)], cwd=REPO, env=env(),
                   capture_output=True, text=True, timeout=120, check=True)
     return {r["grid"]: r for r in json.loads(out.stdout)}
 
@@ -149,14 +156,14 @@ def test_second_run_on_a_busy_device_queues_then_completes(tiny_folder, tmp_path
 
 def _check_while_held(db, tiny_folder, items, a, b, procs) -> None:
     assert b["device"] == "cpu" and b["pid"] == procs[b["grid"]].pid
-    listing = cli_run(["runs", "list", "--db", str(db)], cwd=REPO, env=ENV,
+    listing = cli_run(["runs", "list", "--db", str(db)], cwd=REPO, env=env(),
                       capture_output=True, text=True, check=True).stdout
     assert f"waiting for cpu, held by run {a['run_id']}" in listing
     row = next(line for line in listing.splitlines() if line.startswith(b["run_id"]))
     assert row.split()[1:3] == ["queued", "cpu"]
     # --no-wait refuses at once, naming the holder, and leaves no run row
     refused = cli_run(["run", *common(tiny_folder, items, db), "--grid", "third",
-                       "--no-wait"], cwd=REPO, env=ENV, capture_output=True, text=True,
+                       "--no-wait"], cwd=REPO, env=env(), capture_output=True, text=True,
                       timeout=300)
     assert refused.returncode == 2, refused.stderr
     assert f"cpu is busy, held by run {a['run_id']}; not waiting (--no-wait)" in refused.stderr

@@ -203,6 +203,15 @@ def _no_grid_override(monkeypatch):
     monkeypatch.delenv("FRAGILITY_TUI_GRID", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _warm_launches(monkeypatch):
+    """The app launches its runs and comparisons as processes forked from a server that has
+    imported torch once (tests/cli_process.py): ~2.5 CPU-s less each, ~12 per session."""
+    from cli_process import launch_detached
+
+    monkeypatch.setattr("fragility_tui.tui.panes.runs.launch_detached", launch_detached)
+
+
 @pytest.fixture(scope="session")
 def _shipped_template(tmp_path_factory):
     from fragility_tui.bootstrap import ensure_sample_grids
