@@ -41,10 +41,10 @@ COLD = os.environ.get("FRAGILITY_TESTS_COLD_CLI") == "1"
 LOAD_TIME_PREFIXES = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH_", "OMP_", "MKL_",
                       "OPENBLAS_", "KMP_", "CUDA_", "PYTHON", "LD_", "MALLOC_", "GLIBC_",
                       "TOKENIZERS_", "SAFETENSORS_")
-# ... except these, read at first use (in the child, from the environment it is given):
-# torch sets TORCHINDUCTOR_CACHE_DIR in this process when it first compiles, which
-# restarted the server (~4 CPU-s) for nothing.
-READ_AT_USE = frozenset({"TORCHINDUCTOR_CACHE_DIR"})
+# ... except these, read at use (in the child, from the environment it is given): torch sets
+# TORCHINDUCTOR_CACHE_DIR in this process when it first compiles and Ray PYTHONBREAKPOINT when
+# it starts, which restarted the server (~4 CPU-s) for nothing.
+READ_AT_USE = frozenset({"TORCHINDUCTOR_CACHE_DIR", "PYTHONBREAKPOINT"})
 
 
 def cli_popen(args, *, stdin=None, stdout=None, stderr=None, text=False, env=None,

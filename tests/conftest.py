@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import REPO, require_shared_benchmarks, run_cli  # noqa: E402
+from helpers import REPO, built_once, require_shared_benchmarks, run_cli  # noqa: E402
 
 # `make test` runs two workers on two cores. torch's OpenMP threads spin while they wait, so
 # a 2-thread forward whose second core is taken by the other worker ran 4.4x slower than
@@ -97,15 +97,17 @@ def cli():
 @pytest.fixture(scope="session")
 def samples_template(tmp_path_factory) -> Path:
     """A store as `fragility-tui load-samples --db` leaves it (the shipped grids,
-    synthetic-12x3679 and starter-real with its runs), built once per test process with the
-    call that command makes. Never written: tests take a copy (`samples_db`, or
+    synthetic-12x3679 and starter-real with its runs), built once per pytest run (built_once)
+    with the call that command makes. Never written: tests take a copy (`samples_db`, or
     shutil.copyfile in a module fixture). Tests of `load-samples` itself run the command."""
     from fragility_tui.store.sample_grids import load_sample_grids
     from fragility_tui.store.store import Store
 
-    path = tmp_path_factory.mktemp("samples") / "samples.duckdb"
-    assert load_sample_grids(Store(path)) == ["synthetic-12x3679", "starter-real"]
-    return path
+    def build(folder: Path) -> None:
+        assert load_sample_grids(Store(folder / "samples.duckdb")) == [
+            "synthetic-12x3679", "starter-real"]
+
+    return built_once(tmp_path_factory, "samples", build) / "samples.duckdb"
 
 
 @pytest.fixture

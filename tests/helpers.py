@@ -103,3 +103,25 @@ def process_memory_limit() -> str:
 
     return connection._host_connection().execute(
         "SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+
+def built_once(tmp_path_factory, name: str, build) -> Path:
+    """The folder `build(folder)` filled, built once per pytest run by whichever test process
+    asks first; pytest-xdist's other workers wait for it (a file lock) and share it. Each
+    worker built its own session templates before (the shipped grids' store alone ~6 CPU-s).
+    Read-only for the tests: they copy what they write to. A build that failed is retried."""
+    import fcntl
+    import shutil
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # this run's folder; the workers' own (popen-gwN) are inside it
+    folder = base / f"built-{name}"
+    with open(base / f"built-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".built").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            build(folder)
+            (folder / ".built").touch()
+    return folder

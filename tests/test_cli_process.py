@@ -89,13 +89,15 @@ def test_a_server_started_before_this_process_changed_its_environment_is_replace
     assert cli_process._server() is not before and before.proc.poll() is not None
 
 
-def test_a_setting_read_at_first_use_stays_warm(monkeypatch, tmp_path):
-    """TORCHINDUCTOR_CACHE_DIR is read when torch first compiles, in the child, from the
-    environment the child is given: setting it (torch does, in this process) keeps the server."""
+@pytest.mark.parametrize("name", ["TORCHINDUCTOR_CACHE_DIR", "PYTHONBREAKPOINT"])
+def test_a_setting_read_at_use_stays_warm(name, monkeypatch, tmp_path):
+    """TORCHINDUCTOR_CACHE_DIR is read when torch first compiles, PYTHONBREAKPOINT at each
+    breakpoint(), in the child, from the environment the child is given: setting them (torch
+    and Ray do, in this process) keeps the server."""
     if cli_process.COLD:
         pytest.skip("FRAGILITY_TESTS_COLD_CLI=1: every call is cold")
     before = cli_process._server()
-    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.setenv(name, str(tmp_path / "value"))
     proc = cli_popen(["--help"], stdout=subprocess.DEVNULL)
     assert isinstance(proc, WarmProcess) and proc.wait(timeout=60) == 0
     assert cli_process._server() is before and before.proc.poll() is None

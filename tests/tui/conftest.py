@@ -4,36 +4,43 @@ from __future__ import annotations
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
 from fragility_tui.store.importer import write_synthetic_grid
 from fragility_tui.grid.simulate import simulate
 from fragility_tui.store.store import Store
+from helpers import built_once
 
 SMALL = dict(n_models=4, n_items=40, seed=3)
 
 
-def keep_calibrations(store: Store, grid: str, pairs: int) -> None:
-    """The grid's first `pairs` adjacent pairs (of its reference ranking) calibrated into the
-    store's cache, as the Pairs and Compare panes calibrate their first pair on opening (on
-    the default view): ~1.5 CPU-s a pair on 4 models x 40 items, which ~40 pilot tests spent
-    again each; once per session in a template instead. The calibration line's own tests
-    start without it (`uncalibrated_store`)."""
+def keep_calibrations(store: Store, grid: str, pairs: int | list, reference=None) -> None:
+    """The grid's first `pairs` adjacent pairs (of its reference ranking), or the (a, b) pairs
+    listed, calibrated into the store's cache, as the Pairs and Compare panes calibrate the
+    pair they open on (on the default view, or under `reference`): ~1.5 CPU-s a pair on 4
+    models x 40 items, which ~40 pilot tests spent again each; once per run in a template
+    instead (built_once). The calibration line's own tests start without it
+    (`uncalibrated_store`)."""
     from fragility_tui.analysis.pairs import adjacent_pairs
     from fragility_tui.services.reports import grid_calibration
 
-    cube = store.load_cube(grid)
-    first = [(cube.models[i], cube.models[j]) for i, j in adjacent_pairs(cube)][:pairs]
-    assert grid_calibration(store, grid, pairs=first)["cache"]["pairs_computed"] == pairs
+    if isinstance(pairs, int):
+        cube = store.load_cube(grid)
+        pairs = [(cube.models[i], cube.models[j]) for i, j in adjacent_pairs(cube)][:pairs]
+    done = grid_calibration(store, grid, pairs=pairs, reference=reference)
+    assert done["cache"]["pairs_computed"] == len(pairs)
 
 
 @pytest.fixture(scope="session")
 def _synthetic_template(tmp_path_factory):
-    store = Store(tmp_path_factory.mktemp("template") / "tui.duckdb")
-    write_synthetic_grid(store, simulate(**SMALL), "synthetic-small")
-    keep_calibrations(store, "synthetic-small", pairs=2)
-    return store.path
+    def build(folder: Path) -> None:
+        store = Store(folder / "tui.duckdb")
+        write_synthetic_grid(store, simulate(**SMALL), "synthetic-small")
+        keep_calibrations(store, "synthetic-small", pairs=2)
+
+    return built_once(tmp_path_factory, "tui-synthetic", build) / "tui.duckdb"
 
 
 @pytest.fixture
@@ -216,10 +223,16 @@ def _warm_launches(monkeypatch):
 def _shipped_template(tmp_path_factory):
     from fragility_tui.bootstrap import ensure_sample_grids
 
-    store = Store(tmp_path_factory.mktemp("shipped") / "shipped.duckdb")
-    ensure_sample_grids(store)
-    keep_calibrations(store, "starter-real", pairs=1)  # ~4.5 CPU-s, opened in 4+ tests
-    return store.path
+    def build(folder: Path) -> None:
+        store = Store(folder / "shipped.duckdb")
+        ensure_sample_grids(store)
+        keep_calibrations(store, "starter-real", pairs=1)  # ~4.5 CPU-s, opened in 4+ tests
+        # the README tour's Compare pair, under both references it shows (~2.5 CPU-s each)
+        tour_pair = [("smollm2-135m-instruct", "smollm2-135m-instruct+int4")]
+        for reference in ("o0.letter", "cloze_qa"):
+            keep_calibrations(store, "starter-real", tour_pair, reference=reference)
+
+    return built_once(tmp_path_factory, "tui-shipped", build) / "shipped.duckdb"
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ after a deliberate change, and look at the SVGs before committing them."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,8 @@ from fragility_tui.grid.simulate import simulate
 from fragility_tui.store.store import Store
 from fragility_tui.tui.app import FragilityApp
 
+from helpers import built_once
+
 from .conftest import keep_calibrations, wait_while
 
 WIDE, SMALL_TERM = (120, 40), (80, 24)
@@ -20,10 +23,12 @@ WIDE, SMALL_TERM = (120, 40), (80, 24)
 
 @pytest.fixture(scope="module")
 def _snapshot_template(tmp_path_factory):
-    store = Store(tmp_path_factory.mktemp("snap") / "snap.duckdb")
-    write_synthetic_grid(store, simulate(6, 120, 5), "synthetic-demo")
-    keep_calibrations(store, "synthetic-demo", pairs=1)  # the pair Pairs and Compare open on
-    return store.path
+    def build(folder: Path) -> None:
+        store = Store(folder / "snap.duckdb")
+        write_synthetic_grid(store, simulate(6, 120, 5), "synthetic-demo")
+        keep_calibrations(store, "synthetic-demo", pairs=1)  # the pair Pairs, Compare open on
+
+    return built_once(tmp_path_factory, "tui-snapshots", build) / "snap.duckdb"
 
 
 @pytest.fixture
