@@ -94,6 +94,27 @@ def launch_detached(argv, log_path):
         return cli_popen(argv, **detached_stdio(log))
 
 
+def matches_server(server, env: dict) -> bool:
+    """Whether a child of `server` sees what a cold process with `env` would."""
+    keys = {k for k in (*env, *server.env)
+            if k.startswith(LOAD_TIME_PREFIXES) and k not in READ_AT_USE}
+    return all(env.get(k) == server.env.get(k) for k in keys)
+
+
+def warm_command(folder: Path) -> Path:
+    """A `fragility-tui` command written into `folder` (put it first on PATH) for the scripts
+    that call the installed command (examples/slurm): each call is a child of this process's
+    warm server when its environment allows, as cli_popen's are, else `python -m
+    fragility_tui.cli`. Its exit status is the CLI's (128 + N when killed by signal N)."""
+    server = _server()
+    (folder / "server.json").write_text(json.dumps({"path": server.path, "env": server.env}))
+    command = folder / "fragility-tui"
+    command.write_text(f"#!/bin/sh\nexec {sys.executable} {Path(__file__).resolve()} "
+                       f"{folder / 'server.json'} \"$@\"\n")
+    command.chmod(0o755)
+    return command
+
+
 class _Server:
     """One forking server per test process, started at the first warm call."""
 
@@ -111,10 +132,7 @@ class _Server:
             raise RuntimeError(f"the warm CLI server did not start: {line!r}")
         atexit.register(self.close)
 
-    def matches(self, env: dict) -> bool:
-        keys = {k for k in (*env, *self.env)
-                if k.startswith(LOAD_TIME_PREFIXES) and k not in READ_AT_USE}
-        return all(env.get(k) == self.env.get(k) for k in keys)
+    matches = matches_server
 
     def connect(self) -> socket.socket:
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -272,3 +290,31 @@ class WarmProcess:
                 stream.close()
         self.wait()
 
+
+
+class _Known:
+    """A server of another process, known by its socket and environment (warm_command)."""
+
+    def __init__(self, path: str, env: dict):
+        self.path, self.env = path, env
+
+    matches = matches_server
+
+    def connect(self) -> socket.socket:
+        return _Server.connect(self)
+
+
+def _command(server_file: str, args: list[str]) -> int:
+    """The command warm_command writes: `fragility-tui ARGS` with this process's stdio,
+    environment and directory."""
+    server = _Known(**json.loads(Path(server_file).read_text()))
+    env = dict(os.environ)
+    if COLD or not server.matches(env):
+        os.execv(sys.executable, [sys.executable, "-m", "fragility_tui.cli", *args])
+    code = WarmProcess(server, args, None, None, None, False, env, os.getcwd(), False, None,
+                       None).wait()
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(_command(sys.argv[1], sys.argv[2:]))

@@ -101,3 +101,20 @@ def test_a_setting_read_at_use_stays_warm(name, monkeypatch, tmp_path):
     proc = cli_popen(["--help"], stdout=subprocess.DEVNULL)
     assert isinstance(proc, WarmProcess) and proc.wait(timeout=60) == 0
     assert cli_process._server() is before and before.proc.poll() is None
+
+
+def test_the_warm_command_gives_the_clis_output_and_status(tmp_path):
+    """warm_command's `fragility-tui` (for scripts that call the installed command): the CLI's
+    stdout, stderr and exit status, warm or, with a setting read at import, cold."""
+    command = str(cli_process.warm_command(tmp_path))
+    db = str(tmp_path / "s.duckdb")
+    made = subprocess.run([command, "simulate", "--models", "2", "--items", "5", "--grid", "g",
+                           "--db", db], capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    for env in (os.environ, {**os.environ, "HF_HOME": str(tmp_path / "hf")}):
+        listed = subprocess.run([command, "grids", "--json", "--db", db], capture_output=True,
+                                text=True, env=env, timeout=120)
+        assert listed.returncode == 0 and '"name": "g"' in listed.stdout
+        bad = subprocess.run([command, "report", "--grid", "nope", "--db", db],
+                             capture_output=True, text=True, env=env, timeout=120)
+        assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.startswith("error: ")

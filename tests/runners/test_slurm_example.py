@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from fragility_tui.store.store import Store  # noqa: E402
+from cli_process import warm_command  # noqa: E402
 from helpers import run_cli  # noqa: E402
 from test_run_loop import REPO, assert_same_cells, cells_of, write_items  # noqa: E402
 
@@ -27,9 +28,7 @@ def test_the_job_array_and_merge_give_the_single_process_grid(tiny_folder, tmp_p
             *run_args.split(), db=whole, timeout=300, check=True)
     shim = tmp_path / "bin"  # `fragility-tui` on PATH, as an installed package puts it
     shim.mkdir()
-    (shim / "fragility-tui").write_text(
-        f"#!/bin/sh\nexec {sys.executable} -m fragility_tui.cli \"$@\"\n")
-    (shim / "fragility-tui").chmod(0o755)
+    warm_command(shim)  # forked from the tests' warm server: no torch import per task
     db = tmp_path / "merged.duckdb"
     env = {**os.environ, "PATH": f"{shim}:{os.environ['PATH']}", "MODEL": str(tiny_folder),
            "ITEMS": str(items), "GRID": "g", "PARTS": str(tmp_path / "parts"),
