@@ -72,7 +72,7 @@ def verdict(out: dict, args) -> str:
                         (out["a"], out["b"]))
     reason = {"winner": "settled", "equivalent": "settled",
               "budget": f"the budget (--{out.get('budget') or 'max-items'}) is spent",
-              "pool-exhausted": "the pool is exhausted",
+              "pool-exhausted": "every item of the pool used",
               "awaiting-cells": "the next chunk's cells are not in the grid (yet)"}[stop]
     lines = [f"verdict: {text} ({stop}: {reason}); {saved}"]
     if last is not None:

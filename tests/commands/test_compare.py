@@ -49,6 +49,9 @@ def test_the_reference_o0_letter_runs_the_pool_out(shipped_db):
     text = run_cli("compare", BASE, INT4, "--grid", "starter-real", "--max-items", "60",
                    db=shipped_db, check=True).stdout
     assert "verdict: not settled (budget" in text and "60 of 265 items used" in text
+    text = run_cli("compare", BASE, INT4, "--grid", "starter-real", "--chunk", "50",
+                   db=shipped_db, check=True).stdout  # the reason says more than its name
+    assert "verdict: not settled (pool-exhausted: every item of the pool used)" in text
 
 
 @pytest.mark.parametrize("args, message", [
