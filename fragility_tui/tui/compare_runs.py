@@ -51,20 +51,22 @@ class CompareRuns:
         compare = app.panes.pane_of(ComparePane)
         before = len(runs.launched)
         if hasattr(plan, "settings"):  # "stop when settled": one `compare` process
-            runs.launch(list(plan.argv), f"start compare {plan.a} vs {plan.b} (stop when "
-                                         "settled)")
+            tries = [runs.launch(list(plan.argv), f"start compare {plan.a} vs {plan.b} "
+                                                  "(stop when settled)")]
             process = runs.launched[-1][0] if len(runs.launched) > before else None
             compare.follow(plan, process)  # the sequence, from the grid's cells
         else:
-            runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)")
-            runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")
+            tries = [runs.launch(list(plan.argv_a), f"start {plan.a} (compare A)"),
+                     runs.launch(list(plan.argv_b), f"start {plan.b} (compare B)")]
             # two plain runs: the full grid's decision, not a replayed sequence that reads
             # like a sequential result (the form may have been opened from the sequence view)
             compare.sequence_on = False
         self.started = tuple(runs.launched[before:])  # (process, log, what)
-        compare.want(plan.grid, plan.a, plan.b, self.started)
+        not_started = [why for why in tries if why]  # why a launch failed
+        compare.want(plan.grid, plan.a, plan.b, self.started, not_started)
         app.action_pane("compare")
-        if plan.grid != app.grid_name:  # opened once the first run has created it
+        # opened once a run has created it; nothing will when no process started
+        if plan.grid != app.grid_name and len(not_started) < len(tries):
             self.awaited, self.last_look = plan.grid, False
             self._look()
 

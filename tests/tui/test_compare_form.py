@@ -322,3 +322,32 @@ async def test_a_compare_run_that_fails_to_start_is_reported_where_the_user_is(
             if "stopped" in str(result.render()):
                 break
         assert str(result.render()).startswith("Compare in one go stopped: start empty-a")
+
+
+async def test_a_run_that_cannot_be_launched_stops_the_wait_at_once(
+        synthetic_store, tmp_path, monkeypatch):
+    """The process cannot even be started (an OSError: no memory to fork, too many open
+    files): the Compare pane says so at once instead of waiting for a grid nothing will make,
+    and the app stops looking for it."""
+    a, b = model_folder(tmp_path, "ckpt-a"), model_folder(tmp_path, "ckpt-b")
+
+    def cannot_launch(argv, log_path):
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr("fragility_tui.tui.panes.runs.launch_detached", cannot_launch)
+    app = FragilityApp(str(synthetic_store.path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        form = await open_compare_form(app, pilot)
+        for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", "never")):
+            form.query_one(f"#cf-{field}", Input).value = value
+        form.query_one("#cf-device", Select).value = "cpu"
+        await pilot.pause()
+        await pilot.click("#cf-start")
+        await pilot.pause()
+        assert app.query_one("#panes").current == "compare"
+        shown = str(app.pane("compare").query_one("#compare-result").render())
+        assert shown.startswith("Compare in one go stopped: start ckpt-a (compare A) could "
+                                "not start: [Errno 24] Too many open files"), shown
+        assert app.compare_runs.awaited is None and not app.compare_runs.started
+        note = str(app.pane("runs").query_one("#run-note").render())
+        assert note.startswith("could not start ckpt-b (compare B): [Errno 24]"), note

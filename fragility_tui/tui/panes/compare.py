@@ -101,6 +101,7 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
     # (grid, A, B) a Compare form queued, until the grid is open with cells of both
     wanted: tuple[str, str, str] | None = None
     started: tuple = ()  # (process, log, what) of the processes started for `wanted`
+    not_started: tuple = ()  # why the others could not start
     _started_ended: tuple = ()  # which of them had ended at the last look
     _started_timer = None
     plot_id, table_id = "compare-plot", "compare-table"
@@ -135,7 +136,7 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
             return
         if self.wanted:  # both have cells now: picked once, the user's picks rule after
             _, old_a, old_b = self.wanted
-            self.wanted, self.started = None, ()
+            self.wanted, self.started, self.not_started = None, (), ()
             self._set_options(models, old_a, old_b)
             self.call_after_refresh(self.compare)
             return
@@ -153,12 +154,14 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
                 sel_a.value = old_a if old_a in models else models[0]
                 sel_b.value = old_b if old_b in models else models[1]
 
-    def want(self, grid: str, a: str, b: str, started=()) -> None:
+    def want(self, grid: str, a: str, b: str, started=(), not_started=()) -> None:
         """Open on A vs B as soon as `grid` is open with cells of both (a Compare form's
         runs: the second may still be queued behind the first). started: (process, log,
         what) of the processes that bring the cells: watched, so that one ending failed or
-        refused stops the wait instead of leaving it to wait forever."""
+        refused stops the wait instead of leaving it to wait forever; not_started: why the
+        others could not start (the wait is over at once)."""
         self.wanted, self.started = (grid, a, b), tuple(started)
+        self.not_started = tuple(not_started)
         self._started_ended = (False,) * len(self.started)
         if self.started and self._started_timer is None:
             self._started_timer = self.set_interval(PROCESS_POLL_SECONDS, self._poll_started)
@@ -176,7 +179,7 @@ class ComparePane(SequenceMixin, PlotToggle, Pane, pane_id="compare", title="Com
         missing = [m for m in (a, b) if m not in models or view.grid != grid]
         settling = self.following is not None and \
             (self.following.grid, self.following.a, self.following.b) == self.wanted
-        why = stop_reason(self.started)
+        why = self.not_started[0] if self.not_started else stop_reason(self.started)
         self.query_one("#compare-result", Static).update(
             stopped_text(why, settling) if why else waiting_text(grid, missing, settling))
         self.query_one("#compare-calibration", Static).update("")

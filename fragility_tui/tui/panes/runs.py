@@ -360,16 +360,19 @@ class RunsPane(Pane, pane_id="runs", title="Runs"):
     def action_new_run(self) -> None:
         self.query_one("#run-model", Input).focus()
 
-    def launch(self, argv: list[str], what: str) -> None:
+    def launch(self, argv: list[str], what: str) -> str | None:
+        """Start `fragility-tui ARGV` detached and watch it; why it could not start (said
+        here too), or None."""
         log = log_dir(self.db_path) / f"tui-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
         try:
             proc = launch_detached(argv, log)
         except OSError as exc:
             self.note(f"could not {what}: {exc}", error=True)
-            return
+            return f"{what} could not start: {exc}"
         self.launched.append((proc, log, what))
         self.note(f"{what}: process {proc.pid} started, log {log}")
         self.poll()
+        return None
 
     def note(self, text: str, error: bool = False) -> None:
         self.form_error = False  # another note replaces the form's errors
