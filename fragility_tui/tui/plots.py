@@ -138,6 +138,14 @@ class FigurePlot(PlotWidget):
 
     margin_top = reactive(1)
     redraw = None  # the last draw, repeated when the plot's size changes
+    # textual-plot's keys that do nothing with panning and zooming off: not offered in the
+    # footer, and the keys go on to the pane
+    OFF_ACTIONS = frozenset({"zoom_in", "zoom_out", "zoom_x_in", "zoom_x_out", "zoom_y_in",
+                             "zoom_y_out", "pan_left", "pan_right", "pan_up", "pan_down",
+                             "reset_scales"})
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return action not in self.OFF_ACTIONS and super().check_action(action, parameters)
     drawn_size = None  # the plot's size when it was last drawn
 
     def on_mount(self) -> None:

@@ -133,8 +133,7 @@ def assert_footer_whole(app) -> None:
     for label in re.findall(r"(?:^|  )\S+ (\S+(?: \S+)?)", keys):
         assert label.split()[0] in {"Sort", "Help", "Filter", "Selection", "Copy", "Export",
                                     "Quit", "Reload", "Back", "Plot/items", "Plot/table",
-                                    "Compare", "Zoom", "Pan", "Reset", "Cancel", "Resume",
-                                    "New"}, (label, footer)
+                                    "Compare", "Cancel", "Resume", "New"}, (label, footer)
     assert footer.rstrip().endswith("^p palette"), footer
 
 
