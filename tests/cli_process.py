@@ -291,7 +291,6 @@ class WarmProcess:
         self.wait()
 
 
-
 class _Known:
     """A server of another process, known by its socket and environment (warm_command)."""
 
@@ -309,10 +308,15 @@ def _command(server_file: str, args: list[str]) -> int:
     environment and directory."""
     server = _Known(**json.loads(Path(server_file).read_text()))
     env = dict(os.environ)
+    cold = [sys.executable, "-m", "fragility_tui.cli", *args]
     if COLD or not server.matches(env):
-        os.execv(sys.executable, [sys.executable, "-m", "fragility_tui.cli", *args])
-    code = WarmProcess(server, args, None, None, None, False, env, os.getcwd(), False, None,
-                       None).wait()
+        os.execv(sys.executable, cold)
+    try:
+        proc = WarmProcess(server, args, None, None, None, False, env, os.getcwd(), False,
+                           None, None)
+    except OSError:  # the server has gone (its test process ended or replaced it)
+        os.execv(sys.executable, cold)
+    code = proc.wait()
     return code if code >= 0 else 128 - code
 
 

@@ -3,6 +3,7 @@ must behave as `python -m fragility_tui.cli` started cold, for what the tests lo
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -105,7 +106,8 @@ def test_a_setting_read_at_use_stays_warm(name, monkeypatch, tmp_path):
 
 def test_the_warm_command_gives_the_clis_output_and_status(tmp_path):
     """warm_command's `fragility-tui` (for scripts that call the installed command): the CLI's
-    stdout, stderr and exit status, warm or, with a setting read at import, cold."""
+    stdout, stderr and exit status, warm or cold (a setting read at import differs, or the
+    server has gone)."""
     command = str(cli_process.warm_command(tmp_path))
     db = str(tmp_path / "s.duckdb")
     made = subprocess.run([command, "simulate", "--models", "2", "--items", "5", "--grid", "g",
@@ -118,3 +120,8 @@ def test_the_warm_command_gives_the_clis_output_and_status(tmp_path):
         bad = subprocess.run([command, "report", "--grid", "nope", "--db", db],
                              capture_output=True, text=True, env=env, timeout=120)
         assert bad.returncode == 2 and bad.stdout == "" and bad.stderr.startswith("error: ")
+    known = json.loads((tmp_path / "server.json").read_text())  # a server gone since: cold
+    (tmp_path / "server.json").write_text(json.dumps({**known, "path": str(tmp_path / "gone")}))
+    listed = subprocess.run([command, "grids", "--json", "--db", db], capture_output=True,
+                            text=True, timeout=120)
+    assert listed.returncode == 0 and '"name": "g"' in listed.stdout
