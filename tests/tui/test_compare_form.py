@@ -295,6 +295,16 @@ async def check_the_compare_form_starts_both_runs_and_waits_for_the_pair(app, pi
     assert app.compare_runs.awaited == "fresh"  # looked for until the first run makes it
 
 
+async def start_compare_form(app, pilot, a, b, grid: str) -> None:
+    """The Compare form filled with two model folders, a grid and the CPU, then started."""
+    form = await open_compare_form(app, pilot)
+    for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", grid)):
+        form.query_one(f"#cf-{field}", Input).value = value
+    form.query_one("#cf-device", Select).value = "cpu"
+    await pilot.pause()
+    await pilot.click("#cf-start")
+
+
 async def test_a_compare_run_that_fails_to_start_is_reported_where_the_user_is(
         synthetic_store, tmp_path):
     """Folders with a config.json but no weights pass the form; the runs then fail at their
@@ -302,12 +312,7 @@ async def test_a_compare_run_that_fails_to_start_is_reported_where_the_user_is(
     a, b = model_folder(tmp_path, "empty-a"), model_folder(tmp_path, "empty-b")
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(80, 24)) as pilot:
-        form = await open_compare_form(app, pilot)
-        for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", "never")):
-            form.query_one(f"#cf-{field}", Input).value = value
-        form.query_one("#cf-device", Select).value = "cpu"
-        await pilot.pause()
-        await pilot.click("#cf-start")
+        await start_compare_form(app, pilot, a, b, grid="never")
         for _ in range(600):  # each process imports the runner before it fails
             await pilot.pause(0.1)
             failed = [n for n in app._notifications if n.title == "Run not started"]
@@ -337,12 +342,7 @@ async def test_a_run_that_cannot_be_launched_stops_the_wait_at_once(
     monkeypatch.setattr("fragility_tui.tui.panes.runs.launch_detached", cannot_launch)
     app = FragilityApp(str(synthetic_store.path))
     async with app.run_test(size=(100, 30)) as pilot:
-        form = await open_compare_form(app, pilot)
-        for field, value in (("model-a", str(a)), ("model-b", str(b)), ("grid", "never")):
-            form.query_one(f"#cf-{field}", Input).value = value
-        form.query_one("#cf-device", Select).value = "cpu"
-        await pilot.pause()
-        await pilot.click("#cf-start")
+        await start_compare_form(app, pilot, a, b, grid="never")
         await pilot.pause()
         assert app.query_one("#panes").current == "compare"
         shown = str(app.pane("compare").query_one("#compare-result").render())
