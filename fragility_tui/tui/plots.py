@@ -138,6 +138,7 @@ class FigurePlot(PlotWidget):
 
     margin_top = reactive(1)
     redraw = None  # the last draw, repeated when the plot's size changes
+    drawn_size = None  # the plot's size when it was last drawn
     # textual-plot's keys that do nothing with panning and zooming off: not offered in the
     # footer, and the keys go on to the pane
     OFF_ACTIONS = frozenset({"zoom_in", "zoom_out", "zoom_x_in", "zoom_x_out", "zoom_y_in",
@@ -146,7 +147,6 @@ class FigurePlot(PlotWidget):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         return action not in self.OFF_ACTIONS and super().check_action(action, parameters)
-    drawn_size = None  # the plot's size when it was last drawn
 
     def on_mount(self) -> None:
         for canvas in self.query(Canvas):

@@ -15,7 +15,7 @@ from fragility_tui.tui.panes.compare_form import CompareFormScreen
 from fragility_tui.tui.panes.run_form import (check_compare_form, check_run_form,
                                               grid_model_name, run_argv)
 
-from .conftest import open_pane, screen_text, wait_ready, walk_checks
+from .conftest import open_pane, screen_text, walk_checks
 
 pytestmark = pytest.mark.anyio
 
